@@ -1,0 +1,100 @@
+"""Registry of query-encoder backbones: short name -> how to build the Hugging Face model.
+
+Paper-scale entries load pretrained instruct models from the Hugging Face hub (or its local
+cache); `tiny` is a small randomly initialised Llama that runs offline on a CPU.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from transformers import AutoModel, LlamaConfig, LlamaModel, PreTrainedModel
+
+LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+@dataclass(frozen=True)
+class LoraSettings:
+    r: int = 64
+    alpha: int = 16
+    dropout: float = 0.1
+    targets: tuple[str, ...] = LORA_TARGETS
+
+
+@dataclass(frozen=True)
+class Backbone:
+    """How to obtain one backbone. Exactly one of `model_id` / `config` is set."""
+
+    name: str
+    model_id: str | None = None
+    config: dict = field(default_factory=dict)
+    lora: LoraSettings = LoraSettings()
+
+    @property
+    def is_pretrained(self) -> bool:
+        return self.model_id is not None
+
+
+BACKBONES: dict[str, Backbone] = {
+    "llama1b": Backbone("llama1b", model_id="meta-llama/Llama-3.2-1B-Instruct"),
+    "llama3b": Backbone("llama3b", model_id="meta-llama/Llama-3.2-3B-Instruct"),
+    "llama8b": Backbone("llama8b", model_id="meta-llama/Llama-3.1-8B-Instruct"),
+    "qwen4b": Backbone("qwen4b", model_id="Qwen/Qwen3-4B-Instruct-2507"),
+    "tiny": Backbone(
+        "tiny",
+        config=dict(
+            hidden_size=128,
+            intermediate_size=512,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=4,
+            vocab_size=256,
+            max_position_embeddings=512,
+        ),
+    ),
+}
+
+
+class BackboneUnavailableError(RuntimeError):
+    """A pretrained backbone is neither in the local cache nor downloadable."""
+
+
+def get_backbone(name: str) -> Backbone:
+    if name not in BACKBONES:
+        raise KeyError(f"unknown backbone {name!r}; valid backbones: {', '.join(sorted(BACKBONES))}")
+    return BACKBONES[name]
+
+
+def load_backbone(name: str, *, seed: int = 0, dtype: torch.dtype = torch.float32,
+                  config_overrides: dict | None = None) -> PreTrainedModel:
+    """The decoder stack (no LM head) of backbone `name`, ready to take `inputs_embeds`.
+
+    `config_overrides` resizes the randomly initialised backbones (e.g. hidden_size).
+    """
+    spec = get_backbone(name)
+    if spec.is_pretrained:
+        if config_overrides:
+            raise ValueError(f"config_overrides only apply to randomly initialised backbones, not {name!r}")
+        try:
+            return AutoModel.from_pretrained(spec.model_id, dtype=dtype)
+        except OSError as exc:
+            raise BackboneUnavailableError(
+                f"backbone {name!r} needs {spec.model_id!r}, which is not in the local Hugging Face cache "
+                f"and could not be downloaded. Fetch it on a machine with network access "
+                f"(`huggingface-cli download {spec.model_id}`, after accepting its licence on the hub) "
+                f"and point HF_HOME at that cache. Original error: {exc}"
+            ) from exc
+    config = LlamaConfig(**{**spec.config, **(config_overrides or {})})
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = LlamaModel(config)
+    return model.to(dtype)
+
+
+def add_lora(model: PreTrainedModel, settings: LoraSettings) -> PreTrainedModel:
+    """Wrap `model` with peft LoRA adapters on the registry's projection modules."""
+    from peft import LoraConfig, get_peft_model
+
+    config = LoraConfig(r=settings.r, lora_alpha=settings.alpha, lora_dropout=settings.dropout,
+                        bias="none", target_modules=list(settings.targets))
+    return get_peft_model(model, config)

@@ -1,0 +1,1 @@
+"""Data: the synthetic generator (here) and, later, the real multi-answer readers."""

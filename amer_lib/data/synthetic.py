@@ -1,0 +1,165 @@
+"""The synthetic multi-target task of the paper (Section 5.1 and Appendix A.2).
+
+Each input vector x in R^d has m = 5 targets y_i = T_i(x). Linear: T = [I, A, B, -A, -B] with
+random rotations A, B. MLP: five GELU MLPs whose weights are all one rotation each,
+M_a, M_b, M_c pairwise orthogonal in the Frobenius inner product, M_d = -M_b, M_e = -M_c.
+The corpus holds every train and test target plus N(0, I) negatives.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+INPUT_DISTRIBUTIONS = ("gaussian", "gaussian_4x", "correlated_gaussian", "uniform", "laplace_noise")
+SETTINGS = {
+    # setting: (train distributions, test distributions)
+    "single": (("gaussian",), ("gaussian",)),
+    "multi": (INPUT_DISTRIBUTIONS, INPUT_DISTRIBUTIONS),
+    "ood": (INPUT_DISTRIBUTIONS[:4], ("laplace_noise",)),
+}
+TRANSFORMS = ("linear", "mlp")
+N_TARGETS = 5
+
+
+def random_rotation(d: int, rng: np.random.Generator) -> np.ndarray:
+    """Haar-random rotation: QR of a Gaussian matrix with the signs of R's diagonal fixed, det +1."""
+    q, r = np.linalg.qr(rng.standard_normal((d, d)))
+    q = q * np.sign(np.diag(r))
+    if np.linalg.det(q) < 0:
+        q[:, 0] = -q[:, 0]
+    return q
+
+
+def nearest_rotation(matrix: np.ndarray) -> np.ndarray:
+    """Projection onto SO(d) in Frobenius norm (polar factor with the determinant fixed)."""
+    u, _, vt = np.linalg.svd(matrix)
+    if np.linalg.det(u @ vt) < 0:
+        u[:, -1] = -u[:, -1]
+    return u @ vt
+
+
+def frobenius_orthogonal_rotations(d: int, count: int, rng: np.random.Generator,
+                                   tol: float = 1e-10, max_iter: int = 10_000) -> list[np.ndarray]:
+    """`count` rotations, pairwise orthogonal in the Frobenius inner product <P, Q> = tr(P^T Q).
+
+    Each new rotation alternates Gram-Schmidt against the earlier ones (in Frobenius space) with
+    the projection back onto the rotation group, until the inner products fall below `tol * d`.
+    """
+    rotations: list[np.ndarray] = []
+    for _ in range(count):
+        m = random_rotation(d, rng)
+        for _ in range(max_iter):
+            for p in rotations:
+                m = m - np.sum(p * m) / d * p
+            m = nearest_rotation(m)
+            if all(abs(np.sum(p * m)) < tol * d for p in rotations):
+                break
+        else:
+            raise RuntimeError(f"Frobenius-orthogonal rotations did not converge at d={d}")
+        rotations.append(m)
+    return rotations
+
+
+def gelu(x: np.ndarray) -> np.ndarray:
+    """Exact (erf) GELU, as torch.nn.GELU()."""
+    from scipy.special import erf
+
+    return 0.5 * x * (1.0 + erf(x / np.sqrt(2.0)))
+
+
+@dataclass
+class TargetTransforms:
+    """The five fixed maps x -> y_i; `matrices[i]` is T_i (linear) or the MLP's shared weight."""
+
+    kind: str
+    matrices: list[np.ndarray]
+    mlp_layers: int = 2
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        """`[N, d]` -> targets `[N, 5, d]`."""
+        return np.stack([self._apply(m, x) for m in self.matrices], axis=1)
+
+    def _apply(self, weight: np.ndarray, x: np.ndarray) -> np.ndarray:
+        if self.kind == "linear":
+            return x @ weight.T
+        h = x
+        for layer in range(self.mlp_layers):
+            h = h @ weight.T
+            if layer < self.mlp_layers - 1:
+                h = gelu(h)
+        return h
+
+
+def make_transforms(kind: str, d: int, rng: np.random.Generator, mlp_layers: int = 2) -> TargetTransforms:
+    if kind == "linear":
+        a, b = random_rotation(d, rng), random_rotation(d, rng)
+        return TargetTransforms("linear", [np.eye(d), a, b, -a, -b])
+    if kind == "mlp":
+        if mlp_layers < 1:
+            raise ValueError(f"mlp_layers must be >= 1, got {mlp_layers}")
+        a, b, c = frobenius_orthogonal_rotations(d, 3, rng)
+        return TargetTransforms("mlp", [a, b, c, -b, -c], mlp_layers)
+    raise ValueError(f"unknown transform {kind!r}; valid transforms: {', '.join(TRANSFORMS)}")
+
+
+def sample_inputs(distribution: str, n: int, d: int, rng: np.random.Generator) -> np.ndarray:
+    if distribution == "gaussian":
+        return rng.standard_normal((n, d))
+    if distribution == "gaussian_4x":
+        return 2.0 * rng.standard_normal((n, d))
+    if distribution == "correlated_gaussian":
+        a = rng.standard_normal((d, d))
+        return rng.multivariate_normal(np.zeros(d), 0.5 * a @ a.T + 0.1 * np.eye(d), size=n, method="cholesky")
+    if distribution == "uniform":
+        return rng.uniform(-2.0, 2.0, (n, d))
+    if distribution == "laplace_noise":
+        return rng.laplace(0.0, 1.0, (n, d)) + rng.normal(0.0, np.sqrt(0.1), (n, d))
+    raise ValueError(f"unknown input distribution {distribution!r}; valid: {', '.join(INPUT_DISTRIBUTIONS)}")
+
+
+def sample_mixture(distributions: tuple[str, ...], n: int, d: int, rng: np.random.Generator) -> np.ndarray:
+    """`n` inputs split evenly over `distributions`, shuffled."""
+    sizes = np.diff(np.linspace(0, n, len(distributions) + 1).round().astype(int))
+    x = np.concatenate([sample_inputs(name, size, d, rng) for name, size in zip(distributions, sizes)])
+    return x[rng.permutation(n)]
+
+
+@dataclass
+class SyntheticTask:
+    """One setting: inputs, targets as corpus ids, and the corpus (unit-norm, float32)."""
+
+    setting: str
+    transform: str
+    train_inputs: np.ndarray  # [N_train, d]
+    test_inputs: np.ndarray  # [N_test, d]
+    train_target_ids: np.ndarray  # [N_train, 5] rows of `corpus`
+    test_target_ids: np.ndarray  # [N_test, 5]
+    corpus: np.ndarray  # [N_corpus, d], unit-norm
+
+    @property
+    def dim(self) -> int:
+        return self.corpus.shape[1]
+
+
+def make_task(setting: str, transform: str, *, dim: int, n_train: int, n_test: int, corpus_size: int,
+              seed: int, mlp_layers: int = 2) -> SyntheticTask:
+    """Build one of the six settings. The transforms depend on (transform, dim, seed) only, so
+    Single / Multi / OOD share them, as in the paper."""
+    if setting not in SETTINGS:
+        raise ValueError(f"unknown setting {setting!r}; valid settings: {', '.join(SETTINGS)}")
+    n_targets = (n_train + n_test) * N_TARGETS
+    if corpus_size < n_targets:
+        raise ValueError(f"corpus_size {corpus_size} is smaller than the {n_targets} targets it must hold")
+    transforms = make_transforms(transform, dim, np.random.default_rng([seed, TRANSFORMS.index(transform)]), mlp_layers)
+    rng = np.random.default_rng([seed, TRANSFORMS.index(transform), list(SETTINGS).index(setting) + 1])
+    train_dists, test_dists = SETTINGS[setting]
+    train_x = sample_mixture(train_dists, n_train, dim, rng)
+    test_x = sample_mixture(test_dists, n_test, dim, rng)
+    targets = np.concatenate([transforms(train_x), transforms(test_x)]).reshape(-1, dim)
+    negatives = rng.standard_normal((corpus_size - n_targets, dim))
+    corpus = np.concatenate([targets, negatives])
+    corpus = (corpus / np.linalg.norm(corpus, axis=1, keepdims=True)).astype(np.float32)
+    ids = np.arange(n_targets).reshape(-1, N_TARGETS)
+    return SyntheticTask(setting, transform, train_x.astype(np.float32), test_x.astype(np.float32),
+                         ids[:n_train], ids[n_train:], corpus)

@@ -1,0 +1,57 @@
+"""Atomic writes (a crash never leaves a half-written file under the final name) and run metadata."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+import torch
+
+
+@contextmanager
+def atomic_path(path: str | Path):
+    """Yield a temporary path beside `path`; on success it replaces `path` in one rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def write_json(path: str | Path, payload) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(payload, indent=2, sort_keys=True, default=_jsonable) + "\n")
+
+
+def save_torch(path: str | Path, payload) -> None:
+    with atomic_path(path) as tmp:
+        torch.save(payload, tmp)
+
+
+def _jsonable(value):
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"cannot write {type(value).__name__} to JSON")
+
+
+def git_commit() -> str | None:
+    """The commit of the checkout this code runs from (with '+dirty' for local changes)."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
+                                check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return commit + ("+dirty" if dirty else "")

@@ -1,0 +1,78 @@
+"""InfoNCE and the Hungarian-matched InfoNCE of the paper (Section 4.1, Eq. 2).
+
+Candidates in a batch are every valid positive plus one random negative per positive; scores
+are cosine similarities over a temperature. A query's own other positives stay in its
+denominator. Variable numbers of targets are padded at the end and masked.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from scipy.optimize import linear_sum_assignment
+
+TEMPERATURE = 0.05
+
+
+def candidate_log_probs(queries: torch.Tensor, positives: torch.Tensor, negatives: torch.Tensor,
+                        target_mask: torch.Tensor, temperature: float = TEMPERATURE) -> torch.Tensor:
+    """Log-softmax `[B, n, B*M + B*M]` of every query against every valid candidate.
+
+    Columns `b*M .. b*M+M-1` are example b's positives; the negatives follow. Padded candidates
+    get probability zero.
+    """
+    batch, max_targets, dim = positives.shape
+    candidates = torch.cat([positives.reshape(-1, dim), negatives.reshape(-1, dim)])
+    valid = torch.cat([target_mask.reshape(-1), target_mask.reshape(-1)])
+    scores = (F.normalize(queries, dim=-1) / temperature) @ F.normalize(candidates, dim=-1).T
+    if not bool(valid.all()):
+        scores = scores.masked_fill(~valid, float("-inf"))
+    return scores.log_softmax(dim=-1)
+
+
+def own_positive_block(log_probs: torch.Tensor, max_targets: int) -> torch.Tensor:
+    """`[B, n, M]`: each example's queries against its own positives."""
+    batch, n_queries, _ = log_probs.shape
+    positives = log_probs[..., : batch * max_targets].reshape(batch, n_queries, batch, max_targets)
+    index = torch.arange(batch, device=log_probs.device)
+    return positives[index, :, index, :]
+
+
+def info_nce(queries: torch.Tensor, positives: torch.Tensor, negatives: torch.Tensor,
+             temperature: float = TEMPERATURE) -> torch.Tensor:
+    """Plain InfoNCE for one query `[B, d]` and one positive `[B, d]` per example."""
+    mask = torch.ones(positives.shape[0], 1, dtype=torch.bool, device=positives.device)
+    log_probs = candidate_log_probs(queries[:, None], positives[:, None], negatives[:, None], mask, temperature)
+    return -own_positive_block(log_probs, 1)[:, 0, 0].mean()
+
+
+def hungarian_assignment(block: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """For each example, the target matched to each of its first `counts[b]` queries
+    (maximising the summed log-probability). Unused rows point at column 0."""
+    assignment = np.zeros(block.shape[:2], dtype=np.int64)
+    for b, count in enumerate(counts):
+        rows, cols = linear_sum_assignment(block[b, :count, :count], maximize=True)
+        assignment[b, rows] = cols
+    return assignment
+
+
+def matched_info_nce(queries: torch.Tensor, positives: torch.Tensor, negatives: torch.Tensor,
+                     target_mask: torch.Tensor, temperature: float = TEMPERATURE) -> torch.Tensor:
+    """Hungarian-matched InfoNCE.
+
+    queries `[B, M, d]` (query j of example b is valid when target j is), positives and
+    negatives `[B, M, d]`, target_mask `[B, M]` with the valid targets first. The matching is
+    solved on the detached block of log-probabilities; the loss is the mean matched negative
+    log-probability per example, averaged over examples.
+    """
+    counts = target_mask.sum(-1)
+    if bool((counts == 0).any()):
+        empty = torch.nonzero(counts == 0).flatten().tolist()
+        raise ValueError(f"examples at batch positions {empty} have no targets")
+    max_targets = positives.shape[1]
+    log_probs = candidate_log_probs(queries, positives, negatives, target_mask, temperature)
+    block = own_positive_block(log_probs, max_targets)
+    assignment = hungarian_assignment(block.detach().float().cpu().numpy(), counts.cpu().numpy())
+    matched = block.gather(-1, torch.as_tensor(assignment, device=block.device)[..., None]).squeeze(-1)
+    per_example = -(matched * target_mask).sum(-1) / counts
+    return per_example.mean()

@@ -1,0 +1,55 @@
+"""MRecall@k and Recall@k (paper, Section 2).
+
+Gold answers are clusters of document ids: `gold[q, c, :]` holds the ids of cluster c of query
+q, padded with -1 (padded clusters are entirely -1). A cluster is hit when any of its documents
+is in the top k. With m clusters, MRecall@k is 1 when all m are hit (m <= k) or at least k are
+hit (m > k); Recall@k is the fraction of clusters hit.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def pad_clusters(clusters: list[list[list[int]]]) -> np.ndarray:
+    """Ragged `[query][cluster][doc]` id lists -> padded array `[Q, C, D]` filled with -1."""
+    if any(len(c) == 0 for c in clusters):
+        empty = [i for i, c in enumerate(clusters) if len(c) == 0]
+        raise ValueError(f"queries {empty[:10]} have no gold clusters")
+    n_clusters = max(len(c) for c in clusters)
+    n_docs = max(len(docs) for c in clusters for docs in c)
+    gold = np.full((len(clusters), n_clusters, n_docs), -1, dtype=np.int64)
+    for q, query_clusters in enumerate(clusters):
+        for c, docs in enumerate(query_clusters):
+            gold[q, c, : len(docs)] = docs
+    return gold
+
+
+def cluster_hits(retrieved: np.ndarray, gold: np.ndarray, k: int) -> np.ndarray:
+    """`[Q, C]` bool: cluster c of query q has a document in the top k of `retrieved [Q, >=k]`."""
+    top = retrieved[:, :k]
+    hits = np.zeros(gold.shape[:2], dtype=bool)
+    for rank in range(top.shape[1]):  # k passes over [Q, C, D]: memory stays at the size of gold
+        column = top[:, rank, None, None]
+        hits |= ((gold == column) & (column >= 0)).any(-1)
+    return hits
+
+
+def _counts(retrieved: np.ndarray, gold: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    if retrieved.shape[0] != gold.shape[0]:
+        raise ValueError(f"{retrieved.shape[0]} retrieved lists for {gold.shape[0]} queries")
+    n_clusters = (gold >= 0).any(-1).sum(-1)
+    if (n_clusters == 0).any():
+        raise ValueError(f"queries {np.flatnonzero(n_clusters == 0)[:10].tolist()} have no gold clusters")
+    return cluster_hits(retrieved, gold, k).sum(-1), n_clusters
+
+
+def mrecall_at_k(retrieved: np.ndarray, gold: np.ndarray, k: int) -> np.ndarray:
+    """Per-query MRecall@k (0/1 floats)."""
+    hit, n_clusters = _counts(retrieved, gold, k)
+    return (hit >= np.minimum(n_clusters, k)).astype(np.float64)
+
+
+def recall_at_k(retrieved: np.ndarray, gold: np.ndarray, k: int) -> np.ndarray:
+    """Per-query Recall@k: fraction of gold clusters hit."""
+    hit, n_clusters = _counts(retrieved, gold, k)
+    return hit / n_clusters

@@ -1,0 +1,134 @@
+"""The AMER query encoder: a decoder LM that emits a sequence of query embeddings.
+
+Sequence layout (paper, Section 4): the prompt (text tokens, or one input vector projected by
+`input_projection` in the synthetic task), then one position per fed-back embedding. Output j is
+the last hidden state read at position `prompt_len - 1 + j`, passed through `output_projection`.
+During training position j > 0 holds `input_projection(y_j)` for the j-th gold target, or, with
+scheduled sampling, `input_projection(output_{j-1})`, the model's own previous output.
+The single-query baseline is the same class asked for one output.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from transformers import DynamicCache, PreTrainedModel
+
+
+@dataclass
+class Prompt:
+    """Prompt embeddings `[B, P, H]` with a left-padded attention mask `[B, P]`."""
+
+    embeds: torch.Tensor
+    mask: torch.Tensor
+
+    @property
+    def positions(self) -> torch.Tensor:
+        return (self.mask.long().cumsum(-1) - 1).clamp(min=0)
+
+    @property
+    def last_position(self) -> torch.Tensor:
+        return self.mask.long().sum(-1) - 1
+
+
+class AMERQueryEncoder(nn.Module):
+    """Backbone + input/output projections (no bias) between embedding and hidden space."""
+
+    def __init__(self, backbone: PreTrainedModel, embedding_dim: int):
+        super().__init__()
+        hidden = backbone.config.hidden_size
+        self.backbone = backbone
+        self.embedding_dim = embedding_dim
+        self.input_projection = nn.Linear(embedding_dim, hidden, bias=False)
+        self.output_projection = nn.Linear(hidden, embedding_dim, bias=False)
+
+    # ----- prompts -------------------------------------------------------------------------
+    def prompt_from_vectors(self, vectors: torch.Tensor) -> Prompt:
+        """Synthetic task: the prompt is one input vector `[B, d]`."""
+        self._check_dim(vectors, "input vectors")
+        embeds = self.input_projection(vectors).unsqueeze(1)
+        return Prompt(embeds, torch.ones(embeds.shape[:2], dtype=torch.long, device=embeds.device))
+
+    def prompt_from_tokens(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> Prompt:
+        """Text task: left-padded token ids `[B, P]`."""
+        embeds = self.backbone.get_input_embeddings()(input_ids)
+        return Prompt(embeds, attention_mask)
+
+    # ----- training-time pass --------------------------------------------------------------
+    def forward(self, prompt: Prompt, n_outputs: int, teacher_inputs: torch.Tensor | None = None,
+                sample_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Outputs `[B, n_outputs, d]` with the gold targets `teacher_inputs [B, >= n-1, d]` fed in.
+
+        `sample_mask [B, n-1]` (bool) marks the positions where the model's own previous output
+        is fed instead of the gold one (scheduled sampling). Without any such position the whole
+        sequence runs in one teacher-forced pass.
+        """
+        if n_outputs < 1:
+            raise ValueError(f"n_outputs must be >= 1, got {n_outputs}")
+        if n_outputs > 1:
+            if teacher_inputs is None or teacher_inputs.shape[1] < n_outputs - 1:
+                raise ValueError(f"{n_outputs} outputs need teacher_inputs with at least {n_outputs - 1} vectors")
+            self._check_dim(teacher_inputs, "teacher inputs")
+        teacher = None if teacher_inputs is None else teacher_inputs[:, : n_outputs - 1]
+        if n_outputs == 1 or sample_mask is None or not bool(sample_mask.any()):
+            return self._teacher_forced(prompt, teacher, n_outputs)
+        return self._decode(prompt, n_outputs, teacher, sample_mask[:, : n_outputs - 1])
+
+    def _teacher_forced(self, prompt: Prompt, teacher: torch.Tensor | None, n_outputs: int) -> torch.Tensor:
+        embeds, mask, positions = prompt.embeds, prompt.mask, prompt.positions
+        if n_outputs > 1:
+            steps = torch.arange(1, n_outputs, device=mask.device)
+            embeds = torch.cat([embeds, self.input_projection(teacher)], dim=1)
+            mask = torch.cat([mask, mask.new_ones(mask.shape[0], n_outputs - 1)], dim=1)
+            positions = torch.cat([positions, prompt.last_position[:, None] + steps], dim=1)
+        hidden = self.backbone(inputs_embeds=embeds, attention_mask=_padding_mask(mask), position_ids=positions,
+                               use_cache=False).last_hidden_state
+        return self.output_projection(hidden[:, -n_outputs:])
+
+    # ----- autoregressive decoding ---------------------------------------------------------
+    @torch.no_grad()
+    def generate(self, prompt: Prompt, n: int, use_cache: bool = True) -> torch.Tensor:
+        """`n` query embeddings `[B, n, d]`, each output fed back as the next input.
+
+        `use_cache=False` recomputes the whole prefix at every step (the authors' approach); it is
+        kept for the benchmark and the equivalence test.
+        """
+        if not use_cache:
+            outputs = self._teacher_forced(prompt, None, 1)
+            for step in range(2, n + 1):
+                outputs = self._teacher_forced(prompt, outputs, step)
+            return outputs
+        return self._decode(prompt, n, None, None)
+
+    def _decode(self, prompt: Prompt, n: int, teacher: torch.Tensor | None,
+                sample_mask: torch.Tensor | None) -> torch.Tensor:
+        """Step-by-step pass with a KV cache; feeds back own outputs where `sample_mask` is True
+        (everywhere when `teacher` is None)."""
+        cache = DynamicCache(config=self.backbone.config)
+        mask = prompt.mask
+        hidden = self.backbone(inputs_embeds=prompt.embeds, attention_mask=_padding_mask(mask),
+                               position_ids=prompt.positions,
+                               past_key_values=cache, use_cache=True).last_hidden_state[:, -1:]
+        outputs = [self.output_projection(hidden)]
+        for step in range(1, n):
+            fed = outputs[-1]
+            if teacher is not None:
+                fed = torch.where(sample_mask[:, step - 1, None, None], fed, teacher[:, step - 1 : step])
+            mask = torch.cat([mask, mask.new_ones(mask.shape[0], 1)], dim=1)
+            position = (prompt.last_position + step)[:, None]
+            hidden = self.backbone(inputs_embeds=self.input_projection(fed), attention_mask=_padding_mask(mask),
+                                   position_ids=position, past_key_values=cache, use_cache=True).last_hidden_state
+            outputs.append(self.output_projection(hidden))
+        return torch.cat(outputs, dim=1)
+
+    def _check_dim(self, vectors: torch.Tensor, what: str) -> None:
+        if vectors.shape[-1] != self.embedding_dim:
+            raise ValueError(f"{what} have dimension {vectors.shape[-1]}, but the encoder's embedding "
+                             f"dimension is {self.embedding_dim}")
+
+
+def _padding_mask(mask: torch.Tensor) -> torch.Tensor | None:
+    """The attention mask, or None when nothing is padded (lets the backbone take its fast
+    causal path)."""
+    return None if bool(mask.all()) else mask

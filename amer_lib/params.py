@@ -1,0 +1,87 @@
+"""Notebook parameters: the schema of each notebook's keys, checked before anything runs.
+
+A notebook's `parameters` cell holds literal defaults (papermill injects overrides after it).
+`collect` takes every name the parameters cells defined and checks it against the schema, so
+an unknown key or an invalid choice fails at once with the valid options.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .backbones import BACKBONES
+from .data.synthetic import SETTINGS, TRANSFORMS
+
+
+@dataclass(frozen=True)
+class Param:
+    kind: type | tuple[type, ...]
+    choices: tuple | None = None  # for lists: the allowed elements
+    is_list: bool = False
+
+
+SCHEMAS: dict[str, dict[str, Param]] = {
+    "02_synthetic": {
+        "settings": Param(str, tuple(SETTINGS), is_list=True),
+        "transforms": Param(str, TRANSFORMS, is_list=True),
+        "systems": Param(str, ("single", "amer"), is_list=True),
+        "dim": Param(int),
+        "n_train": Param(int),
+        "n_test": Param(int),
+        "corpus_size": Param(int),
+        "mlp_layers": Param(int),
+        "backbone": Param(str, tuple(BACKBONES)),
+        "backbone_overrides": Param(dict),
+        "finetune": Param(str, ("full", "lora")),
+        "n_queries": Param(int),
+        "steps": Param(int),
+        "batch_size": Param(int),
+        "lr": Param((float, int)),
+        "sampling": Param(str, ("scheduled", "teacher", "predicted")),
+        "eval_every": Param(int),
+        "search_depth": Param(int),
+        "seed": Param(int),
+        "device": Param(str, ("auto", "cpu", "cuda")),
+        "mixed_precision": Param(bool),
+        "results_dir": Param(str),
+        "runs_dir": Param(str),
+        "figures_dir": Param(str),
+    },
+}
+
+
+def snapshot(namespace: dict) -> set[str]:
+    """Names present before the parameters cell (call it in the cell above)."""
+    return set(namespace)
+
+
+def collect(notebook: str, namespace: dict, before: set[str]) -> dict[str, Any]:
+    """The parameters defined since `before`, validated against the notebook's schema."""
+    names = [n for n in namespace if n not in before and not n.startswith("_")]
+    return validate(notebook, {n: namespace[n] for n in names})
+
+
+def validate(notebook: str, params: dict[str, Any]) -> dict[str, Any]:
+    if notebook not in SCHEMAS:
+        raise KeyError(f"unknown notebook {notebook!r}; valid: {', '.join(SCHEMAS)}")
+    schema = SCHEMAS[notebook]
+    unknown = sorted(set(params) - set(schema))
+    if unknown:
+        raise KeyError(f"unknown parameter(s) {unknown} for notebook {notebook}; valid keys: {', '.join(schema)}")
+    missing = sorted(set(schema) - set(params))
+    if missing:
+        raise KeyError(f"missing parameter(s) {missing} for notebook {notebook}")
+    for name, value in params.items():
+        _check(name, value, schema[name])
+    return dict(params)
+
+
+def _check(name: str, value: Any, param: Param) -> None:
+    values = value if param.is_list else [value]
+    if param.is_list and not (isinstance(value, (list, tuple)) and value):
+        raise ValueError(f"parameter {name!r} must be a non-empty list, got {value!r}")
+    for item in values:
+        if not isinstance(item, param.kind) or (param.kind is int and isinstance(item, bool)):
+            raise TypeError(f"parameter {name!r} must be of type {param.kind}, got {item!r}")
+        if param.choices is not None and item not in param.choices:
+            raise ValueError(f"invalid value {item!r} for parameter {name!r}; valid choices: {', '.join(map(str, param.choices))}")

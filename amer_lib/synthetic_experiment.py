@@ -1,0 +1,174 @@
+"""Notebook 02: train and evaluate single-query and AMER on the six synthetic settings.
+
+Each (transform, setting, system) run writes one results JSON; a rerun with the same
+parameters loads it instead of training again, and an interrupted training resumes from its
+checkpoint.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from .backbones import add_lora, get_backbone, load_backbone
+from .data.synthetic import N_TARGETS, SyntheticTask, make_task
+from .io import git_commit, write_json
+from .metrics import mrecall_at_k, recall_at_k
+from .model import AMERQueryEncoder
+from .search import VectorIndex, multi_vector_search, unit_norm
+from .train import TrainConfig, VectorData, split_train_validation, train
+
+VALIDATION_FRACTION = 0.1
+KS = (10, 100)
+TASK_KEYS = ("dim", "n_train", "n_test", "corpus_size", "mlp_layers", "seed")
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("device 'cuda' was asked for, but torch sees no GPU; use device='auto' or 'cpu'")
+    return torch.device(name)
+
+
+def build_encoder(params: dict, device: torch.device) -> AMERQueryEncoder:
+    backbone = load_backbone(params["backbone"], seed=params["seed"],
+                             config_overrides=params["backbone_overrides"] or None)
+    if params["finetune"] == "lora":
+        backbone = add_lora(backbone, get_backbone(params["backbone"]).lora)
+    torch.manual_seed(params["seed"])
+    return AMERQueryEncoder(backbone, params["dim"]).to(device)
+
+
+def task_data(task: SyntheticTask, device: torch.device) -> tuple[VectorData, torch.Tensor]:
+    corpus = torch.from_numpy(task.corpus).to(device)
+    ids = torch.from_numpy(task.train_target_ids).to(device)
+    data = VectorData(torch.from_numpy(task.train_inputs).to(device), corpus[ids],
+                      torch.ones(ids.shape, dtype=torch.bool, device=device))
+    return data, corpus
+
+
+@torch.no_grad()
+def generate_queries(model: AMERQueryEncoder, inputs: np.ndarray, n: int, device: torch.device,
+                     batch_size: int = 1024) -> np.ndarray:
+    chunks = []
+    for start in range(0, len(inputs), batch_size):
+        x = torch.from_numpy(inputs[start : start + batch_size]).to(device)
+        chunks.append(model.generate(model.prompt_from_vectors(x), n).float().cpu().numpy())
+    return np.concatenate(chunks)
+
+
+def retrieval_metrics(index: VectorIndex, queries: np.ndarray, gold_ids: np.ndarray, depth: int) -> dict:
+    """MRecall and Recall at 10 and 100 of round-robin-merged lists. `gold_ids [N, m]`: one
+    corpus id per target (each target is its own cluster)."""
+    retrieved = multi_vector_search(index, queries, max(KS), depth=depth)
+    gold = gold_ids[:, :, None]
+    metrics = {}
+    for k in KS:
+        metrics[f"mrecall@{k}"] = float(mrecall_at_k(retrieved, gold, k).mean())
+        metrics[f"recall@{k}"] = float(recall_at_k(retrieved, gold, k).mean())
+    return metrics
+
+
+def mean_of_targets(task: SyntheticTask) -> np.ndarray:
+    """The oracle single vector: normalised sum of a test input's normalised targets `[N, 1, d]`."""
+    return unit_norm(task.corpus[task.test_target_ids].sum(1))[:, None]
+
+
+def target_geometry(task: SyntheticTask, n_sample: int = 200, seed: int = 0) -> dict:
+    """How far apart a question's targets are, how close the oracle vector is to each, and how
+    close the oracle's best random distractor comes (cosines)."""
+    rng = np.random.default_rng(seed)
+    rows = rng.choice(len(task.test_target_ids), min(n_sample, len(task.test_target_ids)), replace=False)
+    targets = task.corpus[task.test_target_ids[rows]]
+    pair = np.einsum("nid,njd->nij", targets, targets)[:, ~np.eye(N_TARGETS, dtype=bool)]
+    oracle = mean_of_targets(task)[rows, 0]
+    to_targets = np.einsum("nd,nid->ni", oracle, targets)
+    negatives = task.corpus[(task.train_target_ids.size + task.test_target_ids.size):]
+    best_negative = (oracle @ negatives.T).max(1) if len(negatives) else np.full(len(rows), np.nan)
+    return {"target_pair_cos": float(pair.mean()), "oracle_target_cos": float(to_targets.mean()),
+            "oracle_min_target_cos": float(to_targets.min(1).mean()),
+            "oracle_best_negative_cos": float(best_negative.mean())}
+
+
+def run_name(transform: str, setting: str, system: str, seed: int) -> str:
+    return f"{transform}_{setting}_{system}_seed{seed}"
+
+
+def _cached(path: Path, params: dict) -> dict | None:
+    if not path.exists():
+        return None
+    result = json.loads(path.read_text())
+    return result if result.get("params") == params else None
+
+
+def run_setting(params: dict, transform: str, setting: str, progress: bool = True) -> list[dict]:
+    """Every system of one setting, plus the mean-of-targets oracle; one results JSON each."""
+    results_dir, runs_dir = Path(params["results_dir"]), Path(params["runs_dir"])
+    names = [run_name(transform, setting, s, params["seed"]) for s in [*params["systems"], "oracle"]]
+    cached = [_cached(results_dir / f"{name}.json", params) for name in names]
+    if all(cached):
+        return cached
+    device = resolve_device(params["device"])
+    task = make_task(setting, transform, **{k: params[k] for k in TASK_KEYS})
+    index = VectorIndex(task.corpus)
+    results = []
+    for system, name, hit in zip([*params["systems"], "oracle"], names, cached):
+        if hit:
+            results.append(hit)
+            continue
+        result = dict(params=params, seed=params["seed"], git_commit=git_commit(), transform=transform,
+                      setting=setting, system=system)
+        if system == "oracle":
+            result["metrics"] = retrieval_metrics(index, mean_of_targets(task), task.test_target_ids, params["search_depth"])
+            result["geometry"] = target_geometry(task)
+        else:
+            result.update(_train_and_evaluate(params, task, index, system, device, runs_dir / name, progress))
+        write_json(results_dir / f"{name}.json", result)
+        results.append(result)
+    return results
+
+
+def _train_and_evaluate(params: dict, task: SyntheticTask, index: VectorIndex, system: str,
+                        device: torch.device, run_dir: Path, progress: bool) -> dict:
+    n_queries = 1 if system == "single" else params["n_queries"]
+    data, corpus = task_data(task, device)
+    train_idx, val_idx = split_train_validation(len(data), VALIDATION_FRACTION, params["seed"])
+    model = build_encoder(params, device)
+    config = TrainConfig(n_outputs=n_queries, steps=params["steps"], batch_size=params["batch_size"],
+                         lr=float(params["lr"]), sampling=params["sampling"], eval_every=params["eval_every"],
+                         checkpoint_every=params["eval_every"], seed=params["seed"],
+                         mixed_precision=params["mixed_precision"] and device.type == "cuda")
+    trained = train(model, data.subset(train_idx.to(device)), data.subset(val_idx.to(device)), corpus, config,
+                    run_dir=run_dir, progress=progress)
+    began = time.perf_counter()
+    queries = generate_queries(model, task.test_inputs, n_queries, device)
+    metrics = retrieval_metrics(index, queries, task.test_target_ids, params["search_depth"])
+    return dict(metrics=metrics, n_queries=n_queries, train_seconds=trained.seconds,
+                eval_seconds=time.perf_counter() - began, best_step=trained.best_step,
+                best_val_loss=trained.best_val_loss, history=trained.history)
+
+
+def run_all(params: dict, progress: bool = True) -> list[dict]:
+    """All (transform, setting) pairs of `params`, with a progress bar over settings."""
+    pairs = [(t, s) for t in params["transforms"] for s in params["settings"]]
+    results = []
+    for transform, setting in tqdm(pairs, desc="settings", disable=not progress):
+        results.extend(run_setting(params, transform, setting, progress))
+    return results
+
+
+def summary_table(results: list[dict]):
+    """One row per run: transform, setting, system, MRecall and Recall at 10 / 100, train time."""
+    import pandas as pd
+
+    rows = []
+    for r in results:
+        rows.append({"transform": r["transform"], "setting": r["setting"], "system": r["system"],
+                     **{k: round(v, 4) for k, v in r["metrics"].items()},
+                     "train_seconds": round(r.get("train_seconds", 0.0), 1)})
+    return pd.DataFrame(rows)

@@ -1,0 +1,249 @@
+"""The training loop: AdamW, warmup + linear decay, scheduled sampling, validation, checkpoints.
+
+All randomness of a step (batch order, target order, negatives, scheduled-sampling draws) comes
+from generators seeded by (seed, step), so a run resumed from a checkpoint ends exactly where an
+uninterrupted run ends.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import torch
+from tqdm.auto import tqdm
+
+from .io import save_torch
+from .loss import TEMPERATURE, info_nce, matched_info_nce
+from .model import AMERQueryEncoder, Prompt
+
+SAMPLING_MODES = ("scheduled", "teacher", "predicted")
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint file cannot be read or does not belong to this run."""
+
+
+class MultiTargetData(Protocol):
+    """What the loop needs from a dataset: prompts and padded target embeddings by index."""
+
+    def __len__(self) -> int: ...
+
+    def prompt(self, model: AMERQueryEncoder, indices: torch.Tensor) -> Prompt: ...
+
+    def targets(self, indices: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Targets `[B, M, d]` and their mask `[B, M]` (valid targets first)."""
+        ...
+
+
+@dataclass
+class VectorData:
+    """Synthetic data: one input vector per example, `targets [N, M, d]`, `mask [N, M]`."""
+
+    inputs: torch.Tensor
+    target_vectors: torch.Tensor
+    mask: torch.Tensor
+
+    def __post_init__(self):
+        empty = torch.nonzero(self.mask.sum(-1) == 0).flatten()
+        if len(empty):
+            raise ValueError(f"examples {empty[:10].tolist()} have no targets")
+
+    def __len__(self) -> int:
+        return len(self.inputs)
+
+    def prompt(self, model: AMERQueryEncoder, indices: torch.Tensor) -> Prompt:
+        return model.prompt_from_vectors(self.inputs[indices])
+
+    def targets(self, indices: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.target_vectors[indices], self.mask[indices]
+
+    def subset(self, indices: torch.Tensor) -> "VectorData":
+        return VectorData(self.inputs[indices], self.target_vectors[indices], self.mask[indices])
+
+
+@dataclass
+class TrainConfig:
+    n_outputs: int  # query vectors per example; 1 is the single-query baseline
+    steps: int
+    batch_size: int
+    lr: float = 5e-5
+    weight_decay: float = 0.01
+    warmup: float = 0.05
+    grad_clip: float = 1.0
+    sampling: str = "scheduled"  # scheduled: p = min(max_p, step/steps); teacher: p = 0; predicted: p = 1
+    max_sampling_prob: float = 0.8
+    temperature: float = TEMPERATURE
+    eval_every: int = 100
+    checkpoint_every: int = 100
+    seed: int = 0
+    mixed_precision: bool = False  # bfloat16 autocast (GPU runs)
+
+    def __post_init__(self):
+        if self.sampling not in SAMPLING_MODES:
+            raise ValueError(f"unknown sampling mode {self.sampling!r}; valid: {', '.join(SAMPLING_MODES)}")
+        for name in ("n_outputs", "steps", "batch_size", "eval_every", "checkpoint_every"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+
+    def sampling_prob(self, step: int) -> float:
+        if self.sampling == "teacher":
+            return 0.0
+        if self.sampling == "predicted":
+            return 1.0
+        return min(self.max_sampling_prob, step / self.steps)
+
+    def lr_factor(self, step: int) -> float:
+        warmup = max(1, math.ceil(self.warmup * self.steps))
+        if step < warmup:
+            return (step + 1) / warmup
+        return max(0.0, (self.steps - step) / max(1, self.steps - warmup))
+
+
+@dataclass
+class TrainResult:
+    best_step: int
+    best_val_loss: float
+    history: list[dict] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def _step_generator(seed: int, step: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed * 1_000_003 + step)
+
+
+def batch_indices(n_examples: int, batch_size: int, seed: int, step: int) -> torch.Tensor:
+    """Step `step`'s batch: epochs are seeded permutations, the last partial batch dropped."""
+    per_epoch = max(1, n_examples // batch_size)
+    epoch, position = divmod(step, per_epoch)
+    order = torch.randperm(n_examples, generator=torch.Generator().manual_seed(seed * 7919 + epoch))
+    return order[position * batch_size : (position + 1) * batch_size]
+
+
+def example_loss(model: AMERQueryEncoder, data: MultiTargetData, indices: torch.Tensor,
+                 negative_pool: torch.Tensor, config: TrainConfig, p: float,
+                 generator: torch.Generator) -> torch.Tensor:
+    """Loss of one batch. AMER: shuffled targets, scheduled sampling with probability p per
+    example and position, matched InfoNCE. Single-query: one random target, plain InfoNCE."""
+    targets, mask = data.targets(indices)
+    batch, max_targets, _ = targets.shape
+    device = targets.device
+    keys = torch.rand(batch, max_targets, generator=generator).to(device).masked_fill(~mask, 2.0)
+    order = keys.argsort(dim=1)  # valid targets first, in random order
+    targets = targets.gather(1, order[..., None].expand_as(targets))
+    negative_ids = torch.randint(len(negative_pool), (batch, max_targets), generator=generator)
+    negatives = negative_pool[negative_ids.to(negative_pool.device)].to(device)
+    prompt = data.prompt(model, indices)
+    if config.n_outputs == 1:
+        return info_nce(model(prompt, 1)[:, 0], targets[:, 0], negatives[:, 0], config.temperature)
+    n = max_targets
+    sample_mask = (torch.rand(batch, n - 1, generator=generator) < p).to(device)
+    outputs = model(prompt, n, targets, sample_mask)
+    return matched_info_nce(outputs, targets, negatives, mask, config.temperature)
+
+
+@torch.no_grad()
+def validation_loss(model: AMERQueryEncoder, data: MultiTargetData, negative_pool: torch.Tensor,
+                    config: TrainConfig, batch_size: int = 512) -> float:
+    """Mean loss with every input predicted (p = 1), on fixed negatives."""
+    was_training = model.training
+    model.eval()
+    total, count = 0.0, 0
+    for start in range(0, len(data), batch_size):
+        indices = torch.arange(start, min(start + batch_size, len(data)))
+        loss = example_loss(model, data, indices, negative_pool, config, 1.0, _step_generator(config.seed, -1 - start))
+        total, count = total + loss.item() * len(indices), count + len(indices)
+    model.train(was_training)
+    return total / count
+
+
+def split_train_validation(n_examples: int, fraction: float, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    order = torch.randperm(n_examples, generator=torch.Generator().manual_seed(seed))
+    n_val = max(1, round(fraction * n_examples))
+    return order[n_val:], order[:n_val]
+
+
+def _device_type(model: torch.nn.Module) -> str:
+    return next(model.parameters()).device.type
+
+
+def _load_checkpoint(path: Path) -> dict:
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises many types for truncated or foreign files
+        raise CheckpointError(f"checkpoint {path} is corrupted or unreadable ({type(exc).__name__}: {exc}); "
+                              "delete it to start the run again") from exc
+
+
+def train(model: AMERQueryEncoder, train_data: MultiTargetData, val_data: MultiTargetData,
+          negative_pool: torch.Tensor, config: TrainConfig, run_dir: str | Path | None = None,
+          progress: bool = True) -> TrainResult:
+    """Train `model` in place and leave it holding the weights with the lowest validation loss.
+
+    With `run_dir`, a checkpoint is written atomically every `checkpoint_every` steps and an
+    existing one is resumed from; the best weights are kept in `best.pt`.
+    """
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=config.lr, betas=(0.9, 0.98), eps=1e-6,
+                                  weight_decay=config.weight_decay)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, config.lr_factor)
+    result = TrainResult(best_step=-1, best_val_loss=math.inf)
+    best_state = None
+    start = 0
+    ckpt_path = best_path = None
+    if run_dir is not None:
+        run_dir = Path(run_dir)
+        ckpt_path, best_path = run_dir / "checkpoint.pt", run_dir / "best.pt"
+        if ckpt_path.exists():
+            ckpt = _load_checkpoint(ckpt_path)
+            if ckpt.get("config") != asdict(config):
+                raise CheckpointError(f"checkpoint {ckpt_path} was written with another configuration "
+                                      f"({ckpt.get('config')}); use a new run directory")
+            model.load_state_dict(ckpt["model"])
+            optimizer.load_state_dict(ckpt["optimizer"])
+            scheduler.load_state_dict(ckpt["scheduler"])
+            torch.set_rng_state(ckpt["rng"])
+            start = ckpt["step"]
+            result = TrainResult(ckpt["best_step"], ckpt["best_val_loss"], ckpt["history"], ckpt["seconds"])
+            if best_path.exists():
+                best_state = _load_checkpoint(best_path)
+    model.train()
+    began = time.perf_counter() - result.seconds
+    bar = tqdm(range(start, config.steps), initial=start, total=config.steps, disable=not progress,
+               desc=f"train n={config.n_outputs}", leave=False)
+    for step in bar:
+        p = config.sampling_prob(step)
+        generator = _step_generator(config.seed, step)
+        indices = batch_indices(len(train_data), config.batch_size, config.seed, step)
+        with torch.autocast(_device_type(model), dtype=torch.bfloat16, enabled=config.mixed_precision):
+            loss = example_loss(model, train_data, indices, negative_pool, config, p, generator)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, config.grad_clip)
+        optimizer.step()
+        scheduler.step()
+        done = step + 1
+        if done % config.eval_every == 0 or done == config.steps:
+            val = validation_loss(model, val_data, negative_pool, config)
+            result.history.append(dict(step=done, train_loss=loss.item(), val_loss=val, p=p,
+                                       lr=scheduler.get_last_lr()[0]))
+            bar.set_postfix(loss=f"{loss.item():.3f}", val=f"{val:.3f}", p=f"{p:.2f}")
+            if val < result.best_val_loss:
+                result.best_step, result.best_val_loss = done, val
+                best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+                if best_path is not None:
+                    save_torch(best_path, best_state)
+        if ckpt_path is not None and (done % config.checkpoint_every == 0 or done == config.steps):
+            result.seconds = time.perf_counter() - began
+            save_torch(ckpt_path, dict(model=model.state_dict(), optimizer=optimizer.state_dict(),
+                                       scheduler=scheduler.state_dict(), rng=torch.get_rng_state(), step=done,
+                                       config=asdict(config), best_step=result.best_step,
+                                       best_val_loss=result.best_val_loss, history=result.history,
+                                       seconds=result.seconds))
+    result.seconds = time.perf_counter() - began
+    if best_state is not None:
+        model.load_state_dict(best_state)
+    model.eval()
+    return result
