@@ -148,6 +148,8 @@ def make_task(setting: str, transform: str, *, dim: int, n_train: int, n_test: i
     Single / Multi / OOD share them, as in the paper."""
     if setting not in SETTINGS:
         raise ValueError(f"unknown setting {setting!r}; valid settings: {', '.join(SETTINGS)}")
+    if transform not in TRANSFORMS:
+        raise ValueError(f"unknown transform {transform!r}; valid transforms: {', '.join(TRANSFORMS)}")
     n_targets = (n_train + n_test) * N_TARGETS
     if corpus_size < n_targets:
         raise ValueError(f"corpus_size {corpus_size} is smaller than the {n_targets} targets it must hold")

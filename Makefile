@@ -1,0 +1,38 @@
+# make test     set up .venv and run the test suite
+# make figures  set up .venv and regenerate figures/ and tables at the offline defaults
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# A CPU build of torch is enough here. On Linux, PyPI's torch wheel brings CUDA (several GB);
+# laptop users may prefer: make test TORCH_PIP_FLAGS="--index-url https://download.pytorch.org/whl/cpu"
+TORCH_SPEC ?= torch==2.13.0
+TORCH_PIP_FLAGS ?=
+NOTEBOOKS ?= 02_synthetic
+
+.PHONY: test figures benchmark clean-venv
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.torch: | $(VENV)/bin/python
+	$(PY) -m pip install $(TORCH_PIP_FLAGS) "$(TORCH_SPEC)"
+	touch $@
+
+$(VENV)/.installed-%: pyproject.toml $(VENV)/.torch
+	$(PY) -m pip install -e ".[$*]"
+	touch $@
+
+test: $(VENV)/.installed-test
+	$(PY) -m pytest -q
+
+figures: $(VENV)/.installed-notebooks
+	mkdir -p build/executed
+	for nb in $(NOTEBOOKS); do \
+		$(PY) -m papermill notebooks/$$nb.ipynb build/executed/$$nb.ipynb --cwd notebooks -k python3 || exit 1; \
+	done
+
+benchmark: $(VENV)/.installed-test
+	$(PY) benchmarks/bench_core.py --out benchmarks/RESULTS.md
+
+clean-venv:
+	rm -rf $(VENV)

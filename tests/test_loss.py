@@ -1,0 +1,89 @@
+import itertools
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from amer_lib.loss import candidate_log_probs, info_nce, matched_info_nce, own_positive_block
+
+
+def brute_force_matched(queries, positives, negatives, mask, tau=0.05):
+    """Independent answer: the loss under every permutation, minimum per example."""
+    batch, m, _ = positives.shape
+    candidates, valid = [], []
+    for b in range(batch):
+        for j in range(m):
+            candidates.append(positives[b, j]); valid.append(bool(mask[b, j]))
+    for b in range(batch):
+        for j in range(m):
+            candidates.append(negatives[b, j]); valid.append(bool(mask[b, j]))
+    total = 0.0
+    for b in range(batch):
+        count = int(mask[b].sum())
+
+        def nll(i, j):
+            q = F.normalize(queries[b, i], dim=0)
+            scores = [math.exp(float(q @ F.normalize(c, dim=0)) / tau) for c, v in zip(candidates, valid) if v]
+            own = math.exp(float(q @ F.normalize(positives[b, j], dim=0)) / tau)
+            return -math.log(own / sum(scores))
+
+        best = min(sum(nll(i, perm[i]) for i in range(count)) for perm in itertools.permutations(range(count)))
+        total += best / count
+    return total / batch
+
+
+def test_matched_loss_equals_brute_force_minimum_over_permutations():
+    torch.manual_seed(0)
+    batch, m, d = 4, 4, 6
+    q, p, n = torch.randn(batch, m, d), torch.randn(batch, m, d), torch.randn(batch, m, d)
+    mask = torch.ones(batch, m, dtype=torch.bool)
+    mask[1, 3:] = False
+    mask[3, 1:] = False
+    assert matched_info_nce(q, p, n, mask).item() == pytest.approx(brute_force_matched(q, p, n, mask), rel=1e-5)
+
+
+def test_matched_loss_ignores_padding_values():
+    torch.manual_seed(1)
+    q, p, n = torch.randn(3, 3, 5), torch.randn(3, 3, 5), torch.randn(3, 3, 5)
+    mask = torch.tensor([[1, 1, 0], [1, 1, 1], [1, 0, 0]], dtype=torch.bool)
+    before = matched_info_nce(q, p, n, mask)
+    p2, n2, q2 = p.clone(), n.clone(), q.clone()
+    p2[~mask], n2[~mask], q2[~mask] = 100.0, -7.0, 3.0
+    assert matched_info_nce(q2, p2, n2, mask).item() == pytest.approx(before.item(), rel=1e-6)
+
+
+def test_info_nce_by_hand():
+    q = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    pos = torch.tensor([[1.0, 0.0], [1.0, 1.0]])
+    neg = torch.tensor([[0.0, 1.0], [-1.0, 0.0]])
+    tau = 0.5
+    c = 1 / math.sqrt(2)
+    # query 0 against candidates pos0, pos1, neg0, neg1: cosines 1, c, 0, -1
+    l0 = -math.log(math.exp(1 / tau) / (math.exp(1 / tau) + math.exp(c / tau) + 1 + math.exp(-1 / tau)))
+    # query 1: cosines 0, c, 1, 0; positive is pos1 (c)
+    l1 = -math.log(math.exp(c / tau) / (1 + math.exp(c / tau) + math.exp(1 / tau) + 1))
+    assert info_nce(q, pos, neg, tau).item() == pytest.approx((l0 + l1) / 2, rel=1e-6)
+
+
+def test_matched_loss_with_one_target_is_info_nce():
+    torch.manual_seed(2)
+    q, p, n = torch.randn(5, 8), torch.randn(5, 8), torch.randn(5, 8)
+    mask = torch.ones(5, 1, dtype=torch.bool)
+    assert matched_info_nce(q[:, None], p[:, None], n[:, None], mask).item() == pytest.approx(info_nce(q, p, n).item())
+
+
+def test_own_positive_block_picks_each_examples_positives():
+    torch.manual_seed(3)
+    q, p, n = torch.randn(3, 2, 4), torch.randn(3, 2, 4), torch.randn(3, 2, 4)
+    mask = torch.ones(3, 2, dtype=torch.bool)
+    log_probs = candidate_log_probs(q, p, n, mask)
+    block = own_positive_block(log_probs, 2)
+    assert torch.allclose(block[2], log_probs[2, :, 4:6])
+
+
+def test_matched_loss_rejects_an_example_without_targets():
+    q = torch.randn(2, 2, 4)
+    mask = torch.tensor([[True, True], [False, False]])
+    with pytest.raises(ValueError, match=r"positions \[1\] have no targets"):
+        matched_info_nce(q, q, q, mask)

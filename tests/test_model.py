@@ -1,0 +1,96 @@
+import pytest
+import torch
+
+from amer_lib.backbones import BackboneUnavailableError, add_lora, get_backbone, load_backbone
+
+
+def test_generate_with_cache_equals_recomputing_the_prefix(tiny_encoder):
+    prompt = tiny_encoder.prompt_from_vectors(torch.randn(4, 12))
+    cached = tiny_encoder.generate(prompt, 5)
+    recomputed = tiny_encoder.generate(prompt, 5, use_cache=False)
+    assert cached.shape == (4, 5, 12)
+    assert torch.allclose(cached, recomputed, atol=1e-5)
+
+
+def test_generated_vectors_equal_a_teacher_forced_pass_fed_its_own_outputs(tiny_encoder):
+    prompt = tiny_encoder.prompt_from_vectors(torch.randn(3, 12))
+    generated = tiny_encoder.generate(prompt, 4)
+    with torch.no_grad():
+        teacher_forced = tiny_encoder(prompt, 4, teacher_inputs=generated[:, :3])
+    assert torch.allclose(generated, teacher_forced, atol=1e-5)
+
+
+def test_scheduled_sampling_at_p0_equals_teacher_forcing(tiny_encoder):
+    prompt = tiny_encoder.prompt_from_vectors(torch.randn(3, 12))
+    targets = torch.randn(3, 4, 12)
+    with torch.no_grad():
+        one_pass = tiny_encoder(prompt, 5, targets)
+        step_by_step = tiny_encoder._decode(prompt, 5, targets, torch.zeros(3, 4, dtype=torch.bool))
+    assert torch.allclose(one_pass, step_by_step, atol=1e-5)
+
+
+def test_scheduled_sampling_feeds_back_own_outputs_where_sampled(tiny_encoder):
+    prompt = tiny_encoder.prompt_from_vectors(torch.randn(2, 12))
+    targets = torch.randn(2, 2, 12)
+    mask = torch.tensor([[True, True], [False, False]])
+    with torch.no_grad():
+        mixed = tiny_encoder(prompt, 3, targets, mask)
+        generated = tiny_encoder.generate(prompt, 3)
+        forced = tiny_encoder(prompt, 3, targets)
+    assert torch.allclose(mixed[0], generated[0], atol=1e-5)  # always fed its own outputs
+    assert torch.allclose(mixed[1], forced[1], atol=1e-5)  # always fed the gold targets
+
+
+def test_left_padded_text_prompt_gives_the_same_outputs_as_unpadded(tiny_encoder):
+    ids = torch.tensor([[5, 6, 7]])
+    alone = tiny_encoder.generate(tiny_encoder.prompt_from_tokens(ids, torch.ones_like(ids)), 3)
+    padded_ids = torch.tensor([[0, 0, 5, 6, 7], [1, 2, 3, 4, 5]])
+    mask = torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]])
+    batch = tiny_encoder.generate(tiny_encoder.prompt_from_tokens(padded_ids, mask), 3)
+    assert torch.allclose(alone[0], batch[0], atol=1e-5)
+
+
+def test_single_query_is_the_n1_case(tiny_encoder):
+    prompt = tiny_encoder.prompt_from_vectors(torch.randn(3, 12))
+    with torch.no_grad():
+        single = tiny_encoder(prompt, 1)
+    assert torch.allclose(single, tiny_encoder.generate(prompt, 4)[:, :1], atol=1e-6)
+
+
+def test_vectors_of_the_wrong_dimension_are_named(tiny_encoder):
+    with pytest.raises(ValueError, match="input vectors have dimension 7, but the encoder's embedding dimension is 12"):
+        tiny_encoder.prompt_from_vectors(torch.randn(2, 7))
+    prompt = tiny_encoder.prompt_from_vectors(torch.randn(2, 12))
+    with pytest.raises(ValueError, match="teacher inputs have dimension 3"):
+        tiny_encoder(prompt, 3, torch.randn(2, 2, 3))
+
+
+def test_unknown_backbone_lists_the_valid_ones():
+    with pytest.raises(KeyError, match="unknown backbone 'gpt5'; valid backbones: llama1b, llama3b, llama8b, qwen4b, tiny"):
+        get_backbone("gpt5")
+
+
+def test_pretrained_backbone_without_cache_or_network_says_what_to_fetch():
+    with pytest.raises(BackboneUnavailableError, match="meta-llama/Llama-3.2-1B-Instruct.*huggingface-cli download"):
+        load_backbone("llama1b")
+
+
+def test_registry_holds_the_papers_lora_recipe():
+    lora = get_backbone("llama8b").lora
+    assert (lora.r, lora.alpha, lora.dropout) == (64, 16, 0.1)
+    assert set(lora.targets) == {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+
+
+def test_lora_wraps_the_seven_projections_and_freezes_the_rest():
+    model = add_lora(load_backbone("tiny", config_overrides=dict(hidden_size=32, intermediate_size=64)),
+                     get_backbone("tiny").lora)
+    trainable = {n for n, p in model.named_parameters() if p.requires_grad}
+    assert trainable and all("lora_" in n for n in trainable)
+    wrapped = {n.split(".")[-4] for n in trainable if n.endswith("lora_A.default.weight")}
+    assert wrapped == set(get_backbone("tiny").lora.targets)
+
+
+def test_tiny_backbone_is_seeded():
+    a = load_backbone("tiny", seed=3, config_overrides=dict(hidden_size=32, intermediate_size=64))
+    b = load_backbone("tiny", seed=3, config_overrides=dict(hidden_size=32, intermediate_size=64))
+    assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))

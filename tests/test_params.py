@@ -1,0 +1,64 @@
+import pytest
+
+from amer_lib.params import SCHEMAS, collect, validate
+
+
+def defaults():
+    return {"settings": ["single"], "transforms": ["linear"], "systems": ["amer"], "dim": 8, "n_train": 10,
+            "n_test": 2, "corpus_size": 100, "mlp_layers": 2, "backbone": "tiny", "backbone_overrides": {},
+            "finetune": "full", "n_queries": 5, "steps": 1, "batch_size": 2, "lr": 1e-3, "sampling": "scheduled",
+            "eval_every": 1, "search_depth": 10, "seed": 0, "device": "cpu", "mixed_precision": False,
+            "results_dir": "r", "runs_dir": "u", "figures_dir": "f"}
+
+
+def test_defaults_cover_the_schema():
+    assert set(defaults()) == set(SCHEMAS["02_synthetic"])
+    assert validate("02_synthetic", defaults()) == defaults()
+
+
+def test_unknown_key_lists_the_valid_ones():
+    with pytest.raises(KeyError, match=r"unknown parameter\(s\) \['stpes'\].*valid keys: settings"):
+        validate("02_synthetic", {**defaults(), "stpes": 3})
+
+
+@pytest.mark.parametrize("key,value,message", [
+    ("backbone", "gpt2", "valid choices: llama1b"),
+    ("settings", ["single", "mixed"], "invalid value 'mixed' for parameter 'settings'; valid choices: single, multi, ood"),
+    ("steps", "many", "must be of type"),
+    ("settings", [], "non-empty list"),
+])
+def test_invalid_values_are_named(key, value, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        validate("02_synthetic", {**defaults(), key: value})
+
+
+def test_collect_takes_only_names_defined_after_the_snapshot():
+    namespace = {"np": object(), "_private": 1}
+    before = set(namespace)
+    namespace.update(defaults())
+    assert collect("02_synthetic", namespace, before) == defaults()
+
+
+def notebook_defaults(name):
+    """Execute the notebook's parameters cell: its literal defaults."""
+    import json
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).resolve().parent.parent / "notebooks" / f"{name}.ipynb").read_text())
+    cell = next(c for c in nb["cells"] if "parameters" in c["metadata"].get("tags", []))
+    namespace = {}
+    exec("".join(cell["source"]), namespace)
+    return {k: v for k, v in namespace.items() if not k.startswith("__")}
+
+
+def test_notebook_defaults_and_every_shipped_parameter_file_validate():
+    from pathlib import Path
+
+    import yaml
+
+    defaults_02 = notebook_defaults("02_synthetic")
+    assert validate("02_synthetic", defaults_02)
+    files = sorted((Path(__file__).resolve().parent.parent / "params" / "02_synthetic").glob("*.yaml"))
+    assert files
+    for path in files:
+        validate("02_synthetic", {**defaults_02, **yaml.safe_load(path.read_text())})

@@ -1,0 +1,60 @@
+import numpy as np
+import pytest
+
+from amer_lib.search import VectorIndex, multi_vector_search, round_robin_merge, unit_norm
+
+
+def reference_round_robin(lists, k):
+    merged, seen = [], set()
+    for rank in range(max(len(x) for x in lists)):
+        for ranked in lists:
+            doc = ranked[rank]
+            if doc >= 0 and doc not in seen:
+                seen.add(doc); merged.append(doc)
+    merged = merged[:k]
+    return merged + [-1] * (k - len(merged))
+
+
+def test_round_robin_order_and_deduplication():
+    ids = np.array([[[10, 11, 12, 13], [11, 20, 10, 21], [30, 10, 31, 32]]])
+    assert round_robin_merge(ids, 8).tolist() == [[10, 11, 30, 20, 12, 31, 13, 21]]
+
+
+def test_round_robin_pads_short_lists_and_skips_faiss_padding():
+    ids = np.array([[[1, 2, -1], [2, 1, -1]]])
+    assert round_robin_merge(ids, 4).tolist() == [[1, 2, -1, -1]]
+
+
+def test_round_robin_matches_a_python_reference_on_random_lists():
+    rng = np.random.default_rng(0)
+    ids = rng.integers(0, 30, size=(50, 4, 12))
+    expected = [reference_round_robin(row, 20) for row in ids]
+    assert round_robin_merge(ids, 20).tolist() == expected
+
+
+def test_index_search_equals_brute_force():
+    rng = np.random.default_rng(1)
+    corpus = unit_norm(rng.standard_normal((500, 16)))
+    queries = rng.standard_normal((7, 3, 16))
+    scores, ids = VectorIndex(corpus, use_gpu=False).search(queries, 5)
+    brute = unit_norm(queries) @ corpus.T
+    assert ids.shape == (7, 3, 5)
+    assert np.array_equal(ids, np.argsort(-brute, axis=-1)[..., :5])
+    assert np.allclose(scores, np.sort(brute, axis=-1)[..., ::-1][..., :5], atol=1e-5)
+
+
+def test_multi_vector_search_merges_each_vectors_list():
+    corpus = np.eye(6, dtype=np.float32)
+    queries = np.stack([corpus[[0, 3]] + 0.1 * corpus[[1, 4]]])  # two vectors near docs 0 and 3
+    assert multi_vector_search(VectorIndex(corpus), queries, 4, depth=2).tolist() == [[0, 3, 1, 4]]
+
+
+def test_wrong_query_dimension_is_named():
+    index = VectorIndex(unit_norm(np.ones((3, 8))))
+    with pytest.raises(ValueError, match="dimension 5, but the index holds dimension 8"):
+        index.search(np.ones((2, 5)), 1)
+
+
+def test_index_rejects_vectors_that_are_not_unit_norm():
+    with pytest.raises(ValueError, match="unit-norm"):
+        VectorIndex(np.full((3, 4), 2.0))

@@ -1,0 +1,82 @@
+import numpy as np
+import pytest
+import torch
+
+from amer_lib.data.synthetic import (SETTINGS, frobenius_orthogonal_rotations, make_task, make_transforms,
+                                     random_rotation, sample_inputs)
+
+
+def is_rotation(m):
+    return np.allclose(m.T @ m, np.eye(len(m)), atol=1e-8) and np.isclose(np.linalg.det(m), 1.0)
+
+
+def test_random_rotation_is_a_rotation():
+    assert is_rotation(random_rotation(20, np.random.default_rng(0)))
+
+
+def test_linear_transforms_are_identity_and_signed_rotations():
+    t = make_transforms("linear", 16, np.random.default_rng(0))
+    eye, a, b, minus_a, minus_b = t.matrices
+    assert np.array_equal(eye, np.eye(16)) and is_rotation(a) and is_rotation(b)
+    assert np.array_equal(minus_a, -a) and np.array_equal(minus_b, -b)
+    x = np.random.default_rng(1).standard_normal((4, 16))
+    assert np.allclose(t(x).sum(1), x)  # the pairs cancel: only I x remains
+
+
+def test_mlp_rotations_are_frobenius_orthogonal():
+    rotations = frobenius_orthogonal_rotations(24, 3, np.random.default_rng(0))
+    assert all(is_rotation(r) for r in rotations)
+    for i in range(3):
+        for j in range(i + 1, 3):
+            assert abs(np.sum(rotations[i] * rotations[j])) < 1e-6
+
+
+@pytest.mark.parametrize("layers", [2, 3])
+def test_mlp_targets_match_a_torch_gelu_mlp(layers):
+    t = make_transforms("mlp", 8, np.random.default_rng(0), mlp_layers=layers)
+    x = np.random.default_rng(1).standard_normal((5, 8))
+    assert np.allclose(t.matrices[3], -t.matrices[1]) and np.allclose(t.matrices[4], -t.matrices[2])
+    for i, weight in enumerate(t.matrices):
+        modules = []
+        for layer in range(layers):
+            linear = torch.nn.Linear(8, 8, bias=False, dtype=torch.float64)
+            linear.weight.data = torch.from_numpy(weight)
+            modules += [linear] + ([torch.nn.GELU()] if layer < layers - 1 else [])
+        expected = torch.nn.Sequential(*modules)(torch.from_numpy(x)).detach().numpy()
+        assert np.allclose(t(x)[:, i], expected)
+
+
+def test_input_distributions_have_their_moments():
+    rng = np.random.default_rng(0)
+    assert np.std(sample_inputs("gaussian_4x", 4000, 10, rng)) == pytest.approx(2.0, rel=0.03)
+    assert np.abs(sample_inputs("uniform", 4000, 10, rng)).max() <= 2.0
+    laplace = sample_inputs("laplace_noise", 4000, 10, rng)
+    assert np.var(laplace) == pytest.approx(2.1, rel=0.05)  # Laplace(0,1) variance 2 + noise 0.1
+
+
+def test_task_corpus_holds_the_normalised_targets():
+    task = make_task("multi", "linear", dim=8, n_train=30, n_test=10, corpus_size=400, seed=0)
+    assert task.corpus.shape == (400, 8)
+    assert np.allclose(np.linalg.norm(task.corpus, axis=1), 1, atol=1e-6)
+    x = task.test_inputs[0]
+    assert np.allclose(task.corpus[task.test_target_ids[0, 0]], x / np.linalg.norm(x), atol=1e-6)  # T_1 = I
+    assert len(np.unique(np.concatenate([task.train_target_ids, task.test_target_ids]))) == 200
+
+
+def test_settings_share_transforms_and_differ_in_inputs():
+    single = make_task("single", "linear", dim=8, n_train=10, n_test=5, corpus_size=100, seed=0)
+    ood = make_task("ood", "linear", dim=8, n_train=10, n_test=5, corpus_size=100, seed=0)
+    # same transforms: the 4th target of each test input is -(2nd)
+    for task in (single, ood):
+        assert np.allclose(task.corpus[task.test_target_ids[:, 3]], -task.corpus[task.test_target_ids[:, 1]], atol=1e-6)
+    assert not np.allclose(single.test_inputs, ood.test_inputs)
+    assert SETTINGS["ood"][1] == ("laplace_noise",) and "laplace_noise" not in SETTINGS["ood"][0]
+
+
+def test_bad_settings_are_named():
+    with pytest.raises(ValueError, match="unknown setting 'tiny'; valid settings: single, multi, ood"):
+        make_task("tiny", "linear", dim=4, n_train=2, n_test=1, corpus_size=20, seed=0)
+    with pytest.raises(ValueError, match="unknown transform 'cubic'"):
+        make_task("single", "cubic", dim=4, n_train=2, n_test=1, corpus_size=20, seed=0)
+    with pytest.raises(ValueError, match="corpus_size 10 is smaller than the 15 targets"):
+        make_task("single", "linear", dim=4, n_train=2, n_test=1, corpus_size=10, seed=0)

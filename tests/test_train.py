@@ -1,0 +1,120 @@
+import pytest
+import torch
+
+from amer_lib.backbones import load_backbone
+from amer_lib.model import AMERQueryEncoder
+from amer_lib.train import CheckpointError, TrainConfig, VectorData, batch_indices, train
+
+DIM = 8
+
+
+def make_problem(n=64, m=3, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    inputs = torch.randn(n, DIM, generator=g)
+    targets = torch.stack([inputs, -inputs, inputs.roll(1, dims=1)], dim=1)[:, :m]
+    mask = torch.ones(n, m, dtype=torch.bool)
+    mask[::4, -1] = False  # some examples have fewer targets
+    return VectorData(inputs, targets, mask), torch.randn(200, DIM, generator=g)
+
+
+def make_model(seed=0):
+    torch.manual_seed(seed)
+    return AMERQueryEncoder(load_backbone("tiny", seed=seed, config_overrides=dict(hidden_size=16, intermediate_size=32)), DIM)
+
+
+CONFIG = dict(n_outputs=3, steps=12, batch_size=16, lr=1e-3, eval_every=4, checkpoint_every=4, seed=0)
+
+
+def state(model):
+    return {k: v.clone() for k, v in model.state_dict().items()}
+
+
+def test_training_lowers_the_validation_loss():
+    data, pool = make_problem()
+    result = train(make_model(), data, make_problem(seed=1)[0], pool,
+                   TrainConfig(**{**CONFIG, "steps": 40, "lr": 3e-3, "eval_every": 10}), progress=False)
+    assert result.history[-1]["val_loss"] < result.history[0]["val_loss"]
+    assert result.best_val_loss == min(h["val_loss"] for h in result.history)
+
+
+def test_same_seed_same_weights(tmp_path):
+    data, pool = make_problem()
+    a, b = make_model(), make_model()
+    train(a, data, data, pool, TrainConfig(**CONFIG), progress=False)
+    train(b, data, data, pool, TrainConfig(**CONFIG), progress=False)
+    assert all(torch.equal(x, y) for x, y in zip(state(a).values(), state(b).values()))
+
+
+class Crash(Exception):
+    pass
+
+
+class CrashingData(VectorData):
+    """Raises on the `crash_at`-th call for targets: a run killed mid-way."""
+
+    def __init__(self, data, crash_at):
+        super().__init__(data.inputs, data.target_vectors, data.mask)
+        self.calls, self.crash_at = 0, crash_at
+
+    def targets(self, indices):
+        self.calls += 1
+        if self.calls == self.crash_at:
+            raise Crash
+        return super().targets(indices)
+
+
+def test_a_resumed_run_ends_where_an_uninterrupted_run_ends(tmp_path):
+    data, pool = make_problem()
+    config = TrainConfig(**CONFIG)
+    uninterrupted = make_model()
+    expected = train(uninterrupted, data, data, pool, config, run_dir=tmp_path / "a", progress=False)
+
+    crashing = CrashingData(data, crash_at=8)  # after the step-4 checkpoint (4 train steps + 1 validation batch)
+    with pytest.raises(Crash):
+        train(make_model(), crashing, data, pool, config, run_dir=tmp_path / "b", progress=False)
+    assert (tmp_path / "b" / "checkpoint.pt").exists()
+    resumed = make_model(seed=5)  # different initial weights: everything must come from the checkpoint
+    result = train(resumed, data, data, pool, config, run_dir=tmp_path / "b", progress=False)
+    assert all(torch.equal(x, y) for x, y in zip(state(uninterrupted).values(), state(resumed).values()))
+    assert result.history == expected.history
+
+
+def test_single_query_training_runs_with_one_output():
+    data, pool = make_problem()
+    result = train(make_model(), data, data, pool, TrainConfig(**{**CONFIG, "n_outputs": 1}), progress=False)
+    assert len(result.history) == 3
+
+
+def test_corrupted_checkpoint_is_named(tmp_path):
+    data, pool = make_problem()
+    (tmp_path / "checkpoint.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(CheckpointError, match=r"checkpoint .*checkpoint.pt is corrupted"):
+        train(make_model(), data, data, pool, TrainConfig(**CONFIG), run_dir=tmp_path, progress=False)
+
+
+def test_checkpoint_of_another_configuration_is_refused(tmp_path):
+    data, pool = make_problem()
+    train(make_model(), data, data, pool, TrainConfig(**CONFIG), run_dir=tmp_path, progress=False)
+    with pytest.raises(CheckpointError, match="another configuration"):
+        train(make_model(), data, data, pool, TrainConfig(**{**CONFIG, "lr": 0.1}), run_dir=tmp_path, progress=False)
+
+
+def test_schedules():
+    config = TrainConfig(n_outputs=5, steps=100, batch_size=4)
+    assert [config.sampling_prob(s) for s in (0, 50, 80, 99)] == [0.0, 0.5, 0.8, 0.8]
+    assert config.lr_factor(0) == pytest.approx(0.2) and config.lr_factor(4) == 1.0
+    assert config.lr_factor(52) == pytest.approx(48 / 95) and config.lr_factor(100) == 0.0  # linear decay after warmup
+    assert TrainConfig(n_outputs=5, steps=10, batch_size=4, sampling="predicted").sampling_prob(0) == 1.0
+    assert TrainConfig(n_outputs=5, steps=10, batch_size=4, sampling="teacher").sampling_prob(9) == 0.0
+    with pytest.raises(ValueError, match="unknown sampling mode 'sometimes'"):
+        TrainConfig(n_outputs=5, steps=10, batch_size=4, sampling="sometimes")
+
+
+def test_batches_cover_each_epoch_once():
+    seen = torch.cat([batch_indices(20, 5, seed=1, step=s) for s in range(4)])
+    assert sorted(seen.tolist()) == list(range(20))
+
+
+def test_examples_without_targets_are_refused():
+    with pytest.raises(ValueError, match=r"examples \[1\] have no targets"):
+        VectorData(torch.randn(2, DIM), torch.randn(2, 2, DIM), torch.tensor([[True, False], [False, False]]))
