@@ -4,12 +4,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+from matplotlib.patches import Patch
 import seaborn as sns
 
 LINEAR_COLOR = "#f6a25c"  # the paper's light orange
 MLP_COLOR = "#5c95c2"  # the paper's light blue
 ORACLE_COLOR = "#9a9a9a"
-SYSTEM_LABELS = {"single": "Single-Query", "oracle": "Mean-of-targets\n(oracle)", "amer": "AMER"}
+SYSTEM_LABELS = {"single": "Single-\nQuery", "oracle": "Mean of\ntargets", "amer": "AMER"}
 SETTING_LABELS = {"single": "Single", "multi": "Multi", "ood": "OOD"}
 
 
@@ -33,7 +34,7 @@ def figure4(table, path: str | Path | None = None):
             if system not in rows.index:
                 continue
             fill = ORACLE_COLOR if system == "oracle" else color
-            for j, (k, alpha) in enumerate(((100, 0.45), (10, 1.0))):
+            for j, (k, alpha) in enumerate(((10, 1.0), (100, 0.45))):
                 value = 100 * rows.loc[system, f"mrecall@{k}"]
                 x = i + (j - 0.5) * 0.38
                 ax.bar(x, value, width=0.36, color=fill, alpha=alpha, edgecolor="black", linewidth=0.4,
@@ -42,7 +43,13 @@ def figure4(table, path: str | Path | None = None):
         ax.set_xticks(range(len(systems)), [SYSTEM_LABELS[s] for s in systems], fontsize=7)
         ax.set_title(f"{'Linear' if transform == 'linear' else 'MLP'} / {SETTING_LABELS[setting]}", fontsize=9)
         ax.set_ylim(0, 112)
-    axes[0][0].set_ylabel("MRecall (%)   light: @100, solid: @10")
+        ax.grid(axis="x", visible=False)
+    axes[0][0].set_ylabel("MRecall (%)")
+    legend = [Patch(facecolor=LINEAR_COLOR, edgecolor="black", label="Linear data"),
+              Patch(facecolor=MLP_COLOR, edgecolor="black", label="MLP data"),
+              Patch(facecolor=ORACLE_COLOR, edgecolor="black", hatch="//", label="Mean-of-targets oracle (one vector)"),
+              Patch(facecolor="white", edgecolor="black", label="left bar: @10 (solid), right bar: @100 (light)")]
+    fig.legend(handles=legend, loc="lower center", ncol=4, frameon=False, fontsize=8, bbox_to_anchor=(0.5, -0.06))
     fig.tight_layout()
     if path is not None:
         save(fig, path)
