@@ -39,7 +39,7 @@ def figure4(table, path: str | Path | None = None):
                 x = i + (j - 0.5) * 0.38
                 ax.bar(x, value, width=0.36, color=fill, alpha=alpha, edgecolor="black", linewidth=0.4,
                        hatch="//" if system == "oracle" else None)
-                ax.text(x, value + 1.5, f"{value:.0f}", ha="center", va="bottom", fontsize=7)
+                ax.text(x, value + 1.5, f"{value:.1f}", ha="center", va="bottom", fontsize=6)
         ax.set_xticks(range(len(systems)), [SYSTEM_LABELS[s] for s in systems], fontsize=7)
         ax.set_title(f"{'Linear' if transform == 'linear' else 'MLP'} / {SETTING_LABELS[setting]}", fontsize=9)
         ax.set_ylim(0, 112)

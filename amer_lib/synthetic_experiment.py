@@ -24,6 +24,7 @@ from .train import TrainConfig, VectorData, split_train_validation, train
 
 VALIDATION_FRACTION = 0.1
 KS = (10, 100)
+METRIC_COLUMNS = tuple(f"{name}@{k}" for k in KS for name in ("mrecall", "recall"))
 TASK_KEYS = ("dim", "n_train", "n_test", "corpus_size", "mlp_layers", "seed")
 
 
@@ -169,6 +170,6 @@ def summary_table(results: list[dict]):
     rows = []
     for r in results:
         rows.append({"transform": r["transform"], "setting": r["setting"], "system": r["system"],
-                     **{k: round(v, 4) for k, v in r["metrics"].items()},
+                     **{m: round(r["metrics"][m], 4) for m in METRIC_COLUMNS},
                      "train_seconds": round(r.get("train_seconds", 0.0), 1)})
     return pd.DataFrame(rows)
