@@ -33,9 +33,13 @@ def _umask() -> int:
     return mask
 
 
-def write_json(path: str | Path, payload) -> None:
+def write_text(path: str | Path, text: str) -> None:
     with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps(payload, indent=2, sort_keys=True, default=_jsonable) + "\n")
+        tmp.write_text(text)
+
+
+def write_json(path: str | Path, payload) -> None:
+    write_text(path, json.dumps(payload, indent=2, sort_keys=True, default=_jsonable) + "\n")
 
 
 def save_torch(path: str | Path, payload) -> None:

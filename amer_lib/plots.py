@@ -7,6 +7,8 @@ import matplotlib.pyplot as plt
 from matplotlib.patches import Patch
 import seaborn as sns
 
+from .io import atomic_path
+
 LINEAR_COLOR = "#f6a25c"  # the paper's light orange
 MLP_COLOR = "#5c95c2"  # the paper's light blue
 ORACLE_COLOR = "#9a9a9a"
@@ -57,9 +59,9 @@ def figure4(table, path: str | Path | None = None):
 
 
 def save(fig, path: str | Path) -> None:
-    """Write PNG and PDF side by side (`path` without suffix, or with either suffix)."""
+    """Write PNG and PDF side by side, atomically (`path` without suffix, or with either suffix)."""
     path = Path(path).with_suffix("")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    for suffix in (".png", ".pdf"):
-        fig.savefig(path.with_suffix(suffix), dpi=200, bbox_inches="tight",
-                    metadata={"CreationDate": None} if suffix == ".pdf" else {"Software": None})
+    for suffix in ("png", "pdf"):
+        with atomic_path(path.with_suffix(f".{suffix}")) as tmp:
+            fig.savefig(tmp, format=suffix, dpi=200, bbox_inches="tight",
+                        metadata={"CreationDate": None} if suffix == "pdf" else {"Software": None})

@@ -163,6 +163,18 @@ def run_all(params: dict, progress: bool = True) -> list[dict]:
     return results
 
 
+GEOMETRY_COLUMNS = ("target_pair_cos", "oracle_target_cos", "oracle_min_target_cos", "oracle_best_negative_cos")
+
+
+def geometry_table(results: list[dict]):
+    """The target geometry recorded with each oracle run, one row per setting."""
+    import pandas as pd
+
+    return pd.DataFrame([{"transform": r["transform"], "setting": r["setting"],
+                          **{key: round(r["geometry"][key], 3) for key in GEOMETRY_COLUMNS}}
+                         for r in results if r["system"] == "oracle"])
+
+
 def summary_table(results: list[dict]):
     """One row per run: transform, setting, system, MRecall and Recall at 10 / 100, train time."""
     import pandas as pd

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .io import atomic_path
+from .io import write_text
 
 
 def to_markdown(df) -> str:
@@ -13,11 +13,14 @@ def to_markdown(df) -> str:
     return "\n".join([header, rule, *body]) + "\n"
 
 
+def _latex_escape(value) -> str:
+    return str(value).replace("_", r"\_").replace("%", r"\%")
+
+
 def to_latex(df) -> str:
-    escape = lambda v: str(v).replace("_", r"\_").replace("%", r"\%")
     lines = [r"\begin{tabular}{" + "l" * len(df.columns) + "}", r"\toprule",
-             " & ".join(escape(c) for c in df.columns) + r" \\", r"\midrule"]
-    lines += [" & ".join(escape(v) for v in row) + r" \\" for row in df.itertuples(index=False)]
+             " & ".join(_latex_escape(c) for c in df.columns) + r" \\", r"\midrule"]
+    lines += [" & ".join(_latex_escape(v) for v in row) + r" \\" for row in df.itertuples(index=False)]
     lines += [r"\bottomrule", r"\end{tabular}"]
     return "\n".join(lines) + "\n"
 
@@ -26,5 +29,4 @@ def write_table(df, path: str | Path) -> None:
     """`path` without suffix -> path.csv, path.md, path.tex."""
     path = Path(path).with_suffix("")
     for suffix, text in ((".csv", df.to_csv(index=False)), (".md", to_markdown(df)), (".tex", to_latex(df))):
-        with atomic_path(path.with_suffix(suffix)) as tmp:
-            tmp.write_text(text)
+        write_text(path.with_suffix(suffix), text)
