@@ -18,6 +18,7 @@ class Param:
     kind: type | tuple[type, ...]
     choices: tuple | None = None  # for lists: the allowed elements
     is_list: bool = False
+    minimum: int | None = None
 
 
 SCHEMAS: dict[str, dict[str, Param]] = {
@@ -25,24 +26,25 @@ SCHEMAS: dict[str, dict[str, Param]] = {
         "settings": Param(str, tuple(SETTINGS), is_list=True),
         "transforms": Param(str, TRANSFORMS, is_list=True),
         "systems": Param(str, ("single", "amer"), is_list=True),
-        "dim": Param(int),
-        "n_train": Param(int),
-        "n_test": Param(int),
-        "corpus_size": Param(int),
+        "dim": Param(int, minimum=1),
+        "n_train": Param(int, minimum=1),
+        "n_test": Param(int, minimum=1),
+        "corpus_size": Param(int, minimum=1),
         "mlp_layers": Param(int),
         "backbone": Param(str, tuple(BACKBONES)),
         "backbone_overrides": Param(dict),
         "finetune": Param(str, ("full", "lora")),
-        "n_queries": Param(int),
-        "steps": Param(int),
-        "batch_size": Param(int),
+        "n_queries": Param(int, minimum=1),
+        "steps": Param(int, minimum=1),
+        "batch_size": Param(int, minimum=1),
         "lr": Param((float, int)),
         "sampling": Param(str, ("scheduled", "teacher", "predicted")),
-        "eval_every": Param(int),
-        "search_depth": Param(int),
+        "eval_every": Param(int, minimum=1),
+        "search_depth": Param(int, minimum=1),
         "seed": Param(int),
         "device": Param(str, ("auto", "cpu", "cuda")),
         "mixed_precision": Param(bool),
+        "workers": Param(int, minimum=1),
         "results_dir": Param(str),
         "runs_dir": Param(str),
         "figures_dir": Param(str),
@@ -85,3 +87,5 @@ def _check(name: str, value: Any, param: Param) -> None:
             raise TypeError(f"parameter {name!r} must be of type {param.kind}, got {item!r}")
         if param.choices is not None and item not in param.choices:
             raise ValueError(f"invalid value {item!r} for parameter {name!r}; valid choices: {', '.join(map(str, param.choices))}")
+        if param.minimum is not None and item < param.minimum:
+            raise ValueError(f"parameter {name!r} must be >= {param.minimum}, got {item!r}")

@@ -2,13 +2,18 @@
 
 Each (transform, setting, system) run writes one results JSON; a rerun with the same
 parameters loads it instead of training again, and an interrupted training resumes from its
-checkpoint.
+checkpoint. Settings can run in parallel worker processes: on a 2-core CPU two single-threaded
+trainings finish sooner than two consecutive two-threaded ones, because the tiny model's steps
+are too small to keep two threads busy.
 """
 from __future__ import annotations
 
 import json
+import multiprocessing
 import time
+from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import torch
@@ -107,11 +112,16 @@ def _cached(path: Path, params: dict) -> dict | None:
     return result if result.get("params") == params else None
 
 
-def run_setting(params: dict, transform: str, setting: str, progress: bool = True) -> list[dict]:
+def _cached_setting(params: dict, transform: str, setting: str) -> tuple[list[str], list[dict | None]]:
+    names = [run_name(transform, setting, s, params["seed"]) for s in [*params["systems"], "oracle"]]
+    return names, [_cached(Path(params["results_dir"]) / f"{name}.json", params) for name in names]
+
+
+def run_setting(params: dict, transform: str, setting: str, progress: bool = True,
+                on_step: Callable[[], None] | None = None) -> list[dict]:
     """Every system of one setting, plus the mean-of-targets oracle; one results JSON each."""
     results_dir, runs_dir = Path(params["results_dir"]), Path(params["runs_dir"])
-    names = [run_name(transform, setting, s, params["seed"]) for s in [*params["systems"], "oracle"]]
-    cached = [_cached(results_dir / f"{name}.json", params) for name in names]
+    names, cached = _cached_setting(params, transform, setting)
     if all(cached):
         return cached
     device = resolve_device(params["device"])
@@ -128,14 +138,15 @@ def run_setting(params: dict, transform: str, setting: str, progress: bool = Tru
             result["metrics"] = retrieval_metrics(index, mean_of_targets(task), task.test_target_ids, params["search_depth"])
             result["geometry"] = target_geometry(task)
         else:
-            result.update(_train_and_evaluate(params, task, index, system, device, runs_dir / name, progress))
+            result.update(_train_and_evaluate(params, task, index, system, device, runs_dir / name, progress, on_step))
         write_json(results_dir / f"{name}.json", result)
         results.append(result)
     return results
 
 
 def _train_and_evaluate(params: dict, task: SyntheticTask, index: VectorIndex, system: str,
-                        device: torch.device, run_dir: Path, progress: bool) -> dict:
+                        device: torch.device, run_dir: Path, progress: bool,
+                        on_step: Callable[[], None] | None) -> dict:
     n_queries = 1 if system == "single" else params["n_queries"]
     data, corpus = task_data(task, device)
     train_idx, val_idx = split_train_validation(len(data), VALIDATION_FRACTION, params["seed"])
@@ -145,7 +156,7 @@ def _train_and_evaluate(params: dict, task: SyntheticTask, index: VectorIndex, s
                          checkpoint_every=params["eval_every"], seed=params["seed"],
                          mixed_precision=params["mixed_precision"] and device.type == "cuda")
     trained = train(model, data.subset(train_idx.to(device)), data.subset(val_idx.to(device)), corpus, config,
-                    run_dir=run_dir, progress=progress)
+                    run_dir=run_dir, progress=progress, on_step=on_step)
     began = time.perf_counter()
     queries = generate_queries(model, task.test_inputs, n_queries, device)
     metrics = retrieval_metrics(index, queries, task.test_target_ids, params["search_depth"])
@@ -155,11 +166,68 @@ def _train_and_evaluate(params: dict, task: SyntheticTask, index: VectorIndex, s
 
 
 def run_all(params: dict, progress: bool = True) -> list[dict]:
-    """All (transform, setting) pairs of `params`, with a progress bar over settings."""
+    """All (transform, setting) pairs of `params`, in order; `params["workers"]` processes."""
     pairs = [(t, s) for t in params["transforms"] for s in params["settings"]]
-    results = []
-    for transform, setting in tqdm(pairs, desc="settings", disable=not progress):
-        results.extend(run_setting(params, transform, setting, progress))
+    results = {pair: cached for pair in pairs
+               if all(cached := _cached_setting(params, *pair)[1])}
+    todo = [pair for pair in pairs if pair not in results]
+    if params["workers"] == 1:
+        for transform, setting in tqdm(todo, desc="settings", disable=not progress or not todo):
+            results[transform, setting] = run_setting(params, transform, setting, progress)
+    elif todo:
+        results.update(_run_in_workers(params, todo, progress))
+    return [result for pair in pairs for result in results[pair]]
+
+
+class _StepReporter:
+    """Counts a worker's training steps and sends them to the parent's progress bar in chunks."""
+
+    def __init__(self, queue, every: int = 10):
+        self.queue, self.every, self.count = queue, every, 0
+
+    def __call__(self) -> None:
+        self.count += 1
+        if self.count >= self.every:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.count:
+            self.queue.put(self.count)
+            self.count = 0
+
+
+def _run_setting_in_worker(params: dict, transform: str, setting: str, queue) -> list[dict]:
+    reporter = _StepReporter(queue)
+    try:
+        return run_setting(params, transform, setting, progress=False, on_step=reporter)
+    finally:
+        reporter.flush()
+
+
+def _run_in_workers(params: dict, pairs: list[tuple[str, str]], progress: bool) -> dict:
+    """Settings in `params["workers"]` spawned processes sharing the CPU threads, with one
+    progress bar over all their training steps."""
+    workers = params["workers"]
+    threads = max(1, torch.get_num_threads() // workers)
+    context = multiprocessing.get_context("spawn")
+    total = len(pairs) * len(params["systems"]) * params["steps"]
+    results = {}
+    with context.Manager() as manager, \
+            ProcessPoolExecutor(workers, mp_context=context, initializer=torch.set_num_threads,
+                                initargs=(threads,)) as pool, \
+            tqdm(total=total, desc=f"training steps, {workers} workers", disable=not progress) as bar:
+        queue = manager.Queue()
+        futures = {pool.submit(_run_setting_in_worker, params, *pair, queue): pair for pair in pairs}
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, timeout=1.0, return_when=FIRST_EXCEPTION)
+            while not queue.empty():
+                bar.update(queue.get())
+            for future in done:
+                if future.exception() is not None:
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    raise future.exception()
+                results[futures[future]] = future.result()
     return results
 
 

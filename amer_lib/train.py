@@ -10,7 +10,7 @@ import math
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Callable, Protocol
 
 import torch
 from tqdm.auto import tqdm
@@ -179,11 +179,12 @@ def _load_checkpoint(path: Path) -> dict:
 
 def train(model: AMERQueryEncoder, train_data: MultiTargetData, val_data: MultiTargetData,
           negative_pool: torch.Tensor, config: TrainConfig, run_dir: str | Path | None = None,
-          progress: bool = True) -> TrainResult:
+          progress: bool = True, on_step: Callable[[], None] | None = None) -> TrainResult:
     """Train `model` in place and leave it holding the weights with the lowest validation loss.
 
     With `run_dir`, a checkpoint is written atomically every `checkpoint_every` steps and an
-    existing one is resumed from; the best weights are kept in `best.pt`.
+    existing one is resumed from; the best weights are kept in `best.pt`. `on_step` is called
+    after every optimizer step (progress reporting from worker processes).
     """
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=config.lr, betas=(0.9, 0.98), eps=1e-6,
@@ -224,6 +225,8 @@ def train(model: AMERQueryEncoder, train_data: MultiTargetData, val_data: MultiT
         torch.nn.utils.clip_grad_norm_(params, config.grad_clip)
         optimizer.step()
         scheduler.step()
+        if on_step is not None:
+            on_step()
         done = step + 1
         if done % config.eval_every == 0 or done == config.steps:
             val = validation_loss(model, val_data, negative_pool, config)

@@ -8,7 +8,7 @@ def defaults():
             "n_test": 2, "corpus_size": 100, "mlp_layers": 2, "backbone": "tiny", "backbone_overrides": {},
             "finetune": "full", "n_queries": 5, "steps": 1, "batch_size": 2, "lr": 1e-3, "sampling": "scheduled",
             "eval_every": 1, "search_depth": 10, "seed": 0, "device": "cpu", "mixed_precision": False,
-            "results_dir": "r", "runs_dir": "u", "figures_dir": "f"}
+            "workers": 1, "results_dir": "r", "runs_dir": "u", "figures_dir": "f"}
 
 
 def test_defaults_cover_the_schema():
@@ -26,6 +26,7 @@ def test_unknown_key_lists_the_valid_ones():
     ("settings", ["single", "mixed"], "invalid value 'mixed' for parameter 'settings'; valid choices: single, multi, ood"),
     ("steps", "many", "must be of type"),
     ("settings", [], "non-empty list"),
+    ("workers", 0, "'workers' must be >= 1"),
 ])
 def test_invalid_values_are_named(key, value, message):
     with pytest.raises((ValueError, TypeError), match=message):
