@@ -8,6 +8,7 @@ are too small to keep two threads busy.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import multiprocessing
 import time
@@ -105,6 +106,13 @@ def run_name(transform: str, setting: str, system: str, seed: int) -> str:
     return f"{transform}_{setting}_{system}_seed{seed}"
 
 
+def params_digest(params: dict) -> str:
+    """A short hash of the parameters that shape a run (not where its files go), so that a
+    checkpoint is only resumed by a run with the same parameters."""
+    shaping = {k: v for k, v in params.items() if not k.endswith("_dir")}
+    return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()[:10]
+
+
 def _cached(path: Path, params: dict) -> dict | None:
     if not path.exists():
         return None
@@ -138,7 +146,8 @@ def run_setting(params: dict, transform: str, setting: str, progress: bool = Tru
             result["metrics"] = retrieval_metrics(index, mean_of_targets(task), task.test_target_ids, params["search_depth"])
             result["geometry"] = target_geometry(task)
         else:
-            result.update(_train_and_evaluate(params, task, index, system, device, runs_dir / name, progress, on_step))
+            result.update(_train_and_evaluate(params, task, index, system, device, runs_dir / f"{name}-{params_digest(params)}",
+                                              progress, on_step))
         write_json(results_dir / f"{name}.json", result)
         results.append(result)
     return results
