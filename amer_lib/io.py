@@ -1,6 +1,7 @@
 """Atomic writes (a crash never leaves a half-written file under the final name) and run metadata."""
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -31,6 +32,12 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def open_text(path: str | Path):
+    """Open a UTF-8 text file for reading, gunzipping `.gz` files."""
+    path = Path(path)
+    return gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else open(path, encoding="utf-8")
 
 
 def write_text(path: str | Path, text: str) -> None:

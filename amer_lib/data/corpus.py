@@ -7,13 +7,13 @@ The text a document encoder sees is `title + " " + text`.
 from __future__ import annotations
 
 import csv
-import gzip
 import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from ..io import open_text
 from .questions import DataFormatError, require_file
 
 FORMATS = (".tsv", ".jsonl")
@@ -39,14 +39,10 @@ def corpus_format(path: Path) -> str:
     return kind
 
 
-def _open(path: Path):
-    return gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else open(path, encoding="utf-8")
-
-
 def iter_documents(path: str | Path) -> Iterator[Document]:
     path = require_file(path, "corpus")
     kind = corpus_format(path)
-    with _open(path) as lines:
+    with open_text(path) as lines:
         yield from (_tsv_documents(lines, path) if kind == ".tsv" else _jsonl_documents(lines, path))
 
 

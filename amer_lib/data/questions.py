@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from ..io import atomic_path
+from ..io import atomic_path, open_text
 
 DOWNLOADS = {
     "ambigqa": "AmbigQA light JSON (train_light.json, dev_light.json) from https://nlp.cs.washington.edu/ambigqa/",
@@ -53,7 +53,7 @@ def require_file(path: str | Path, dataset: str) -> Path:
 
 
 def _json_lines(path: Path) -> Iterator[tuple[int, dict]]:
-    with open(path, encoding="utf-8") as lines:
+    with open_text(path) as lines:
         for number, line in enumerate(lines, 1):
             if line.strip():
                 try:
