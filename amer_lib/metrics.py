@@ -1,4 +1,5 @@
-"""MRecall@k and Recall@k (paper, Section 2).
+"""MRecall@k and Recall@k (paper, Section 2), target similarity, the low-similarity subset and
+the paired bootstrap test.
 
 Gold answers are clusters of document ids: `gold[q, c, :]` holds the ids of cluster c of query
 q, padded with -1 (padded clusters are entirely -1). A cluster is hit when any of its documents
@@ -53,3 +54,39 @@ def recall_at_k(retrieved: np.ndarray, gold: np.ndarray, k: int) -> np.ndarray:
     """Per-query Recall@k: fraction of gold clusters hit."""
     hit, n_clusters = _counts(retrieved, gold, k)
     return hit / n_clusters
+
+
+def mean_pairwise_cosine(target_vectors: list[np.ndarray]) -> np.ndarray:
+    """Per question, the mean cosine over all pairs of its targets (`[m_i, d]` each, one vector
+    per answer cluster, m_i >= 2)."""
+    means = np.empty(len(target_vectors))
+    for q, vectors in enumerate(target_vectors):
+        m = len(vectors)
+        if m < 2:
+            raise ValueError(f"question {q} has {m} target(s); pairwise similarity needs at least 2")
+        unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+        cos = unit @ unit.T
+        means[q] = (cos.sum() - np.trace(cos)) / (m * (m - 1))
+    return means
+
+
+def low_similarity_subset(similarity: np.ndarray, fraction: float = 1 / 3) -> np.ndarray:
+    """Indices of the `fraction` of questions whose targets are least similar to each other
+    (paper: the third with the lowest mean pairwise cosine)."""
+    n = int(round(fraction * len(similarity)))
+    return np.sort(np.argsort(similarity, kind="stable")[:n])
+
+
+def paired_bootstrap(baseline: np.ndarray, system: np.ndarray, n_resamples: int = 10_000,
+                     seed: int = 0) -> dict:
+    """Paired bootstrap over questions: resample question indices with replacement and count how
+    often `system` fails to beat `baseline` on the resampled mean (one-sided p-value)."""
+    baseline, system = np.asarray(baseline, float), np.asarray(system, float)
+    if baseline.shape != system.shape or baseline.ndim != 1:
+        raise ValueError(f"paired scores must be two 1-D arrays of one length, got {baseline.shape} and {system.shape}")
+    rng = np.random.default_rng(seed)
+    difference = system - baseline
+    samples = rng.integers(0, len(difference), size=(n_resamples, len(difference)))
+    resampled = difference[samples].mean(axis=1)
+    return {"delta": float(difference.mean()), "p_value": float(np.mean(resampled <= 0)),
+            "n_resamples": n_resamples, "seed": seed}

@@ -34,3 +34,33 @@ def test_padding_ids_never_hit():
 def test_a_query_without_clusters_is_an_error():
     with pytest.raises(ValueError, match="no gold clusters"):
         pad_clusters([[[1]], []])
+
+
+def test_mean_pairwise_cosine_by_hand():
+    from amer_lib.metrics import mean_pairwise_cosine
+
+    square = np.array([[1.0, 0.0], [0.0, 2.0], [-3.0, 0.0]])  # cosines 0, -1, 0 over the three pairs
+    assert np.allclose(mean_pairwise_cosine([square, square[:2]]), [-1 / 3, 0.0])
+
+
+def test_low_similarity_subset_takes_the_least_similar_third():
+    from amer_lib.metrics import low_similarity_subset
+
+    assert low_similarity_subset(np.array([0.9, 0.1, 0.5, 0.2, 0.8, 0.3])).tolist() == [1, 3]
+
+
+def test_paired_bootstrap_known_cases():
+    from amer_lib.metrics import paired_bootstrap
+
+    base = np.array([0, 1, 0, 1, 0, 0, 1, 0], float)
+    assert paired_bootstrap(base, base)["p_value"] == 1.0  # never better
+    assert paired_bootstrap(np.zeros(8), np.ones(8))["p_value"] == 0.0  # better on every resample
+    # better on 5 of 8: not better only when all 8 draws hit the 3 ties, (3/8)^8 = 0.0004
+    assert paired_bootstrap(base, np.ones(8), n_resamples=100_000)["p_value"] == pytest.approx((3 / 8) ** 8, abs=3e-4)
+    # one question of 8 improves: the resampled mean is 0 exactly when that question is never drawn
+    better = base.copy()
+    better[0] = 1
+    result = paired_bootstrap(base, better, n_resamples=20000, seed=3)
+    assert result["delta"] == 1 / 8
+    assert abs(result["p_value"] - (7 / 8) ** 8) < 0.01  # P(question 0 absent from 8 draws) = 0.344
+    assert result == paired_bootstrap(base, better, n_resamples=20000, seed=3)  # seeded

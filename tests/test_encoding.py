@@ -1,0 +1,95 @@
+"""Sharded corpus encoding (resume after an interruption) and search over the shards."""
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from amer_lib.data.corpus import Document
+from amer_lib.data.questions import DataFormatError
+from amer_lib.encoders import EmbeddingShards, encode_corpus
+from amer_lib.search import IVFPQIndex, ShardedFlatIndex, VectorIndex, recall_against_exact, unit_norm
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str = "hash"
+
+
+class HashEncoder:
+    """A deterministic stand-in encoder: each text's vector is seeded by its crc32."""
+
+    spec, dim = Spec(), 16
+
+    def __init__(self, fail_after: int | None = None):
+        self.fail_after, self.calls = fail_after, 0
+
+    def encode_documents(self, texts, batch_size):
+        self.calls += 1
+        if self.fail_after is not None and self.calls > self.fail_after:
+            raise KeyboardInterrupt("simulated interruption")
+        return unit_norm(np.stack([np.random.default_rng(zlib.crc32(t.encode())).normal(size=self.dim)
+                                   for t in texts]))
+
+
+def documents(n):
+    return [Document(f"d{i}", f"title {i}", f"text number {i}") for i in range(n)]
+
+
+def test_interrupted_encoding_resumes_to_the_same_shards(tmp_path):
+    expected = encode_corpus(HashEncoder(), documents(50), tmp_path / "a", shard_size=8, batch_size=2, progress=False)
+    with pytest.raises(KeyboardInterrupt):
+        encode_corpus(HashEncoder(fail_after=3), documents(50), tmp_path / "b", shard_size=8, batch_size=2,
+                      progress=False)  # one encode call covers 32 documents: dies in shard 3
+    with pytest.raises(RuntimeError, match="incomplete; run encode_corpus again"):
+        EmbeddingShards(tmp_path / "b")
+    resumed_encoder = HashEncoder()
+    resumed = encode_corpus(resumed_encoder, documents(50), tmp_path / "b", shard_size=8, batch_size=2,
+                            progress=False)
+    assert resumed_encoder.calls == 4  # shards 0-2 were complete; 3-6 were encoded again
+    assert resumed.ids == expected.ids == [f"d{i}" for i in range(50)]
+    for a, b in zip(expected.shards, resumed.shards):
+        assert a.dtype == np.float16 and np.array_equal(a, b)
+    assert np.allclose(resumed.rows(np.array([[0, 49], [8, 9]])),
+                       HashEncoder().encode_documents([documents(50)[i].full_text for i in (0, 49, 8, 9)], 4)
+                       .reshape(2, 2, 16), atol=1e-3)
+
+
+def test_duplicate_ids_stop_the_encoding(tmp_path):
+    docs = documents(5) + [Document("d2", "again", "dup")]
+    with pytest.raises(DataFormatError, match="document id 'd2' twice"):
+        encode_corpus(HashEncoder(), docs, tmp_path, shard_size=4, progress=False)
+    assert not (tmp_path / "shard_00001.npy").exists()  # the shard with the duplicate was not written
+
+
+def test_sharded_flat_search_equals_one_flat_index(tmp_path):
+    shards = encode_corpus(HashEncoder(), documents(300), tmp_path, shard_size=64, progress=False)
+    queries = np.random.default_rng(1).normal(size=(7, 3, 16))
+    exact_scores, exact_rows = VectorIndex(shards.rows(np.arange(300))).search(queries, 10)
+    scores, rows = ShardedFlatIndex(shards, block_rows=40).search(queries, 10)
+    assert rows.shape == (7, 3, 10)
+    assert np.array_equal(rows, exact_rows)
+    assert np.allclose(scores, exact_scores, atol=1e-5)
+
+
+def test_ivfpq_recall_is_measured_against_exact_search(tmp_path):
+    shards = encode_corpus(HashEncoder(), documents(2000), tmp_path, shard_size=512, progress=False)
+    queries = shards.rows(np.arange(0, 2000, 20)) + 0.05 * np.random.default_rng(2).normal(size=(100, 16))
+    _, exact = ShardedFlatIndex(shards).search(queries, 10)
+    _, approx = IVFPQIndex(shards, "IVF16,PQ4", nprobe=16).search(queries, 10)
+    recall = recall_against_exact(approx, exact)
+    assert recall == pytest.approx(np.mean([len(set(a) & set(e)) / 10 for a, e in zip(approx, exact)]))
+    assert 0.2 < recall < 1.0  # 4-byte codes lose some neighbours but find many
+    assert recall_against_exact(exact, exact) == 1.0
+
+
+def test_query_of_another_dimension_is_refused(tmp_path):
+    shards = encode_corpus(HashEncoder(), documents(20), tmp_path, shard_size=8, progress=False)
+    with pytest.raises(ValueError, match="dimension 32, but the index holds dimension 16"):
+        ShardedFlatIndex(shards).search(np.ones((2, 32)), 5)
+
+
+def test_other_encoder_settings_need_another_directory(tmp_path):
+    encode_corpus(HashEncoder(), documents(20), tmp_path, shard_size=8, progress=False)
+    with pytest.raises(ValueError, match="Use another directory"):
+        encode_corpus(HashEncoder(), documents(20), tmp_path, shard_size=4, progress=False)
