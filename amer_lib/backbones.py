@@ -118,8 +118,9 @@ def load_tokenizer(name: str):
 
 class PrefixLMBert(torch.nn.Module):
     """A BERT encoder used as a prefix LM: every prompt position sees the whole prompt, and a
-    fed-back position sees the prompt and the fed-back positions up to itself. So the outputs
-    of a teacher-forced pass equal those of step-by-step generation, as with a decoder."""
+    fed-back position sees the prompt and the fed-back positions up to itself. The prompt never
+    sees what follows it, so its keys and values can be cached, and the outputs of a
+    teacher-forced pass equal those of step-by-step generation, as with a decoder."""
 
     is_prefix_lm = True
 
@@ -132,16 +133,21 @@ class PrefixLMBert(torch.nn.Module):
         return self.bert.get_input_embeddings()
 
     def forward(self, inputs_embeds: torch.Tensor, attention_mask: torch.Tensor | None, position_ids: torch.Tensor,
-                prefix_length: int, use_cache: bool = False):
+                prefix_length: int, past_key_values=None, use_cache: bool = False):
+        """`attention_mask [B, past + L]` covers the cached positions too, as for a decoder."""
         batch, length, _ = inputs_embeds.shape
-        steps = torch.arange(length, device=inputs_embeds.device)
-        allowed = (steps[None, :] < prefix_length) | (steps[None, :] <= steps[:, None])  # [query, key]
-        allowed = allowed[None].expand(batch, length, length)
+        past = past_key_values.get_seq_length() if past_key_values is not None else 0
+        keys = torch.arange(past + length, device=inputs_embeds.device)
+        queries = keys[past:]
+        allowed = (keys[None, :] < prefix_length) | (keys[None, :] <= queries[:, None])  # [L, past + L]
+        allowed = allowed[None].expand(batch, -1, -1)
         if attention_mask is not None:
             allowed = allowed & attention_mask[:, None, :].bool()
         bias = torch.zeros(allowed.shape, dtype=inputs_embeds.dtype, device=inputs_embeds.device)
-        bias = bias.masked_fill(~allowed, torch.finfo(inputs_embeds.dtype).min)[:, None]  # [B, 1, L, L]
-        return self.bert(inputs_embeds=inputs_embeds, attention_mask=bias, position_ids=position_ids)
+        bias = bias.masked_fill(~allowed, torch.finfo(inputs_embeds.dtype).min)[:, None]  # [B, 1, L, past + L]
+        # BERT's self-attention appends to a given cache even when the model is not a decoder
+        return self.bert(inputs_embeds=inputs_embeds, attention_mask=bias, position_ids=position_ids,
+                         past_key_values=past_key_values)
 
 
 def add_lora(model: PreTrainedModel, settings: LoraSettings) -> PreTrainedModel:

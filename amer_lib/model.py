@@ -42,7 +42,7 @@ class AMERQueryEncoder(nn.Module):
         self.embedding_dim = embedding_dim
         self.input_projection = nn.Linear(embedding_dim, hidden, bias=False)
         self.output_projection = nn.Linear(hidden, embedding_dim, bias=False)
-        # a prefix LM (bidirectional over the prompt) takes the prompt length and has no KV cache
+        # a prefix LM (bidirectional over the prompt) is told the prompt length
         self.prefix_lm = bool(getattr(backbone, "is_prefix_lm", False))
 
     # ----- prompts -------------------------------------------------------------------------
@@ -84,9 +84,8 @@ class AMERQueryEncoder(nn.Module):
             embeds = torch.cat([embeds, self.input_projection(teacher)], dim=1)
             mask = torch.cat([mask, mask.new_ones(mask.shape[0], n_outputs - 1)], dim=1)
             positions = torch.cat([positions, prompt.last_position[:, None] + steps], dim=1)
-        prefix = {"prefix_length": prompt.embeds.shape[1]} if self.prefix_lm else {}
         hidden = self.backbone(inputs_embeds=embeds, attention_mask=_padding_mask(mask), position_ids=positions,
-                               use_cache=False, **prefix).last_hidden_state
+                               use_cache=False, **self._prefix(prompt)).last_hidden_state
         return self.output_projection(hidden[:, -n_outputs:])
 
     # ----- autoregressive decoding ---------------------------------------------------------
@@ -95,7 +94,7 @@ class AMERQueryEncoder(nn.Module):
         """`n` query embeddings `[B, n, d]`, each output fed back as the next input.
 
         `use_cache=False` recomputes the whole prefix at every step (the authors' approach); it is
-        kept for the benchmark and the equivalence test, and used for prefix-LM backbones.
+        kept for the benchmark and the equivalence test.
         """
         return self._decode(prompt, n, None, None, use_cache)
 
@@ -103,20 +102,22 @@ class AMERQueryEncoder(nn.Module):
                 use_cache: bool = True) -> torch.Tensor:
         """Step-by-step pass; feeds back own outputs where `sample_mask` is True (everywhere when
         `teacher` is None)."""
-        if not use_cache or self.prefix_lm:
+        if not use_cache:
             return self._decode_recomputing(prompt, n, teacher, sample_mask)
         cache = DynamicCache(config=self.backbone.config)
         mask = prompt.mask
+        prefix = self._prefix(prompt)
         hidden = self.backbone(inputs_embeds=prompt.embeds, attention_mask=_padding_mask(mask),
                                position_ids=prompt.positions,
-                               past_key_values=cache, use_cache=True).last_hidden_state[:, -1:]
+                               past_key_values=cache, use_cache=True, **prefix).last_hidden_state[:, -1:]
         outputs = [self.output_projection(hidden)]
         for step in range(1, n):
             fed = _next_input(outputs[-1], teacher, sample_mask, step)
             mask = torch.cat([mask, mask.new_ones(mask.shape[0], 1)], dim=1)
             position = (prompt.last_position + step)[:, None]
             hidden = self.backbone(inputs_embeds=self.input_projection(fed), attention_mask=_padding_mask(mask),
-                                   position_ids=position, past_key_values=cache, use_cache=True).last_hidden_state
+                                   position_ids=position, past_key_values=cache, use_cache=True,
+                                   **prefix).last_hidden_state
             outputs.append(self.output_projection(hidden))
         return torch.cat(outputs, dim=1)
 
@@ -129,6 +130,9 @@ class AMERQueryEncoder(nn.Module):
             fed = torch.cat([fed, _next_input(outputs[:, -1:], teacher, sample_mask, step)], dim=1)
             outputs = torch.cat([outputs, self._teacher_forced(prompt, fed, step + 1)[:, -1:]], dim=1)
         return outputs
+
+    def _prefix(self, prompt: Prompt) -> dict:
+        return {"prefix_length": prompt.embeds.shape[1]} if self.prefix_lm else {}
 
     def _check_dim(self, vectors: torch.Tensor, what: str) -> None:
         if vectors.shape[-1] != self.embedding_dim:

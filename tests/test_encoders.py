@@ -70,3 +70,9 @@ def test_lora_on_minilm_trains_only_adapters_and_projections():
     trainable = {n for n, p in model.named_parameters() if p.requires_grad}
     assert trainable and all("lora_" in n or "projection" in n for n in trainable)
     assert any("attention.self.query.lora_A" in n for n in trainable)
+
+
+def test_minilm_cached_generation_equals_recomputing(minilm_amer):
+    model, prompt = minilm_amer
+    with torch.no_grad():
+        assert torch.allclose(model.generate(prompt, 4), model.generate(prompt, 4, use_cache=False), atol=1e-5)
