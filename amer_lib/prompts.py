@@ -1,8 +1,8 @@
 """Text prompts for the query encoder and the text dataset the training loop reads.
 
 The paper's prompt is the chat template's user turn holding the instruction and the query, then
-the assistant header; outputs are read from the last prompt position on. Backbones without a
-chat template (the offline MiniLM) get the instruction and the query as plain text.
+the assistant header; outputs are read from the last prompt position on. The offline MiniLM,
+which has neither a chat template nor instruction tuning, gets the query alone.
 """
 from __future__ import annotations
 
@@ -11,28 +11,30 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from .backbones import Backbone
 from .data.questions import MultiAnswerQuestion
 from .model import AMERQueryEncoder, Prompt
 
 INSTRUCTION = "Retrieve a diverse set of documents that covers multiple aspect of the query.\nQuery: {query}"
 
 
-def prompt_text(tokenizer, question: str, chat: bool) -> str:
-    user = INSTRUCTION.format(query=question)
-    if not chat:
+def prompt_text(tokenizer, question: str, backbone: Backbone) -> str:
+    user = INSTRUCTION.format(query=question) if backbone.instruction else question
+    if not backbone.chat_template:
         return user
     return tokenizer.apply_chat_template([{"role": "user", "content": user}], tokenize=False,
                                          add_generation_prompt=True)
 
 
-def tokenize_prompts(tokenizer, questions: list[str], chat: bool, max_length: int = 128) -> tuple[torch.Tensor, torch.Tensor]:
+def tokenize_prompts(tokenizer, questions: list[str], backbone: Backbone,
+                     max_length: int = 128) -> tuple[torch.Tensor, torch.Tensor]:
     """Left-padded `input_ids` and `attention_mask` `[N, P]` of every question's prompt."""
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    texts = [prompt_text(tokenizer, q, chat) for q in questions]
+    texts = [prompt_text(tokenizer, q, backbone) for q in questions]
     encoded = tokenizer(texts, padding=True, truncation=True, max_length=max_length, return_tensors="pt",
-                        add_special_tokens=not chat)  # a chat template already holds its special tokens
+                        add_special_tokens=not backbone.chat_template)  # a chat template holds its own
     return encoded["input_ids"], encoded["attention_mask"]
 
 

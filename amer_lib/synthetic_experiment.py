@@ -2,17 +2,13 @@
 
 Each (transform, setting, system) run writes one results JSON; a rerun with the same
 parameters loads it instead of training again, and an interrupted training resumes from its
-checkpoint. Settings can run in parallel worker processes: on a 2-core CPU two single-threaded
-trainings finish sooner than two consecutive two-threaded ones, because the tiny model's steps
-are too small to keep two threads busy.
+checkpoint. Settings can run in parallel worker processes (`amer_lib.parallel`).
 """
 from __future__ import annotations
 
 import hashlib
 import json
-import multiprocessing
 import time
-from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Callable
 
@@ -25,6 +21,7 @@ from .data.synthetic import N_TARGETS, SyntheticTask, make_task
 from .io import git_commit, write_json
 from .metrics import mrecall_at_k, recall_at_k
 from .model import AMERQueryEncoder
+from .parallel import run_parallel
 from .search import VectorIndex, multi_vector_search, unit_norm
 from .train import TrainConfig, VectorData, split_train_validation, train
 
@@ -184,60 +181,11 @@ def run_all(params: dict, progress: bool = True) -> list[dict]:
         for transform, setting in tqdm(todo, desc="settings", disable=not progress or not todo):
             results[transform, setting] = run_setting(params, transform, setting, progress)
     elif todo:
-        results.update(_run_in_workers(params, todo, progress))
+        total = len(todo) * len(params["systems"]) * params["steps"]
+        done = run_parallel(run_setting, [(params, *pair, False) for pair in todo], params["workers"], total,
+                            "training steps", progress)
+        results.update(zip(todo, done))
     return [result for pair in pairs for result in results[pair]]
-
-
-class _StepReporter:
-    """Counts a worker's training steps and sends them to the parent's progress bar in chunks."""
-
-    def __init__(self, queue, every: int = 10):
-        self.queue, self.every, self.count = queue, every, 0
-
-    def __call__(self) -> None:
-        self.count += 1
-        if self.count >= self.every:
-            self.flush()
-
-    def flush(self) -> None:
-        if self.count:
-            self.queue.put(self.count)
-            self.count = 0
-
-
-def _run_setting_in_worker(params: dict, transform: str, setting: str, queue) -> list[dict]:
-    reporter = _StepReporter(queue)
-    try:
-        return run_setting(params, transform, setting, progress=False, on_step=reporter)
-    finally:
-        reporter.flush()
-
-
-def _run_in_workers(params: dict, pairs: list[tuple[str, str]], progress: bool) -> dict:
-    """Settings in `params["workers"]` spawned processes sharing the CPU threads, with one
-    progress bar over all their training steps."""
-    workers = params["workers"]
-    threads = max(1, torch.get_num_threads() // workers)
-    context = multiprocessing.get_context("spawn")
-    total = len(pairs) * len(params["systems"]) * params["steps"]
-    results = {}
-    with context.Manager() as manager, \
-            ProcessPoolExecutor(workers, mp_context=context, initializer=torch.set_num_threads,
-                                initargs=(threads,)) as pool, \
-            tqdm(total=total, desc=f"training steps, {workers} workers", disable=not progress) as bar:
-        queue = manager.Queue()
-        futures = {pool.submit(_run_setting_in_worker, params, *pair, queue): pair for pair in pairs}
-        pending = set(futures)
-        while pending:
-            done, pending = wait(pending, timeout=1.0, return_when=FIRST_EXCEPTION)
-            while not queue.empty():
-                bar.update(queue.get())
-            for future in done:
-                if future.exception() is not None:
-                    pool.shutdown(wait=False, cancel_futures=True)
-                    raise future.exception()
-                results[futures[future]] = future.result()
-    return results
 
 
 GEOMETRY_COLUMNS = ("target_pair_cos", "oracle_target_cos", "oracle_min_target_cos", "oracle_best_negative_cos")

@@ -28,7 +28,7 @@ def minilm_amer():
     torch.manual_seed(0)
     model = AMERQueryEncoder(load_backbone("minilm"), 384).eval()
     tokenizer = load_tokenizer("minilm")
-    ids, mask = tokenize_prompts(tokenizer, ["what is a bank?", "kinds of dog"], chat=False)
+    ids, mask = tokenize_prompts(tokenizer, ["what is a bank?", "kinds of dog"], get_backbone("minilm"))
     return model, model.prompt_from_tokens(ids, mask)
 
 
@@ -56,7 +56,7 @@ def test_prefix_mask_keeps_the_prompt_bidirectional(minilm_amer):
 def test_left_padding_does_not_change_a_question(minilm_amer):
     model, prompt = minilm_amer
     tokenizer = load_tokenizer("minilm")
-    ids, mask = tokenize_prompts(tokenizer, ["kinds of dog"], chat=False)
+    ids, mask = tokenize_prompts(tokenizer, ["kinds of dog"], get_backbone("minilm"))
     with torch.no_grad():
         alone = model.generate(model.prompt_from_tokens(ids, mask), 2)
         batched = model.generate(prompt, 2)[1:]
@@ -76,3 +76,17 @@ def test_minilm_cached_generation_equals_recomputing(minilm_amer):
     model, prompt = minilm_amer
     with torch.no_grad():
         assert torch.allclose(model.generate(prompt, 4), model.generate(prompt, 4, use_cache=False), atol=1e-5)
+
+
+def test_paper_prompt_uses_the_chat_template_and_instruction():
+    from amer_lib.prompts import prompt_text
+
+    class ChatTokenizer:
+        def apply_chat_template(self, messages, tokenize, add_generation_prompt):
+            assert not tokenize and add_generation_prompt
+            return f"<user>{messages[0]['content']}</user><assistant>"
+
+    text = prompt_text(ChatTokenizer(), "who wrote it?", get_backbone("llama8b"))
+    assert text == ("<user>Retrieve a diverse set of documents that covers multiple aspect of the query.\n"
+                    "Query: who wrote it?</user><assistant>")
+    assert prompt_text(None, "who wrote it?", get_backbone("minilm")) == "who wrote it?"

@@ -1,0 +1,158 @@
+"""A prepared retrieval benchmark on disk: questions per dataset and split, the corpus, and the
+corpus embeddings of each document encoder (notebook 03 writes it, notebook 04 reads it).
+
+    <dir>/manifest.json                 {"corpus": <path of the corpus file>, "datasets": [...]}
+    <dir>/<dataset>_<split>.jsonl       the library's multi-answer format
+    <dir>/embeddings/<encoder>/         float16 shards + ids (amer_lib.encoders)
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from .data import wordnet
+from .data.corpus import Corpus, iter_documents
+from .data.gold import (ambigqa_splits, bm25_top_k, dense_top_k, map_gold_documents, proof_candidates,
+                        qampari_splits, question_candidates)
+from .data.questions import (MultiAnswerQuestion, read_ambigqa, read_nq_open_multi, read_qampari, read_questions,
+                             write_questions)
+from .encoders import EmbeddingShards, encode_corpus
+from .io import write_json, write_text
+from .metrics import mean_pairwise_cosine
+
+SPLITS = ("train", "test")
+# the paper's number of query vectors per dataset; the offline ones mirror AmbigQA and QAMPARI
+N_QUERIES = {"ambigqa": 2, "qampari": 5, "wordnet_senses": 2, "wordnet_kinds": 5}
+
+
+class Benchmark:
+    def __init__(self, directory: str | Path):
+        self.directory = Path(directory)
+        manifest = self.directory / "manifest.json"
+        if not manifest.exists():
+            raise FileNotFoundError(f"{self.directory} holds no prepared benchmark; run "
+                                    "notebooks/03_real_data_prep.ipynb first")
+        self.manifest = json.loads(manifest.read_text())
+
+    @property
+    def datasets(self) -> list[str]:
+        return self.manifest["datasets"]
+
+    def questions(self, dataset: str, split: str) -> list[MultiAnswerQuestion]:
+        if dataset not in self.datasets:
+            raise KeyError(f"dataset {dataset!r} is not in {self.directory}; it holds: {', '.join(self.datasets)}")
+        return read_questions(self.directory / f"{dataset}_{split}.jsonl")
+
+    def documents(self):
+        return iter_documents(self.manifest["corpus"])
+
+    def embeddings(self, encoder: str) -> EmbeddingShards:
+        return EmbeddingShards(self.directory / "embeddings" / encoder)
+
+    def encode(self, encoder, shard_size: int = 100_000, batch_size: int = 64, progress: bool = True) -> EmbeddingShards:
+        return encode_corpus(encoder, self.documents(), self.directory / "embeddings" / encoder.spec.name,
+                             shard_size, batch_size, total=self.manifest.get("corpus_size"), progress=progress)
+
+
+def _write(directory: Path, splits: dict[str, dict[str, list[MultiAnswerQuestion]]], corpus: str,
+           corpus_size: int, extra: dict | None = None) -> Benchmark:
+    for dataset, by_split in splits.items():
+        for split, questions in by_split.items():
+            write_questions(directory / f"{dataset}_{split}.jsonl", questions)
+    write_json(directory / "manifest.json", {"corpus": str(corpus), "corpus_size": corpus_size,
+                                             "datasets": list(splits), **(extra or {})})
+    return Benchmark(directory)
+
+
+def prepare_wordnet(directory: str | Path, max_train: int, max_test: int, corpus_size: int, seed: int = 0) -> Benchmark:
+    """The offline benchmark, cut to CPU size: at most `max_train` / `max_test` questions per
+    dataset (a seeded sample), and a corpus of every gold gloss of those questions plus random
+    other glosses up to `corpus_size` documents."""
+    directory = Path(directory)
+    rng = np.random.default_rng(seed)
+    splits = {}
+    for kind in wordnet.KINDS:
+        splits[f"wordnet_{kind}"] = {split: _sample(wordnet.load_questions(kind, split), limit, rng)
+                                     for split, limit in (("train", max_train), ("test", max_test))}
+    corpus = wordnet.load_corpus()
+    gold = {d for by_split in splits.values() for qs in by_split.values() for q in qs for docs in q.targets for d in docs}
+    others = [d.id for d in corpus.documents if d.id not in gold]
+    extra = rng.choice(len(others), max(0, min(len(others), corpus_size - len(gold))), replace=False)
+    keep = gold | {others[i] for i in extra}
+    chosen = [d for d in corpus.documents if d.id in keep]
+    path = directory / "corpus.tsv"
+    write_text(path, "id\ttext\ttitle\n" + "".join(f"{d.id}\t{d.text}\t{d.title}\n" for d in chosen))
+    return _write(directory, splits, path, len(chosen), {"source": "WordNet 3.0 (amer_lib/data/wordnet)",
+                                                         "seed": seed})
+
+
+def _sample(questions: list, limit: int, rng: np.random.Generator) -> list:
+    if len(questions) <= limit:
+        return questions
+    return [questions[i] for i in sorted(rng.choice(len(questions), limit, replace=False))]
+
+
+def prepare_paper_data(raw_dir: str | Path, corpus_path: str | Path, directory: str | Path, dense_encoder,
+                       dense_index, seed: int = 0, progress: bool = True) -> tuple[Benchmark, dict]:
+    """AmbigQA (+ NQ-open multi-answer) and QAMPARI mapped to gold passages, in Table 1's splits.
+
+    `raw_dir` holds the published files (AmbigQA train_light.json / dev_light.json, NQ-open
+    NQ-open.dev.jsonl / NQ-open.efficientqa.test.1.1.jsonl, QAMPARI train_data.jsonl /
+    dev_data.jsonl); `dense_index` searches `dense_encoder`'s embeddings of the corpus.
+    Returns the benchmark and the mapping reports.
+    """
+    raw = Path(raw_dir)
+    corpus = Corpus.read(corpus_path)
+    reports = {}
+
+    def mapped(name: str, questions: list[MultiAnswerQuestion], proofs: bool = False) -> list[MultiAnswerQuestion]:
+        if proofs:
+            candidates = proof_candidates(questions, corpus, progress=progress)
+        else:
+            texts = [q.question for q in questions]
+            candidates = question_candidates(bm25_top_k(corpus, texts, progress=progress),
+                                             dense_top_k(dense_encoder, dense_index, texts))
+        kept, reports[name] = map_gold_documents(questions, corpus, candidates)
+        return kept
+
+    ambigqa = ambigqa_splits(mapped("ambigqa_train", read_ambigqa(raw / "train_light.json")),
+                             mapped("ambigqa_dev", read_ambigqa(raw / "dev_light.json")),
+                             mapped("nq_open", read_nq_open_multi(raw / "NQ-open.dev.jsonl")
+                                    + read_nq_open_multi(raw / "NQ-open.efficientqa.test.1.1.jsonl")), seed)
+    qampari = qampari_splits(mapped("qampari_train", read_qampari(raw / "train_data.jsonl"), proofs=True),
+                             mapped("qampari_dev", read_qampari(raw / "dev_data.jsonl"), proofs=True))
+    benchmark = _write(Path(directory), {"ambigqa": ambigqa, "qampari": qampari}, Path(corpus_path).resolve(),
+                       len(corpus), {"source": "AmbigQA, NQ-open, QAMPARI", "seed": seed})
+    return benchmark, {name: vars(report) for name, report in reports.items()}
+
+
+def statistics(benchmark: Benchmark) -> list[dict]:
+    """Table 1: questions per split and the mean number of targets in the test set."""
+    rows = []
+    for dataset in benchmark.datasets:
+        train, test = (benchmark.questions(dataset, split) for split in SPLITS)
+        rows.append({"dataset": dataset, "train": len(train), "test": len(test),
+                     "targets": round(float(np.mean([len(q.targets) for q in test])), 2)})
+    return rows
+
+
+def target_similarity(benchmark: Benchmark, encoder: str, split: str = "test", n_random: int = 10_000,
+                      seed: int = 0) -> list[dict]:
+    """Cosine between targets of one question vs between targets of two random questions (the
+    paper's appendix figure), with the first gold document of each answer."""
+    shards = benchmark.embeddings(encoder)
+    row_of = {doc_id: row for row, doc_id in enumerate(shards.ids)}
+    rng = np.random.default_rng(seed)
+    rows = []
+    for dataset in benchmark.datasets:
+        questions = benchmark.questions(dataset, split)
+        vectors = [shards.rows(np.array([row_of[docs[0]] for docs in q.targets])) for q in questions]
+        same = float(mean_pairwise_cosine(vectors).mean())
+        first = rng.integers(len(vectors), size=n_random)
+        second = (first + rng.integers(1, len(vectors), size=n_random)) % len(vectors)
+        pick = lambda q: vectors[q][rng.integers(len(vectors[q]))]
+        random_pairs = float(np.mean([pick(a) @ pick(b) for a, b in zip(first, second)]))
+        rows.append({"dataset": dataset, "same_question_cos": round(same, 3), "random_pair_cos": round(random_pairs, 3)})
+    return rows
