@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .backbones import BACKBONES
+from .benchmark import N_QUERIES
 from .data.synthetic import SETTINGS, TRANSFORMS
+from .encoders import ENCODERS
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,45 @@ SCHEMAS: dict[str, dict[str, Param]] = {
         "device": Param(str, ("auto", "cpu", "cuda")),
         "mixed_precision": Param(bool),
         "workers": Param(int, minimum=1),
+        "results_dir": Param(str),
+        "runs_dir": Param(str),
+        "figures_dir": Param(str),
+    },
+    "03_real_data_prep": {
+        "source": Param(str, ("wordnet", "paper")),
+        "max_train": Param(int, minimum=1),
+        "max_test": Param(int, minimum=1),
+        "corpus_size": Param(int, minimum=1),
+        "raw_dir": Param(str),
+        "corpus_path": Param(str),
+        "encoder": Param(str, tuple(ENCODERS)),
+        "encode_batch_size": Param(int, minimum=1),
+        "shard_size": Param(int, minimum=1),
+        "ivfpq_factory": Param(str),  # "" skips the IVF-PQ check
+        "ivfpq_nprobe": Param(int, minimum=1),
+        "seed": Param(int),
+        "device": Param(str, ("auto", "cpu", "cuda")),
+        "prepared_dir": Param(str),
+        "figures_dir": Param(str),
+    },
+    "04_real_data": {
+        "datasets": Param(str, tuple(N_QUERIES), is_list=True),
+        "systems": Param(str, ("single", "amer"), is_list=True),
+        "backbone": Param(str, tuple(BACKBONES)),
+        "encoder": Param(str, tuple(ENCODERS)),
+        "finetune": Param(str, ("full", "lora")),
+        "seeds": Param(int, is_list=True),
+        "steps": Param(int, minimum=1),
+        "batch_size": Param(int, minimum=1),
+        "lr": Param((float, int)),
+        "sampling": Param(str, ("scheduled", "teacher", "predicted")),
+        "eval_every": Param(int, minimum=1),
+        "search_depth": Param(int, minimum=100),
+        "bootstrap_resamples": Param(int, minimum=1),
+        "workers": Param(int, minimum=1),
+        "device": Param(str, ("auto", "cpu", "cuda")),
+        "mixed_precision": Param(bool),
+        "prepared_dir": Param(str),
         "results_dir": Param(str),
         "runs_dir": Param(str),
         "figures_dir": Param(str),

@@ -63,6 +63,9 @@ class TextData:
     def targets(self, indices: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self.target_vectors[indices], self.mask[indices]
 
+    def to(self, device: torch.device) -> "TextData":
+        return TextData(*(t.to(device) for t in (self.input_ids, self.attention_mask, self.target_vectors, self.mask)))
+
     def subset(self, indices: torch.Tensor) -> "TextData":
         return TextData(self.input_ids[indices], self.attention_mask[indices], self.target_vectors[indices],
                         self.mask[indices])

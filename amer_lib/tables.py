@@ -30,3 +30,31 @@ def write_table(df, path: str | Path) -> None:
     path = Path(path).with_suffix("")
     for suffix, text in ((".csv", df.to_csv(index=False)), (".md", to_markdown(df)), (".tex", to_latex(df))):
         write_text(path.with_suffix(suffix), text)
+
+
+SYSTEM_ROWS = (("single", "Single-Query"), ("query_expansion", "+Query Expansion"), ("rerank", "+Re-ranking"),
+               ("amer", "AMER"))
+PENDING = "not run"  # rows whose system has no results yet (the baselines come with their own issue)
+
+
+def real_results_table(summary_rows: list[dict], alpha: float = 0.05):
+    """Tables 3, 4, 6, 7, 8: per dataset, MRecall@100 (mean +- std over seeds) and the relative
+    gain over single-query on the whole and the low-similarity test set; * marks p < alpha in
+    the paired bootstrap against single-query."""
+    import pandas as pd
+
+    rows = []
+    for dataset in dict.fromkeys(r["dataset"] for r in summary_rows):
+        by_system = {r["system"]: r for r in summary_rows if r["dataset"] == dataset}
+        for system, label in SYSTEM_ROWS:
+            row = {"Dataset": dataset, "System": label}
+            result = by_system.get(system)
+            for subset, name in (("whole", "Whole Set"), ("low_sim", "Low Similarity Set")):
+                if result is None:
+                    row[f"{name} MRec@100"] = row[f"{name} Δ"] = PENDING
+                    continue
+                star = "*" if result.get(f"{subset}_p", 1.0) < alpha else ""
+                row[f"{name} MRec@100"] = f"{result[f'{subset}_mean']:.2f}±{result[f'{subset}_std']:.2f}{star}"
+                row[f"{name} Δ"] = f"{100 * result[f'{subset}_delta']:+.2f}%"
+            rows.append(row)
+    return pd.DataFrame(rows)

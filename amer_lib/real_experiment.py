@@ -1,0 +1,168 @@
+"""Notebook 04: single-query and AMER query encoders on a prepared text benchmark.
+
+Each (dataset, system, seed) run trains a query encoder against the frozen document
+embeddings, keeps the best checkpoint by validation loss, retrieves the top 100 for every test
+question (AMER: round-robin over its n vectors) and writes a TREC run file and a results JSON
+with per-question scores, so that the tables, the bootstrap and the figures are recomputed
+from files. A rerun with the same parameters reads the results back.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+
+from .backbones import add_lora, get_backbone, load_backbone, load_tokenizer
+from .benchmark import N_QUERIES, Benchmark
+from .data.questions import MultiAnswerQuestion
+from .io import atomic_path, git_commit, write_json
+from .metrics import low_similarity_subset, mean_pairwise_cosine, mrecall_at_k, pad_clusters, paired_bootstrap, recall_at_k
+from .model import AMERQueryEncoder
+from .parallel import run_parallel
+from .prompts import TextData, target_tensor, tokenize_prompts
+from .search import ShardedFlatIndex, multi_vector_search
+from .synthetic_experiment import params_digest, resolve_device
+from .train import TrainConfig, split_train_validation, train
+
+K = 100
+VALIDATION_FRACTION = 0.1
+SYSTEMS = ("single", "amer")
+
+
+def run_name(dataset: str, system: str, seed: int) -> str:
+    return f"{dataset}_{system}_seed{seed}"
+
+
+class RunContext:
+    """What every run on one benchmark shares: questions, document embeddings, their index."""
+
+    def __init__(self, params: dict):
+        self.params = params
+        self.benchmark = Benchmark(params["prepared_dir"])
+        self.shards = self.benchmark.embeddings(params["encoder"])
+        self.row_of = {doc_id: row for row, doc_id in enumerate(self.shards.ids)}
+        self.corpus = torch.from_numpy(self.shards.rows(np.arange(len(self.shards))))
+
+    def rows(self, doc_ids: list[str]) -> np.ndarray:
+        return np.array([self.row_of[d] for d in doc_ids])
+
+    def gold(self, questions: list[MultiAnswerQuestion]) -> np.ndarray:
+        return pad_clusters([[self.rows(docs).tolist() for docs in q.targets] for q in questions])
+
+    def text_data(self, questions: list[MultiAnswerQuestion]) -> TextData:
+        backbone = self.params["backbone"]
+        ids, mask = tokenize_prompts(load_tokenizer(backbone), [q.question for q in questions], get_backbone(backbone))
+        targets, target_mask = target_tensor(questions, lambda docs: self.shards.rows(self.rows(docs)))
+        return TextData(ids, mask, targets, target_mask)
+
+    def target_similarity(self, questions: list[MultiAnswerQuestion]) -> np.ndarray:
+        return mean_pairwise_cosine([self.shards.rows(self.rows([docs[0] for docs in q.targets])) for q in questions])
+
+
+def build_query_encoder(params: dict, seed: int, dim: int, device: torch.device) -> AMERQueryEncoder:
+    dtype = torch.bfloat16 if params["mixed_precision"] and device.type == "cuda" else torch.float32
+    backbone = load_backbone(params["backbone"], seed=seed, dtype=dtype)
+    if params["finetune"] == "lora":
+        backbone = add_lora(backbone, get_backbone(params["backbone"]).lora)
+    torch.manual_seed(seed)
+    return AMERQueryEncoder(backbone, dim).to(device)
+
+
+def run_one(params: dict, dataset: str, system: str, seed: int, progress: bool = True,
+            on_step: Callable[[], None] | None = None) -> dict:
+    """Train, retrieve and score one run; its results JSON is reused when the params match."""
+    path = Path(params["results_dir"]) / f"{run_name(dataset, system, seed)}.json"
+    if path.exists():
+        cached = json.loads(path.read_text())
+        if cached.get("params") == params:
+            return cached
+    context = RunContext(params)
+    device = resolve_device(params["device"])
+    n_queries = 1 if system == "single" else N_QUERIES[dataset]
+    train_questions = context.benchmark.questions(dataset, "train")
+    data = context.text_data(train_questions).to(device)
+    train_idx, val_idx = split_train_validation(len(data), VALIDATION_FRACTION, seed)
+    model = build_query_encoder(params, seed, context.shards.dim, device)
+    config = TrainConfig(n_outputs=n_queries, steps=params["steps"], batch_size=params["batch_size"],
+                         lr=float(params["lr"]), sampling=params["sampling"], eval_every=params["eval_every"],
+                         checkpoint_every=params["eval_every"], seed=seed,
+                         mixed_precision=params["mixed_precision"] and device.type == "cuda")
+    run_dir = Path(params["runs_dir"]) / f"{run_name(dataset, system, seed)}-{params_digest(params)}"
+    trained = train(model, data.subset(train_idx.to(device)), data.subset(val_idx.to(device)), context.corpus.to(device), config,
+                    run_dir=run_dir, progress=progress, on_step=on_step)
+    test_questions = context.benchmark.questions(dataset, "test")
+    ranked = retrieve(model, context, test_questions, n_queries, params["search_depth"], device)
+    write_trec_run(Path(params["results_dir"]) / f"{run_name(dataset, system, seed)}.trec", test_questions,
+                   [[context.shards.ids[r] for r in row if r >= 0] for row in ranked], run_name(dataset, system, seed))
+    gold = context.gold(test_questions)
+    result = dict(params=params, seed=seed, git_commit=git_commit(), dataset=dataset, system=system,
+                  n_queries=n_queries, qids=[q.qid for q in test_questions],
+                  mrecall=mrecall_at_k(ranked, gold, K).tolist(), recall=recall_at_k(ranked, gold, K).tolist(),
+                  target_similarity=context.target_similarity(test_questions).tolist(),
+                  train_seconds=trained.seconds, best_step=trained.best_step, best_val_loss=trained.best_val_loss,
+                  history=trained.history)
+    write_json(path, result)
+    return result
+
+
+@torch.no_grad()
+def retrieve(model: AMERQueryEncoder, context: RunContext, questions: list[MultiAnswerQuestion], n_queries: int,
+             depth: int, device: torch.device, batch_size: int = 128) -> np.ndarray:
+    """Top-K rows per question `[Q, K]`, round-robin over the generated vectors."""
+    model.eval()
+    data = context.text_data(questions).to(device)
+    vectors = []
+    for start in range(0, len(data), batch_size):
+        indices = torch.arange(start, min(start + batch_size, len(data)), device=device)
+        vectors.append(model.generate(data.prompt(model, indices), n_queries).float().cpu().numpy())
+    return multi_vector_search(ShardedFlatIndex(context.shards), np.concatenate(vectors), K, depth=max(depth, K))
+
+
+def write_trec_run(path: Path, questions: list[MultiAnswerQuestion], ranked_ids: list[list[str]], tag: str) -> None:
+    """`qid Q0 docid rank score tag`; the merged list has no native score, so score = K - rank + 1."""
+    with atomic_path(path) as tmp, open(tmp, "w") as out:
+        for question, ids in zip(questions, ranked_ids):
+            for rank, doc_id in enumerate(ids, 1):
+                out.write(f"{question.qid} Q0 {doc_id} {rank} {K - rank + 1} {tag}\n")
+
+
+def run_all(params: dict, progress: bool = True) -> list[dict]:
+    jobs = [(params, dataset, system, seed) for dataset in params["datasets"] for system in params["systems"]
+            for seed in params["seeds"]]
+    if params["workers"] == 1:
+        return [run_one(*job, progress=progress) for job in jobs]
+    return run_parallel(run_one, [(*job, False) for job in jobs], params["workers"],
+                        len(jobs) * params["steps"], "training steps", progress)
+
+
+# ----- aggregation ---------------------------------------------------------------------------
+def _per_question(results: list[dict], dataset: str, system: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per-seed MRecall `[seeds, Q]` and the test questions' target similarity."""
+    runs = sorted((r for r in results if r["dataset"] == dataset and r["system"] == system), key=lambda r: r["seed"])
+    return np.array([r["mrecall"] for r in runs]), np.array(runs[0]["target_similarity"])
+
+
+def summary(results: list[dict], n_resamples: int = 10_000, seed: int = 0) -> list[dict]:
+    """Per dataset and system: MRecall@100 mean and std over seeds (in %), relative gain over
+    single-query, on the whole test set and the low-similarity third; for AMER, the paired
+    bootstrap p-value against single-query on seed-averaged per-question scores."""
+    rows = []
+    for dataset in dict.fromkeys(r["dataset"] for r in results):
+        base, similarity = _per_question(results, dataset, "single")
+        subsets = {"whole": np.arange(base.shape[1]), "low_sim": low_similarity_subset(similarity)}
+        for system in dict.fromkeys(r["system"] for r in results if r["dataset"] == dataset):
+            scores, _ = _per_question(results, dataset, system)
+            row = {"dataset": dataset, "system": system, "seeds": len(scores)}
+            for name, subset in subsets.items():
+                per_seed = 100 * scores[:, subset].mean(1)
+                reference = 100 * base[:, subset].mean()
+                row[f"{name}_mean"], row[f"{name}_std"] = float(per_seed.mean()), float(per_seed.std())
+                row[f"{name}_delta"] = float((per_seed.mean() - reference) / reference) if reference else float("nan")
+                if system != "single":
+                    row[f"{name}_p"] = paired_bootstrap(base[:, subset].mean(0), scores[:, subset].mean(0),
+                                                        n_resamples, seed)["p_value"]
+            rows.append(row)
+    return rows
