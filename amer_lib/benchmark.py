@@ -18,9 +18,10 @@ from .data.gold import (ambigqa_splits, bm25_top_k, dense_top_k, map_gold_docume
                         qampari_splits, question_candidates)
 from .data.questions import (MultiAnswerQuestion, read_ambigqa, read_nq_open_multi, read_qampari, read_questions,
                              write_questions)
-from .encoders import EmbeddingShards, encode_corpus
+from .encoders import DocumentEncoder, EmbeddingShards, encode_corpus
 from .io import write_json, write_text
 from .metrics import mean_pairwise_cosine
+from .search import IVFPQIndex, ShardedFlatIndex, recall_against_exact
 
 SPLITS = ("train", "test")
 # the paper's number of query vectors per dataset; the offline ones mirror AmbigQA and QAMPARI
@@ -66,11 +67,28 @@ def _write(directory: Path, splits: dict[str, dict[str, list[MultiAnswerQuestion
     return Benchmark(directory)
 
 
+def existing(directory: str | Path, recipe: dict) -> Benchmark | None:
+    """The benchmark already prepared in `directory` from the same `recipe`, or None if there is
+    none; one from another recipe is an error (its embeddings would silently mismatch)."""
+    manifest = Path(directory) / "manifest.json"
+    if not manifest.exists():
+        return None
+    found = json.loads(manifest.read_text()).get("recipe")
+    if found != recipe:
+        raise ValueError(f"{directory} holds a benchmark prepared with {found}, not {recipe}; "
+                         "choose another prepared_dir or delete that one")
+    return Benchmark(directory)
+
+
 def prepare_wordnet(directory: str | Path, max_train: int, max_test: int, corpus_size: int, seed: int = 0) -> Benchmark:
     """The offline benchmark, cut to CPU size: at most `max_train` / `max_test` questions per
     dataset (a seeded sample), and a corpus of every gold gloss of those questions plus random
     other glosses up to `corpus_size` documents."""
     directory = Path(directory)
+    recipe = {"source": "wordnet", "max_train": max_train, "max_test": max_test, "corpus_size": corpus_size,
+              "seed": seed}
+    if (found := existing(directory, recipe)) is not None:
+        return found
     rng = np.random.default_rng(seed)
     splits = {}
     for kind in wordnet.KINDS:
@@ -84,8 +102,7 @@ def prepare_wordnet(directory: str | Path, max_train: int, max_test: int, corpus
     chosen = [d for d in corpus.documents if d.id in keep]
     path = directory / "corpus.tsv"
     write_text(path, "id\ttext\ttitle\n" + "".join(f"{d.id}\t{d.text}\t{d.title}\n" for d in chosen))
-    return _write(directory, splits, path, len(chosen), {"source": "WordNet 3.0 (amer_lib/data/wordnet)",
-                                                         "seed": seed})
+    return _write(directory, splits, path, len(chosen), {"recipe": recipe})
 
 
 def _sample(questions: list, limit: int, rng: np.random.Generator) -> list:
@@ -103,6 +120,9 @@ def prepare_paper_data(raw_dir: str | Path, corpus_path: str | Path, directory: 
     dev_data.jsonl); `dense_index` searches `dense_encoder`'s embeddings of the corpus.
     Returns the benchmark and the mapping reports.
     """
+    recipe = {"source": "paper", "raw_dir": str(raw_dir), "corpus": str(corpus_path), "seed": seed}
+    if (found := existing(directory, recipe)) is not None:
+        return found, found.manifest["mapping"]
     raw = Path(raw_dir)
     corpus = Corpus.read(corpus_path)
     reports = {}
@@ -123,9 +143,32 @@ def prepare_paper_data(raw_dir: str | Path, corpus_path: str | Path, directory: 
                                     + read_nq_open_multi(raw / "NQ-open.efficientqa.test.1.1.jsonl")), seed)
     qampari = qampari_splits(mapped("qampari_train", read_qampari(raw / "train_data.jsonl"), proofs=True),
                              mapped("qampari_dev", read_qampari(raw / "dev_data.jsonl"), proofs=True))
+    mapping = {name: vars(report) for name, report in reports.items()}
     benchmark = _write(Path(directory), {"ambigqa": ambigqa, "qampari": qampari}, Path(corpus_path).resolve(),
-                       len(corpus), {"source": "AmbigQA, NQ-open, QAMPARI", "seed": seed})
-    return benchmark, {name: vars(report) for name, report in reports.items()}
+                       len(corpus), {"recipe": recipe, "mapping": mapping})
+    return benchmark, mapping
+
+
+def prepare(params: dict, progress: bool = True) -> tuple[Benchmark, dict]:
+    """Notebook 03: the benchmark its parameters describe, with its corpus encoded.
+
+    Paper data: the corpus is encoded first, since the gold mapping searches it with the dense
+    retriever (the paper's inf-retriever) besides BM25.
+    """
+    device = None if params["device"] == "auto" else params["device"]
+    encoder = DocumentEncoder(params["encoder"], device=device)
+    directory = Path(params["prepared_dir"])
+    if params["source"] == "wordnet":
+        benchmark = prepare_wordnet(directory, params["max_train"], params["max_test"], params["corpus_size"],
+                                    params["seed"])
+        mapping = {}
+    else:
+        shards = encode_corpus(encoder, iter_documents(params["corpus_path"]), directory / "embeddings" / encoder.spec.name,
+                               params["shard_size"], params["encode_batch_size"], progress=progress)
+        benchmark, mapping = prepare_paper_data(params["raw_dir"], params["corpus_path"], directory, encoder,
+                                                ShardedFlatIndex(shards), params["seed"], progress)
+    benchmark.encode(encoder, params["shard_size"], params["encode_batch_size"], progress)
+    return benchmark, mapping
 
 
 def statistics(benchmark: Benchmark) -> list[dict]:
@@ -156,3 +199,30 @@ def target_similarity(benchmark: Benchmark, encoder: str, split: str = "test", n
         random_pairs = float(np.mean([pick(a) @ pick(b) for a, b in zip(first, second)]))
         rows.append({"dataset": dataset, "same_question_cos": round(same, 3), "random_pair_cos": round(random_pairs, 3)})
     return rows
+
+
+PAPER_SIMILARITY = [  # the paper's appendix figure: cosine among targets (inf-retriever embeddings)
+    {"dataset": "AmbigQA (paper)", "same_question_cos": 0.90, "random_pair_cos": 0.77},
+    {"dataset": "QAMPARI (paper)", "same_question_cos": 0.86, "random_pair_cos": 0.74},
+]
+
+
+def index_check(benchmark: Benchmark, encoder: DocumentEncoder, factory: str, nprobe: int, k: int = 100,
+                seed: int = 0) -> dict:
+    """IVF-PQ against exact search: recall of the exact top-k for the test questions, encoded
+    as single queries by the document encoder, and the index sizes."""
+    shards = benchmark.embeddings(encoder.spec.name)
+    questions = [q.question for dataset in benchmark.datasets for q in benchmark.questions(dataset, "test")]
+    queries = encoder.encode_queries(questions)
+    _, exact = ShardedFlatIndex(shards).search(queries, k)
+    approximate = IVFPQIndex(shards, factory, nprobe=nprobe, seed=seed)
+    _, found = approximate.search(queries, k)
+    return {"index": factory, "nprobe": nprobe, "queries": len(questions), "documents": len(shards),
+            f"recall@{k}_vs_exact": round(recall_against_exact(found, exact), 4),
+            "flat_bytes_per_doc": 2 * shards.dim, "ivfpq_bytes_per_doc": _code_size(approximate)}
+
+
+def _code_size(index: IVFPQIndex) -> int:
+    import faiss
+
+    return int(faiss.extract_index_ivf(index.index).code_size)

@@ -45,6 +45,18 @@ class AMERQueryEncoder(nn.Module):
         # a prefix LM (bidirectional over the prompt) is told the prompt length
         self.prefix_lm = bool(getattr(backbone, "is_prefix_lm", False))
 
+    @torch.no_grad()
+    def identity_projections(self) -> None:
+        """Start both projections as the identity (embedding size == hidden size only), so that
+        output 0 is the backbone's own last hidden state: for a pretrained sentence encoder used
+        as the backbone, training starts near the off-the-shelf retriever."""
+        if self.embedding_dim != self.backbone.config.hidden_size:
+            raise ValueError(f"identity projections need embedding dimension == hidden size, got "
+                             f"{self.embedding_dim} and {self.backbone.config.hidden_size}")
+        eye = torch.eye(self.embedding_dim, dtype=self.input_projection.weight.dtype)
+        self.input_projection.weight.copy_(eye)
+        self.output_projection.weight.copy_(eye)
+
     # ----- prompts -------------------------------------------------------------------------
     def prompt_from_vectors(self, vectors: torch.Tensor) -> Prompt:
         """Synthetic task: the prompt is one input vector `[B, d]`."""

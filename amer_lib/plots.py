@@ -65,3 +65,42 @@ def save(fig, path: str | Path) -> None:
         with atomic_path(path.with_suffix(f".{suffix}")) as tmp:
             fig.savefig(tmp, format=suffix, dpi=200, bbox_inches="tight",
                         metadata={"CreationDate": None} if suffix == "pdf" else {"Software": None})
+
+
+REAL_SYSTEM_COLORS = {"single": "#9a9a9a", "query_expansion": "#c7b37a", "rerank": "#8fb996", "amer": MLP_COLOR}
+REAL_SYSTEM_LABELS = {"single": "Single-Query", "query_expansion": "+Query Expansion", "rerank": "+Re-ranking",
+                      "amer": "AMER"}
+
+
+def figure3(summary_rows: list[dict], path: str | Path | None = None, title: str = ""):
+    """Figure 3: MRecall@100 (mean and std over seeds) on the whole and the low-similarity test
+    set, one panel per dataset, one bar per system; * marks p < 0.05 against single-query."""
+    sns.set_theme(style="whitegrid", context="paper")
+    datasets = list(dict.fromkeys(r["dataset"] for r in summary_rows))
+    fig, axes = plt.subplots(1, len(datasets), figsize=(3.6 * len(datasets), 3.2), squeeze=False)
+    for ax, dataset in zip(axes[0], datasets):
+        rows = [r for r in summary_rows if r["dataset"] == dataset]
+        width = 0.8 / len(rows)
+        for i, row in enumerate(rows):
+            for j, subset in enumerate(("whole", "low_sim")):
+                x = j + (i - (len(rows) - 1) / 2) * width
+                value = row[f"{subset}_mean"]
+                ax.bar(x, value, width=width * 0.95, yerr=row[f"{subset}_std"], capsize=2,
+                       color=REAL_SYSTEM_COLORS[row["system"]], edgecolor="black", linewidth=0.4,
+                       label=REAL_SYSTEM_LABELS[row["system"]] if j == 0 else None)
+                star = "*" if row.get(f"{subset}_p", 1.0) < 0.05 else ""
+                ax.text(x, value + row[f"{subset}_std"] + 0.5, f"{value:.1f}{star}", ha="center", va="bottom",
+                        fontsize=6)
+        ax.set_xticks([0, 1], ["Whole set", "Low-similarity set"])
+        ax.set_title(dataset, fontsize=9)
+        ax.grid(axis="x", visible=False)
+    axes[0][0].set_ylabel("MRecall@100 (%)")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), frameon=False, fontsize=8,
+               bbox_to_anchor=(0.5, -0.08))
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    if path is not None:
+        save(fig, path)
+    return fig

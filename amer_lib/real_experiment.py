@@ -68,7 +68,10 @@ def build_query_encoder(params: dict, seed: int, dim: int, device: torch.device)
     if params["finetune"] == "lora":
         backbone = add_lora(backbone, get_backbone(params["backbone"]).lora)
     torch.manual_seed(seed)
-    return AMERQueryEncoder(backbone, dim).to(device)
+    model = AMERQueryEncoder(backbone, dim)
+    if get_backbone(params["backbone"]).identity_projections:
+        model.identity_projections()
+    return model.to(device)
 
 
 def run_one(params: dict, dataset: str, system: str, seed: int, progress: bool = True,
@@ -155,7 +158,8 @@ def summary(results: list[dict], n_resamples: int = 10_000, seed: int = 0) -> li
         subsets = {"whole": np.arange(base.shape[1]), "low_sim": low_similarity_subset(similarity)}
         for system in dict.fromkeys(r["system"] for r in results if r["dataset"] == dataset):
             scores, _ = _per_question(results, dataset, system)
-            row = {"dataset": dataset, "system": system, "seeds": len(scores)}
+            row = {"backbone": results[0]["params"]["backbone"], "dataset": dataset, "system": system,
+                   "seeds": len(scores)}
             for name, subset in subsets.items():
                 per_seed = 100 * scores[:, subset].mean(1)
                 reference = 100 * base[:, subset].mean()

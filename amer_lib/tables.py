@@ -58,3 +58,23 @@ def real_results_table(summary_rows: list[dict], alpha: float = 0.05):
                 row[f"{name} Δ"] = f"{100 * result[f'{subset}_delta']:+.2f}%"
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+def relative_gain_table(summaries: dict[str, list[dict]]):
+    """Table 2: relative gain over single-query, macro-averaged over the backbones that have
+    results (`summaries`: backbone -> summary rows), per dataset and test subset."""
+    import numpy as np
+    import pandas as pd
+
+    rows = []
+    for system, label in SYSTEM_ROWS[1:]:
+        row = {"System": label}
+        for dataset in dict.fromkeys(r["dataset"] for rs in summaries.values() for r in rs):
+            for subset, name in (("whole", "Whole Set"), ("low_sim", "Low Similarity Set")):
+                gains = [r[f"{subset}_delta"] for rs in summaries.values() for r in rs
+                         if r["dataset"] == dataset and r["system"] == system]
+                row[f"{dataset} ({name})"] = f"{100 * np.mean(gains):+.2f}%" if gains else PENDING
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    table.attrs["backbones"] = sorted(summaries)
+    return table

@@ -47,3 +47,40 @@ def test_unknown_parameter_stops_the_notebook(tmp_path):
     run = run_notebook("02_synthetic.ipynb", {**tiny_synthetic(tmp_path), "n_trian": 5}, tmp_path)
     assert run.returncode != 0
     assert "unknown parameter(s) ['n_trian']" in run.stdout + run.stderr
+
+
+def tiny_prep(tmp_path):
+    return {"max_train": 24, "max_test": 12, "corpus_size": 400, "encode_batch_size": 64, "shard_size": 150,
+            "ivfpq_factory": "IVF4,PQ8x4", "ivfpq_nprobe": 4, "device": "cpu",
+            "prepared_dir": str(tmp_path / "prepared"), "figures_dir": str(tmp_path / "figures03")}
+
+
+def tiny_real(tmp_path):
+    return {"seeds": [0, 1], "steps": 2, "batch_size": 4, "eval_every": 1, "workers": 1, "device": "cpu",
+            "bootstrap_resamples": 200, "prepared_dir": str(tmp_path / "prepared"),
+            "results_dir": str(tmp_path / "results04"), "runs_dir": str(tmp_path / "runs04"),
+            "figures_dir": str(tmp_path / "figures04")}
+
+
+def test_real_data_notebooks_smoke(tmp_path):
+    prep = run_notebook("03_real_data_prep.ipynb", tiny_prep(tmp_path), tmp_path)
+    assert prep.returncode == 0, prep.stderr[-3000:]
+    figures = tmp_path / "figures03"
+    table1 = (figures / "table1.csv").read_text().splitlines()
+    assert table1[0] == "dataset,train,test,targets" and table1[1].startswith("wordnet_senses,24,12,")
+    assert json.loads((figures / "ivfpq_recall.json").read_text())["documents"] >= 400
+    manifest = json.loads((tmp_path / "prepared" / "embeddings" / "minilm" / "manifest.json").read_text())
+    assert manifest["complete"] and manifest["n_shards"] >= 3
+
+    real = run_notebook("04_real_data.ipynb", tiny_real(tmp_path), tmp_path)
+    assert real.returncode == 0, real.stderr[-3000:]
+    results = tmp_path / "results04"
+    assert len(list(results.glob("*.json"))) == len(list(results.glob("*.trec"))) == 2 * 2 * 2
+    run = json.loads((results / "wordnet_kinds_amer_seed1.json").read_text())
+    assert run["n_queries"] == 5 and len(run["mrecall"]) == 12 and run["seed"] == 1
+    first = (results / "wordnet_kinds_amer_seed1.trec").read_text().splitlines()[0].split()
+    assert first[1] == "Q0" and first[3] == "1" and first[5] == "wordnet_kinds_amer_seed1"
+    tables = tmp_path / "figures04"
+    assert (tables / "figure3_minilm_wordnet_senses+wordnet_kinds.png").exists()
+    table = (tables / "results_minilm_wordnet_senses+wordnet_kinds.md").read_text()
+    assert "+Query Expansion | not run" in table and "AMER" in table
