@@ -1,0 +1,39 @@
+"""Aggregation of real-data runs: seeds, low-similarity subset, relative gains, bootstrap, tables."""
+import numpy as np
+import pytest
+
+from amer_lib.real_experiment import summary
+from amer_lib.tables import real_results_table, relative_gain_table
+
+
+def run(system, seed, mrecall, similarity):
+    return {"params": {"backbone": "minilm"}, "dataset": "d", "system": system, "seed": seed,
+            "mrecall": mrecall, "target_similarity": similarity}
+
+
+SIMILARITY = [0.9, 0.1, 0.5, 0.2, 0.8, 0.3]  # low-similarity third: questions 1 and 3
+
+
+def test_summary_by_hand():
+    results = [run("single", 0, [1, 0, 1, 0, 1, 0], SIMILARITY), run("single", 1, [1, 0, 1, 1, 1, 0], SIMILARITY),
+               run("amer", 0, [1, 1, 1, 1, 1, 0], SIMILARITY), run("amer", 1, [1, 1, 1, 1, 0, 0], SIMILARITY)]
+    single, amer = summary(results, n_resamples=2000)
+    assert single["whole_mean"] == pytest.approx(100 * (3 / 6 + 4 / 6) / 2)
+    assert single["whole_std"] == pytest.approx(100 * np.std([3 / 6, 4 / 6]))
+    assert single["low_sim_mean"] == pytest.approx(25.0) and single["whole_delta"] == pytest.approx(0.0, abs=1e-12)
+    assert amer["whole_mean"] == pytest.approx(100 * (5 / 6 + 4 / 6) / 2)
+    assert amer["low_sim_mean"] == pytest.approx(100.0) and amer["low_sim_delta"] == pytest.approx(3.0)
+    assert amer["whole_delta"] == pytest.approx((75 - 175 / 3) / (175 / 3))
+    # low-similarity set: AMER better on both questions on every resample
+    assert amer["low_sim_p"] == 0.0 and 0.0 < amer["whole_p"] < 0.5
+
+
+def test_results_table_layout():
+    results = [run("single", 0, [1, 0, 1], [0.1, 0.2, 0.3]), run("amer", 0, [1, 1, 1], [0.1, 0.2, 0.3])]
+    rows = summary(results, n_resamples=500)
+    table = real_results_table(rows)
+    assert table["System"].tolist() == ["Single-Query", "+Query Expansion", "+Re-ranking", "AMER"]
+    assert table.iloc[0]["Whole Set MRec@100"] == "66.67±0.00" and table.iloc[3]["Whole Set Δ"] == "+50.00%"
+    assert table.iloc[1]["Low Similarity Set Δ"] == "not run"
+    gains = relative_gain_table({"minilm": rows, "tiny": rows})
+    assert gains.loc[gains["System"] == "AMER", "d (Whole Set)"].item() == "+50.00%"
