@@ -90,3 +90,10 @@ def test_paper_prompt_uses_the_chat_template_and_instruction():
     assert text == ("<user>Retrieve a diverse set of documents that covers multiple aspect of the query.\n"
                     "Query: who wrote it?</user><assistant>")
     assert prompt_text(None, "who wrote it?", get_backbone("minilm")) == "who wrote it?"
+
+
+def test_uncached_encoder_without_network_says_what_to_fetch():
+    from amer_lib.encoders import EncoderUnavailableError
+
+    with pytest.raises(EncoderUnavailableError, match="(?s)infly/inf-retriever-v1-1.5b.*huggingface-cli download"):
+        DocumentEncoder("inf-retriever-v1-1.5b")
