@@ -29,6 +29,7 @@ from .train import TrainConfig, split_train_validation, train
 
 K = 100
 VALIDATION_FRACTION = 0.1
+NEGATIVE_POOL = 1_000_000  # random negatives are drawn from at most this many corpus rows
 SYSTEMS = ("single", "amer")
 
 
@@ -44,7 +45,10 @@ class RunContext:
         self.benchmark = Benchmark(params["prepared_dir"])
         self.shards = self.benchmark.embeddings(params["encoder"])
         self.row_of = {doc_id: row for row, doc_id in enumerate(self.shards.ids)}
-        self.corpus = torch.from_numpy(self.shards.rows(np.arange(len(self.shards))))
+        rows = np.arange(len(self.shards))
+        if len(rows) > NEGATIVE_POOL:  # a 25M x 1536 corpus does not fit in memory as float32
+            rows = np.sort(np.random.default_rng(0).choice(len(rows), NEGATIVE_POOL, replace=False))
+        self.negatives = torch.from_numpy(self.shards.rows(rows))
 
     def rows(self, doc_ids: list[str]) -> np.ndarray:
         return np.array([self.row_of[d] for d in doc_ids])
@@ -91,10 +95,10 @@ def run_one(params: dict, dataset: str, system: str, seed: int, progress: bool =
     model = build_query_encoder(params, seed, context.shards.dim, device)
     config = TrainConfig(n_outputs=n_queries, steps=params["steps"], batch_size=params["batch_size"],
                          lr=float(params["lr"]), sampling=params["sampling"], eval_every=params["eval_every"],
-                         checkpoint_every=params["eval_every"], seed=seed,
+                         checkpoint_every=params["eval_every"], seed=seed, group_by_targets=True,
                          mixed_precision=params["mixed_precision"] and device.type == "cuda")
     run_dir = Path(params["runs_dir"]) / f"{run_name(dataset, system, seed)}-{params_digest(params)}"
-    trained = train(model, data.subset(train_idx.to(device)), data.subset(val_idx.to(device)), context.corpus.to(device), config,
+    trained = train(model, data.subset(train_idx.to(device)), data.subset(val_idx.to(device)), context.negatives.to(device), config,
                     run_dir=run_dir, progress=progress, on_step=on_step)
     test_questions = context.benchmark.questions(dataset, "test")
     ranked = retrieve(model, context, test_questions, n_queries, params["search_depth"], device)

@@ -80,6 +80,7 @@ class TrainConfig:
     checkpoint_every: int = 100
     seed: int = 0
     mixed_precision: bool = False  # bfloat16 autocast (GPU runs)
+    group_by_targets: bool = False  # batches of examples with equal numbers of targets
 
     def __post_init__(self):
         if self.sampling not in SAMPLING_MODES:
@@ -114,11 +115,23 @@ def _step_generator(seed: int, step: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed * 1_000_003 + step)
 
 
-def batch_indices(n_examples: int, batch_size: int, seed: int, step: int) -> torch.Tensor:
-    """Step `step`'s batch: epochs are seeded permutations, the last partial batch dropped."""
+def batch_indices(n_examples: int, batch_size: int, seed: int, step: int,
+                  group_sizes: torch.Tensor | None = None) -> torch.Tensor:
+    """Step `step`'s batch: epochs are seeded permutations, the last partial batch dropped.
+
+    With `group_sizes` (each example's number of targets), an epoch's shuffled examples are
+    sorted by it before they are cut into batches, and the batches are shuffled: a batch then
+    holds examples with (nearly) one number of targets, so AMER decodes as many vectors as its
+    examples need instead of the batch maximum (the authors' code also groups batches by k).
+    """
     per_epoch = max(1, n_examples // batch_size)
     epoch, position = divmod(step, per_epoch)
-    order = torch.randperm(n_examples, generator=torch.Generator().manual_seed(seed * 7919 + epoch))
+    generator = torch.Generator().manual_seed(seed * 7919 + epoch)
+    order = torch.randperm(n_examples, generator=generator)
+    if group_sizes is not None:
+        order = order[torch.argsort(group_sizes[order], stable=True)]
+        batches = order[: per_epoch * batch_size].view(per_epoch, batch_size)
+        return batches[torch.randperm(per_epoch, generator=generator)[position]]
     return order[position * batch_size : (position + 1) * batch_size]
 
 
@@ -214,10 +227,11 @@ def train(model: AMERQueryEncoder, train_data: MultiTargetData, val_data: MultiT
     began = time.perf_counter() - result.seconds
     bar = tqdm(range(start, config.steps), initial=start, total=config.steps, disable=not progress,
                desc=f"train n={config.n_outputs}", leave=False)
+    group_sizes = train_data.targets(torch.arange(len(train_data)))[1].sum(-1).cpu() if config.group_by_targets else None
     for step in bar:
         p = config.sampling_prob(step)
         generator = _step_generator(config.seed, step)
-        indices = batch_indices(len(train_data), config.batch_size, config.seed, step)
+        indices = batch_indices(len(train_data), config.batch_size, config.seed, step, group_sizes)
         with torch.autocast(_device_type(model), dtype=torch.bfloat16, enabled=config.mixed_precision):
             loss = example_loss(model, train_data, indices, negative_pool, config, p, generator)
         optimizer.zero_grad(set_to_none=True)

@@ -118,3 +118,15 @@ def test_batches_cover_each_epoch_once():
 def test_examples_without_targets_are_refused():
     with pytest.raises(ValueError, match=r"examples \[1\] have no targets"):
         VectorData(torch.randn(2, DIM), torch.randn(2, 2, DIM), torch.tensor([[True, False], [False, False]]))
+
+
+def test_grouped_batches_hold_one_target_count_and_cover_the_epoch():
+    from amer_lib.train import batch_indices
+
+    sizes = torch.tensor([2] * 40 + [3] * 24 + [7] * 16)
+    epoch = [batch_indices(80, 8, seed=1, step=s, group_sizes=sizes) for s in range(10)]
+    assert all(len(set(sizes[b].tolist())) == 1 for b in epoch)  # 40, 24, 16 are multiples of 8
+    assert sorted(torch.cat(epoch).tolist()) == list(range(80))
+    assert [sizes[b][0].item() for b in epoch] != sorted(sizes[b][0].item() for b in epoch)  # batch order shuffled
+    assert torch.equal(batch_indices(80, 8, 1, 3, sizes), epoch[3])
+    assert not torch.equal(batch_indices(80, 8, 1, 13, sizes), epoch[3])  # next epoch, new batches
