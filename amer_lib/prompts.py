@@ -14,6 +14,7 @@ import torch
 from .backbones import Backbone
 from .data.questions import MultiAnswerQuestion
 from .model import AMERQueryEncoder, Prompt
+from .train import PaddedTargetData
 
 INSTRUCTION = "Retrieve a diverse set of documents that covers multiple aspect of the query.\nQuery: {query}"
 
@@ -39,7 +40,7 @@ def tokenize_prompts(tokenizer, questions: list[str], backbone: Backbone,
 
 
 @dataclass
-class TextData:
+class TextData(PaddedTargetData):
     """Tokenised prompts `[N, P]` (left-padded) and padded target embeddings `[N, M, d]`."""
 
     input_ids: torch.Tensor
@@ -47,28 +48,10 @@ class TextData:
     target_vectors: torch.Tensor
     mask: torch.Tensor
 
-    def __post_init__(self):
-        empty = torch.nonzero(self.mask.sum(-1) == 0).flatten()
-        if len(empty):
-            raise ValueError(f"examples {empty[:10].tolist()} have no targets")
-
-    def __len__(self) -> int:
-        return len(self.input_ids)
-
     def prompt(self, model: AMERQueryEncoder, indices: torch.Tensor) -> Prompt:
         ids, mask = self.input_ids[indices], self.attention_mask[indices]
         first = int(mask.any(0).long().argmax())  # drop the columns that are padding in every row
         return model.prompt_from_tokens(ids[:, first:], mask[:, first:])
-
-    def targets(self, indices: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.target_vectors[indices], self.mask[indices]
-
-    def to(self, device: torch.device) -> "TextData":
-        return TextData(*(t.to(device) for t in (self.input_ids, self.attention_mask, self.target_vectors, self.mask)))
-
-    def subset(self, indices: torch.Tensor) -> "TextData":
-        return TextData(self.input_ids[indices], self.attention_mask[indices], self.target_vectors[indices],
-                        self.mask[indices])
 
 
 def target_tensor(questions: list[MultiAnswerQuestion], embedding_of) -> tuple[torch.Tensor, torch.Tensor]:

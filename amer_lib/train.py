@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Callable, Protocol
 
@@ -38,11 +38,10 @@ class MultiTargetData(Protocol):
         ...
 
 
-@dataclass
-class VectorData:
-    """Synthetic data: one input vector per example, `targets [N, M, d]`, `mask [N, M]`."""
+class PaddedTargetData:
+    """Base of the datasets: dataclasses of row-aligned tensors holding padded targets
+    `target_vectors [N, M, d]` and their `mask [N, M]`; the first field sets the length."""
 
-    inputs: torch.Tensor
     target_vectors: torch.Tensor
     mask: torch.Tensor
 
@@ -51,17 +50,32 @@ class VectorData:
         if len(empty):
             raise ValueError(f"examples {empty[:10].tolist()} have no targets")
 
-    def __len__(self) -> int:
-        return len(self.inputs)
+    def _tensors(self) -> list[torch.Tensor]:
+        return [getattr(self, f.name) for f in fields(self)]
 
-    def prompt(self, model: AMERQueryEncoder, indices: torch.Tensor) -> Prompt:
-        return model.prompt_from_vectors(self.inputs[indices])
+    def __len__(self) -> int:
+        return len(self._tensors()[0])
 
     def targets(self, indices: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self.target_vectors[indices], self.mask[indices]
 
-    def subset(self, indices: torch.Tensor) -> "VectorData":
-        return VectorData(self.inputs[indices], self.target_vectors[indices], self.mask[indices])
+    def subset(self, indices: torch.Tensor):
+        return type(self)(*(t[indices] for t in self._tensors()))
+
+    def to(self, device: torch.device | str):
+        return type(self)(*(t.to(device) for t in self._tensors()))
+
+
+@dataclass
+class VectorData(PaddedTargetData):
+    """Synthetic data: one input vector per example, `targets [N, M, d]`, `mask [N, M]`."""
+
+    inputs: torch.Tensor
+    target_vectors: torch.Tensor
+    mask: torch.Tensor
+
+    def prompt(self, model: AMERQueryEncoder, indices: torch.Tensor) -> Prompt:
+        return model.prompt_from_vectors(self.inputs[indices])
 
 
 @dataclass
@@ -141,6 +155,8 @@ def example_loss(model: AMERQueryEncoder, data: MultiTargetData, indices: torch.
     """Loss of one batch. AMER: shuffled targets, scheduled sampling with probability p per
     example and position, matched InfoNCE. Single-query: one random target, plain InfoNCE."""
     targets, mask = data.targets(indices)
+    width = int(mask.sum(-1).max())  # AMER decodes as many vectors as this batch's largest target set
+    targets, mask = targets[:, :width], mask[:, :width]
     batch, max_targets, _ = targets.shape
     device = targets.device
     keys = torch.rand(batch, max_targets, generator=generator).to(device).masked_fill(~mask, 2.0)

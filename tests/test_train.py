@@ -130,3 +130,20 @@ def test_grouped_batches_hold_one_target_count_and_cover_the_epoch():
     assert [sizes[b][0].item() for b in epoch] != sorted(sizes[b][0].item() for b in epoch)  # batch order shuffled
     assert torch.equal(batch_indices(80, 8, 1, 3, sizes), epoch[3])
     assert not torch.equal(batch_indices(80, 8, 1, 13, sizes), epoch[3])  # next epoch, new batches
+
+
+def test_amer_decodes_only_as_many_vectors_as_the_batch_needs():
+    from amer_lib.train import example_loss
+
+    inputs, targets, pool = torch.randn(8, DIM), torch.randn(8, 6, DIM), torch.randn(50, DIM)
+    mask = torch.zeros(8, 6, dtype=torch.bool)
+    mask[:, :2] = True
+    mask[3, :3] = True  # the largest target set in the data is 3 of a padded width of 6
+    model, calls = make_model(), []
+    model.register_forward_hook(lambda module, args, output: calls.append(output.shape[1]))
+    config = TrainConfig(n_outputs=5, steps=1, batch_size=4)
+    example_loss(model, VectorData(inputs, targets, mask), torch.tensor([0, 1, 2, 4]), pool, config, 0.5,
+                 torch.Generator().manual_seed(0))
+    example_loss(model, VectorData(inputs, targets, mask), torch.tensor([0, 3]), pool, config, 0.5,
+                 torch.Generator().manual_seed(0))
+    assert calls == [2, 3]
