@@ -45,6 +45,7 @@ class RunContext:
         self.benchmark = Benchmark(params["prepared_dir"])
         self.shards = self.benchmark.embeddings(params["encoder"])
         self.row_of = {doc_id: row for row, doc_id in enumerate(self.shards.ids)}
+        self.tokenizer = load_tokenizer(params["backbone"])  # loaded once for training and retrieval
         rows = np.arange(len(self.shards))
         if len(rows) > NEGATIVE_POOL:  # a 25M x 1536 corpus does not fit in memory as float32
             rows = np.sort(np.random.default_rng(0).choice(len(rows), NEGATIVE_POOL, replace=False))
@@ -58,7 +59,7 @@ class RunContext:
 
     def text_data(self, questions: list[MultiAnswerQuestion]) -> TextData:
         backbone = self.params["backbone"]
-        ids, mask = tokenize_prompts(load_tokenizer(backbone), [q.question for q in questions], get_backbone(backbone))
+        ids, mask = tokenize_prompts(self.tokenizer, [q.question for q in questions], get_backbone(backbone))
         targets, target_mask = target_tensor(questions, lambda docs: self.shards.rows(self.rows(docs)))
         return TextData(ids, mask, targets, target_mask)
 
