@@ -46,9 +46,12 @@ def info_nce(queries: torch.Tensor, positives: torch.Tensor, negatives: torch.Te
     return -own_positive_block(log_probs, 1)[:, 0, 0].mean()
 
 
-def hungarian_assignment(block: np.ndarray, counts: np.ndarray) -> np.ndarray:
+def hungarian_assignment(block: np.ndarray, counts: np.ndarray, forbidden: np.ndarray | None = None) -> np.ndarray:
     """For each example, the target matched to each of its first `counts[b]` queries
-    (maximising the summed log-probability). Unused rows point at column 0."""
+    (maximising the summed log-probability), never a `forbidden [B, n, M]` pair. Unused rows
+    point at column 0."""
+    if forbidden is not None:
+        block = np.where(forbidden, -np.inf, block)
     assignment = np.zeros(block.shape[:2], dtype=np.int64)
     for b, count in enumerate(counts):
         rows, cols = linear_sum_assignment(block[b, :count, :count], maximize=True)
@@ -56,14 +59,33 @@ def hungarian_assignment(block: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return assignment
 
 
+def fed_target_pairs(sample_mask: torch.Tensor, n_queries: int, max_targets: int) -> torch.Tensor:
+    """`[B, n, M]`, True where query j would be matched to target t although the gold target t
+    was fed to the model before query j (teacher forcing feeds target t at position t + 1 unless
+    `sample_mask [B, n-1]` put the model's own output there).
+
+    Matching such a pair rewards copying the input: a model whose residual stream can carry the
+    fed vector to the output (a pretrained encoder with identity projections does so from the
+    first step) learns to repeat it, and at inference repeats its own previous query.
+    """
+    batch = sample_mask.shape[0]
+    fed = torch.zeros(batch, max_targets, dtype=torch.bool, device=sample_mask.device)
+    fed[:, : n_queries - 1] = ~sample_mask[:, : n_queries - 1]
+    query = torch.arange(n_queries, device=sample_mask.device)[:, None]
+    target = torch.arange(max_targets, device=sample_mask.device)[None, :]
+    return fed[:, None, :] & (target < query)[None]
+
+
 def matched_info_nce(queries: torch.Tensor, positives: torch.Tensor, negatives: torch.Tensor,
-                     target_mask: torch.Tensor, temperature: float = TEMPERATURE) -> torch.Tensor:
+                     target_mask: torch.Tensor, temperature: float = TEMPERATURE,
+                     forbidden: torch.Tensor | None = None) -> torch.Tensor:
     """Hungarian-matched InfoNCE.
 
     queries `[B, M, d]` (query j of example b is valid when target j is), positives and
     negatives `[B, M, d]`, target_mask `[B, M]` with the valid targets first. The matching is
     solved on the detached block of log-probabilities; the loss is the mean matched negative
-    log-probability per example, averaged over examples.
+    log-probability per example, averaged over examples. `forbidden [B, n, M]` excludes pairs
+    from the matching (see `fed_target_pairs`); a perfect matching must remain.
     """
     counts = target_mask.sum(-1)
     if bool((counts == 0).any()):
@@ -72,7 +94,8 @@ def matched_info_nce(queries: torch.Tensor, positives: torch.Tensor, negatives: 
     max_targets = positives.shape[1]
     log_probs = candidate_log_probs(queries, positives, negatives, target_mask, temperature)
     block = own_positive_block(log_probs, max_targets)
-    assignment = hungarian_assignment(block.detach().float().cpu().numpy(), counts.cpu().numpy())
+    assignment = hungarian_assignment(block.detach().float().cpu().numpy(), counts.cpu().numpy(),
+                                      None if forbidden is None else forbidden.cpu().numpy())
     matched = block.gather(-1, torch.as_tensor(assignment, device=block.device)[..., None]).squeeze(-1)
     per_example = -(matched * target_mask).sum(-1) / counts
     return per_example.mean()

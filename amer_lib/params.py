@@ -79,6 +79,7 @@ SCHEMAS: dict[str, dict[str, Param]] = {
         "batch_size": Param(int, minimum=1),
         "lr": Param((float, int)),
         "sampling": Param(str, ("scheduled", "teacher", "predicted")),
+        "exclude_fed_targets": Param(bool),
         "eval_every": Param(int, minimum=1),
         "search_depth": Param(int, minimum=100),
         "bootstrap_resamples": Param(int, minimum=1),

@@ -97,6 +97,7 @@ def run_one(params: dict, dataset: str, system: str, seed: int, progress: bool =
     config = TrainConfig(n_outputs=n_queries, steps=params["steps"], batch_size=params["batch_size"],
                          lr=float(params["lr"]), sampling=params["sampling"], eval_every=params["eval_every"],
                          checkpoint_every=params["eval_every"], seed=seed, group_by_targets=True,
+                         exclude_fed_targets=params["exclude_fed_targets"],
                          mixed_precision=params["mixed_precision"] and device.type == "cuda")
     run_dir = Path(params["runs_dir"]) / f"{run_name(dataset, system, seed)}-{params_digest(params)}"
     trained = train(model, data.subset(train_idx.to(device)), data.subset(val_idx.to(device)), context.negatives.to(device), config,
@@ -142,8 +143,11 @@ def run_all(params: dict, progress: bool = True) -> list[dict]:
             for seed in params["seeds"]]
     if params["workers"] == 1:
         return [run_one(*job, progress=progress) for job in jobs]
-    return run_parallel(run_one, [(*job, False) for job in jobs], params["workers"],
+    # multi-vector runs first: the longest jobs start early, so no worker idles at the end
+    order = sorted(range(len(jobs)), key=lambda i: jobs[i][2] == "single")
+    done = run_parallel(run_one, [(*jobs[i], False) for i in order], params["workers"],
                         len(jobs) * params["steps"], "training steps", progress)
+    return [done[order.index(i)] for i in range(len(jobs))]
 
 
 # ----- aggregation ---------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .io import save_torch
-from .loss import TEMPERATURE, info_nce, matched_info_nce
+from .loss import TEMPERATURE, fed_target_pairs, info_nce, matched_info_nce
 from .model import AMERQueryEncoder, Prompt
 
 SAMPLING_MODES = ("scheduled", "teacher", "predicted")
@@ -95,6 +95,7 @@ class TrainConfig:
     seed: int = 0
     mixed_precision: bool = False  # bfloat16 autocast (GPU runs)
     group_by_targets: bool = False  # batches of examples with equal numbers of targets
+    exclude_fed_targets: bool = False  # a teacher-forced target is not matched to later queries
 
     def __post_init__(self):
         if self.sampling not in SAMPLING_MODES:
@@ -170,7 +171,8 @@ def example_loss(model: AMERQueryEncoder, data: MultiTargetData, indices: torch.
     n = max_targets
     sample_mask = (torch.rand(batch, n - 1, generator=generator) < p).to(device)
     outputs = model(prompt, n, targets, sample_mask)
-    return matched_info_nce(outputs, targets, negatives, mask, config.temperature)
+    forbidden = fed_target_pairs(sample_mask, n, max_targets) if config.exclude_fed_targets else None
+    return matched_info_nce(outputs, targets, negatives, mask, config.temperature, forbidden)
 
 
 @torch.no_grad()
@@ -216,8 +218,9 @@ def train(model: AMERQueryEncoder, train_data: MultiTargetData, val_data: MultiT
     after every optimizer step (progress reporting from worker processes).
     """
     params = [p for p in model.parameters() if p.requires_grad]
+    # the fused kernel: on one CPU thread a 22M-parameter step takes 0.03 s instead of 0.23 s
     optimizer = torch.optim.AdamW(params, lr=config.lr, betas=(0.9, 0.98), eps=1e-6,
-                                  weight_decay=config.weight_decay)
+                                  weight_decay=config.weight_decay, fused=_device_type(model) in ("cpu", "cuda"))
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, config.lr_factor)
     result = TrainResult(best_step=-1, best_val_loss=math.inf)
     best_state = None

@@ -5,11 +5,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from amer_lib.loss import candidate_log_probs, info_nce, matched_info_nce, own_positive_block
+from amer_lib.loss import candidate_log_probs, fed_target_pairs, info_nce, matched_info_nce, own_positive_block
 
 
-def brute_force_matched(queries, positives, negatives, mask, tau=0.05):
-    """Independent answer: the loss under every permutation, minimum per example."""
+def brute_force_matched(queries, positives, negatives, mask, tau=0.05, forbidden=None):
+    """Independent answer: the loss under every permutation (without a forbidden pair), minimum
+    per example."""
     batch, m, _ = positives.shape
     candidates, valid = [], []
     for b in range(batch):
@@ -28,7 +29,9 @@ def brute_force_matched(queries, positives, negatives, mask, tau=0.05):
             own = math.exp(float(q @ F.normalize(positives[b, j], dim=0)) / tau)
             return -math.log(own / sum(scores))
 
-        best = min(sum(nll(i, perm[i]) for i in range(count)) for perm in itertools.permutations(range(count)))
+        allowed = [perm for perm in itertools.permutations(range(count))
+                   if forbidden is None or not any(forbidden[b][i][perm[i]] for i in range(count))]
+        best = min(sum(nll(i, perm[i]) for i in range(count)) for perm in allowed)
         total += best / count
     return total / batch
 
@@ -41,6 +44,28 @@ def test_matched_loss_equals_brute_force_minimum_over_permutations():
     mask[1, 3:] = False
     mask[3, 1:] = False
     assert matched_info_nce(q, p, n, mask).item() == pytest.approx(brute_force_matched(q, p, n, mask), rel=1e-5)
+
+
+def test_fed_target_pairs_by_hand():
+    # 3 queries, 3 targets; example 0 fed gold targets 0 and 1; example 1 fed its own output at
+    # position 1 (so target 0 was never fed) and gold target 1 at position 2
+    sample_mask = torch.tensor([[False, False], [True, False]])
+    forbidden = fed_target_pairs(sample_mask, 3, 3)
+    assert forbidden[0].tolist() == [[False, False, False], [True, False, False], [True, True, False]]
+    assert forbidden[1].tolist() == [[False, False, False], [False, False, False], [False, True, False]]
+
+
+def test_matched_loss_without_fed_targets_equals_brute_force():
+    torch.manual_seed(2)
+    batch, m, d = 3, 4, 6
+    q, p, n = torch.randn(batch, m, d), torch.randn(batch, m, d), torch.randn(batch, m, d)
+    q[:, 1:] = p[:, :-1]  # every later query copies the target fed before it: the shortcut
+    mask = torch.ones(batch, m, dtype=torch.bool)
+    mask[2, 3:] = False
+    forbidden = fed_target_pairs(torch.tensor([[False, False, False], [True, False, True], [False, True, False]]), m, m)
+    excluded = matched_info_nce(q, p, n, mask, forbidden=forbidden).item()
+    assert excluded == pytest.approx(brute_force_matched(q, p, n, mask, forbidden=forbidden.tolist()), rel=1e-5)
+    assert excluded > matched_info_nce(q, p, n, mask).item() + 1.0  # copying no longer pays
 
 
 def test_matched_loss_ignores_padding_values():
