@@ -3,7 +3,8 @@ from .backbones import BACKBONES, get_backbone, load_backbone
 from .loss import info_nce, matched_info_nce
 from .metrics import mrecall_at_k, recall_at_k
 from .model import AMERQueryEncoder, Prompt
-from .search import VectorIndex, multi_vector_search, round_robin_merge
+from .merge import round_robin_merge
+from .search import VectorIndex, multi_vector_search
 
 __all__ = ["BACKBONES", "AMERQueryEncoder", "Prompt", "VectorIndex", "get_backbone", "info_nce", "load_backbone",
            "matched_info_nce", "mrecall_at_k", "multi_vector_search", "recall_at_k", "round_robin_merge"]

@@ -1,4 +1,4 @@
-"""FAISS inner-product search over unit-norm vectors, multi-vector search and round-robin merge.
+"""FAISS inner-product search over unit-norm vectors and multi-vector search.
 
 Three indexes with one interface (`.dim`, `.search(queries, k) -> (scores, rows)`):
 `VectorIndex` (exact, in memory), `ShardedFlatIndex` (exact, shard by shard over memory-mapped
@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import faiss
 import numpy as np
+
+from .merge import get_merge
 
 NORM_TOLERANCE = 1e-3
 
@@ -135,31 +137,10 @@ def recall_against_exact(approximate_rows: np.ndarray, exact_rows: np.ndarray) -
     return float(np.mean([len(np.intersect1d(x, y)) / k for x, y in zip(a, e)]))
 
 
-def round_robin_merge(ids: np.ndarray, k: int) -> np.ndarray:
-    """Merge per-vector ranked lists `[N, n, K]` into one list `[N, k]`.
-
-    Takes rank 1 of vector 1, rank 1 of vector 2, ..., then rank 2 of each, and so on (vectors in
-    generation order), skipping ids already taken and FAISS's -1 padding. Rows with fewer than k
-    distinct ids are padded with -1. Vectorised: one sort per row, no Python loop over documents.
-    """
-    n_queries = ids.shape[0]
-    interleaved = np.ascontiguousarray(np.swapaxes(ids, 1, 2)).reshape(n_queries, -1)
-    order = np.argsort(interleaved, axis=1, kind="stable")
-    sorted_ids = np.take_along_axis(interleaved, order, axis=1)
-    first = np.ones_like(sorted_ids, dtype=bool)
-    first[:, 1:] = sorted_ids[:, 1:] != sorted_ids[:, :-1]
-    keep = np.empty_like(first)
-    np.put_along_axis(keep, order, first, axis=1)
-    keep &= interleaved >= 0
-    kept_first = np.argsort(~keep, axis=1, kind="stable")[:, :k]
-    merged = np.take_along_axis(interleaved, kept_first, axis=1)
-    merged[~np.take_along_axis(keep, kept_first, axis=1)] = -1
-    if merged.shape[1] < k:
-        merged = np.pad(merged, ((0, 0), (0, k - merged.shape[1])), constant_values=-1)
-    return merged
-
-
-def multi_vector_search(index: VectorIndex, queries: np.ndarray, k: int, depth: int | None = None) -> np.ndarray:
-    """Search every vector of `queries [N, n, d]` to `depth` (default k) and round-robin merge to k."""
-    _, ids = index.search(queries, depth or k)
-    return round_robin_merge(ids, k)
+def multi_vector_search(index: VectorIndex, queries: np.ndarray, k: int, depth: int | None = None,
+                        merge: str = "round_robin") -> np.ndarray:
+    """Search every vector of `queries [N, n, d]` to `depth` (default k) and merge the lists to k
+    (`merge`: one of `amer_lib.merge.MERGES`; the paper's is round-robin)."""
+    merger = get_merge(merge)
+    scores, ids = index.search(queries, depth or k)
+    return merger(ids, scores, k)

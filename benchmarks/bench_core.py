@@ -20,7 +20,8 @@ import torch
 from amer_lib.backbones import load_backbone
 from amer_lib.loss import candidate_log_probs, hungarian_assignment, matched_info_nce, own_positive_block
 from amer_lib.model import AMERQueryEncoder
-from amer_lib.search import VectorIndex, round_robin_merge, unit_norm
+from amer_lib.merge import round_robin_merge
+from amer_lib.search import VectorIndex, unit_norm
 from amer_lib.train import TrainConfig, VectorData, example_loss
 
 

@@ -1,35 +1,7 @@
 import numpy as np
 import pytest
 
-from amer_lib.search import VectorIndex, multi_vector_search, round_robin_merge, unit_norm
-
-
-def reference_round_robin(lists, k):
-    merged, seen = [], set()
-    for rank in range(max(len(x) for x in lists)):
-        for ranked in lists:
-            doc = ranked[rank]
-            if doc >= 0 and doc not in seen:
-                seen.add(doc); merged.append(doc)
-    merged = merged[:k]
-    return merged + [-1] * (k - len(merged))
-
-
-def test_round_robin_order_and_deduplication():
-    ids = np.array([[[10, 11, 12, 13], [11, 20, 10, 21], [30, 10, 31, 32]]])
-    assert round_robin_merge(ids, 8).tolist() == [[10, 11, 30, 20, 12, 31, 13, 21]]
-
-
-def test_round_robin_pads_short_lists_and_skips_faiss_padding():
-    ids = np.array([[[1, 2, -1], [2, 1, -1]]])
-    assert round_robin_merge(ids, 4).tolist() == [[1, 2, -1, -1]]
-
-
-def test_round_robin_matches_a_python_reference_on_random_lists():
-    rng = np.random.default_rng(0)
-    ids = rng.integers(0, 30, size=(50, 4, 12))
-    expected = [reference_round_robin(row, 20) for row in ids]
-    assert round_robin_merge(ids, 20).tolist() == expected
+from amer_lib.search import VectorIndex, multi_vector_search, unit_norm
 
 
 def test_index_search_equals_brute_force():
