@@ -71,6 +71,9 @@ SCHEMAS: dict[str, dict[str, Param]] = {
     "04_real_data": {
         "datasets": Param(str, tuple(N_QUERIES), is_list=True),
         "systems": Param(str, ("single", "amer"), is_list=True),
+        "baselines": Param(str, ("query_expansion", "rerank"), is_list=True),
+        "expansion": Param(str, ("prf", "chat", "hf")),
+        "expansion_model": Param(str),
         "backbone": Param(str, tuple(BACKBONES)),
         "encoder": Param(str, tuple(ENCODERS)),
         "finetune": Param(str, ("full", "lora")),

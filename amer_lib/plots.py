@@ -87,7 +87,7 @@ def figure3(summary_rows: list[dict], path: str | Path | None = None, title: str
                 value = row[f"{subset}_mean"]
                 ax.bar(x, value, width=width * 0.95, yerr=row[f"{subset}_std"], capsize=2,
                        color=REAL_SYSTEM_COLORS[row["system"]], edgecolor="black", linewidth=0.4,
-                       label=REAL_SYSTEM_LABELS[row["system"]] if j == 0 else None)
+                       label=(row.get("label") or REAL_SYSTEM_LABELS[row["system"]]) if j == 0 else None)
                 star = "*" if row.get(f"{subset}_p", 1.0) < 0.05 else ""
                 ax.text(x, value + row[f"{subset}_std"] + 0.5, f"{value:.1f}{star}", ha="center", va="bottom",
                         fontsize=6)

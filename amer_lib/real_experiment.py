@@ -31,6 +31,8 @@ K = 100
 VALIDATION_FRACTION = 0.1
 NEGATIVE_POOL = 1_000_000  # random negatives are drawn from at most this many corpus rows
 SYSTEMS = ("single", "amer")
+# parameters that do not change what one (dataset, system, seed) run trains and retrieves
+NON_RUN_KEYS = ("datasets", "systems", "seeds", "baselines", "expansion", "expansion_model", "bootstrap_resamples")
 
 
 def run_name(dataset: str, system: str, seed: int) -> str:
@@ -57,9 +59,11 @@ class RunContext:
     def gold(self, questions: list[MultiAnswerQuestion]) -> np.ndarray:
         return pad_clusters([[self.rows(docs).tolist() for docs in q.targets] for q in questions])
 
-    def text_data(self, questions: list[MultiAnswerQuestion]) -> TextData:
+    def text_data(self, questions: list[MultiAnswerQuestion], texts: list[str] | None = None) -> TextData:
+        """Prompts of the questions (or of `texts`, e.g. expanded queries) and their targets."""
         backbone = self.params["backbone"]
-        ids, mask = tokenize_prompts(self.tokenizer, [q.question for q in questions], get_backbone(backbone))
+        texts = [q.question for q in questions] if texts is None else texts
+        ids, mask = tokenize_prompts(self.tokenizer, texts, get_backbone(backbone))
         targets, target_mask = target_tensor(questions, lambda docs: self.shards.rows(self.rows(docs)))
         return TextData(ids, mask, targets, target_mask)
 
@@ -79,14 +83,32 @@ def build_query_encoder(params: dict, seed: int, dim: int, device: torch.device)
     return model.to(device)
 
 
-def run_one(params: dict, dataset: str, system: str, seed: int, progress: bool = True,
-            on_step: Callable[[], None] | None = None) -> dict:
-    """Train, retrieve and score one run; its results JSON is reused when the params match."""
+def run_params(params: dict) -> dict:
+    return {k: v for k, v in params.items() if k not in NON_RUN_KEYS}
+
+
+def cached_result(params: dict, dataset: str, system: str, seed: int) -> dict | None:
+    """A run's results JSON when it was made with the same run parameters."""
     path = Path(params["results_dir"]) / f"{run_name(dataset, system, seed)}.json"
     if path.exists():
         cached = json.loads(path.read_text())
-        if cached.get("params") == params:
+        if run_params(cached.get("params", {})) == run_params(params):
             return cached
+    return None
+
+
+def run_dir(result: dict) -> Path:
+    """Where a run's checkpoints are: keyed by the parameters it was trained with."""
+    params = result["params"]
+    return Path(params["runs_dir"]) / f"{run_name(result['dataset'], result['system'], result['seed'])}-{params_digest(params)}"
+
+
+def run_one(params: dict, dataset: str, system: str, seed: int, progress: bool = True,
+            on_step: Callable[[], None] | None = None) -> dict:
+    """Train, retrieve and score one run; its results JSON is reused when the params match."""
+    cached = cached_result(params, dataset, system, seed)
+    if cached is not None:
+        return cached
     context = RunContext(params)
     device = resolve_device(params["device"])
     n_queries = 1 if system == "single" else N_QUERIES[dataset]
@@ -99,35 +121,58 @@ def run_one(params: dict, dataset: str, system: str, seed: int, progress: bool =
                          checkpoint_every=params["eval_every"], seed=seed, group_by_targets=True,
                          exclude_fed_targets=params["exclude_fed_targets"],
                          mixed_precision=params["mixed_precision"] and device.type == "cuda")
-    run_dir = Path(params["runs_dir"]) / f"{run_name(dataset, system, seed)}-{params_digest(params)}"
     trained = train(model, data.subset(train_idx.to(device)), data.subset(val_idx.to(device)), context.negatives.to(device), config,
-                    run_dir=run_dir, progress=progress, on_step=on_step)
+                    run_dir=run_dir(dict(params=params, dataset=dataset, system=system, seed=seed)),
+                    progress=progress, on_step=on_step)
     test_questions = context.benchmark.questions(dataset, "test")
-    ranked = retrieve(model, context, test_questions, n_queries, params["search_depth"], device)
-    write_trec_run(Path(params["results_dir"]) / f"{run_name(dataset, system, seed)}.trec", test_questions,
-                   [[context.shards.ids[r] for r in row if r >= 0] for row in ranked], run_name(dataset, system, seed))
-    gold = context.gold(test_questions)
+    vectors = query_vectors(model, context, test_questions, n_queries, device)
+    ranked = multi_vector_search(ShardedFlatIndex(context.shards), vectors, K, depth=max(params["search_depth"], K))
+    return write_result(context, dataset, system, seed, test_questions, ranked, n_queries=n_queries,
+                        train_seconds=trained.seconds, best_step=trained.best_step,
+                        best_val_loss=trained.best_val_loss, history=trained.history)
+
+
+def write_result(context: RunContext, dataset: str, system: str, seed: int, questions: list[MultiAnswerQuestion],
+                 ranked: np.ndarray, **details) -> dict:
+    """Score a ranked top K `[Q, K]` (corpus rows), write its TREC run file and results JSON."""
+    params, name = context.params, run_name(dataset, system, seed)
+    write_trec_run(Path(params["results_dir"]) / f"{name}.trec", questions,
+                   [[context.shards.ids[r] for r in row if r >= 0] for row in ranked], name)
+    gold = context.gold(questions)
     result = dict(params=params, seed=seed, git_commit=git_commit(), dataset=dataset, system=system,
-                  n_queries=n_queries, qids=[q.qid for q in test_questions],
-                  mrecall=mrecall_at_k(ranked, gold, K).tolist(), recall=recall_at_k(ranked, gold, K).tolist(),
-                  target_similarity=context.target_similarity(test_questions).tolist(),
-                  train_seconds=trained.seconds, best_step=trained.best_step, best_val_loss=trained.best_val_loss,
-                  history=trained.history)
-    write_json(path, result)
+                  qids=[q.qid for q in questions], mrecall=mrecall_at_k(ranked, gold, K).tolist(),
+                  recall=recall_at_k(ranked, gold, K).tolist(),
+                  target_similarity=context.target_similarity(questions).tolist(), **details)
+    write_json(Path(params["results_dir"]) / f"{name}.json", result)
     return result
 
 
 @torch.no_grad()
-def retrieve(model: AMERQueryEncoder, context: RunContext, questions: list[MultiAnswerQuestion], n_queries: int,
-             depth: int, device: torch.device, batch_size: int = 128) -> np.ndarray:
-    """Top-K rows per question `[Q, K]`, round-robin over the generated vectors."""
+def query_vectors(model: AMERQueryEncoder, context: RunContext, questions: list[MultiAnswerQuestion], n_queries: int,
+                  device: torch.device, texts: list[str] | None = None, batch_size: int = 128) -> np.ndarray:
+    """The generated query vectors `[Q, n, d]` of the questions (or of `texts` in their place)."""
     model.eval()
-    data = context.text_data(questions).to(device)
+    data = context.text_data(questions, texts).to(device)
     vectors = []
     for start in range(0, len(data), batch_size):
         indices = torch.arange(start, min(start + batch_size, len(data)), device=device)
         vectors.append(model.generate(data.prompt(model, indices), n_queries).float().cpu().numpy())
-    return multi_vector_search(ShardedFlatIndex(context.shards), np.concatenate(vectors), K, depth=max(depth, K))
+    return np.concatenate(vectors)
+
+
+def load_trained(params: dict, dataset: str, system: str, seed: int, dim: int, device: torch.device) -> AMERQueryEncoder:
+    """A finished run's best checkpoint (train it first with `run_all`)."""
+    result = cached_result(params, dataset, system, seed)
+    if result is None:
+        raise FileNotFoundError(f"no results of {run_name(dataset, system, seed)} with these parameters in "
+                                f"{params['results_dir']}: run its training (run_all) first")
+    path = run_dir(result) / "best.pt"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing (its run directory was deleted?); delete "
+                                f"{run_name(dataset, system, seed)}.json in {params['results_dir']} to train it again")
+    model = build_query_encoder(result["params"], seed, dim, device)
+    model.load_state_dict(torch.load(path, map_location=device, weights_only=True))
+    return model.eval()
 
 
 def write_trec_run(path: Path, questions: list[MultiAnswerQuestion], ranked_ids: list[list[str]], tag: str) -> None:
@@ -167,8 +212,9 @@ def summary(results: list[dict], n_resamples: int = 10_000, seed: int = 0) -> li
         subsets = {"whole": np.arange(base.shape[1]), "low_sim": low_similarity_subset(similarity)}
         for system in dict.fromkeys(r["system"] for r in results if r["dataset"] == dataset):
             scores, _ = _per_question(results, dataset, system)
+            label = next(r.get("label") for r in results if r["dataset"] == dataset and r["system"] == system)
             row = {"backbone": results[0]["params"]["backbone"], "dataset": dataset, "system": system,
-                   "seeds": len(scores)}
+                   "label": label, "seeds": len(scores)}
             for name, subset in subsets.items():
                 per_seed = 100 * scores[:, subset].mean(1)
                 reference = 100 * base[:, subset].mean()

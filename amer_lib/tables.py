@@ -34,7 +34,7 @@ def write_table(df, path: str | Path) -> None:
 
 SYSTEM_ROWS = (("single", "Single-Query"), ("query_expansion", "+Query Expansion"), ("rerank", "+Re-ranking"),
                ("amer", "AMER"))
-PENDING = "not run"  # rows whose system has no results yet (the baselines come with their own issue)
+PENDING = "not run"  # rows whose system has no results
 
 
 def real_results_table(summary_rows: list[dict], alpha: float = 0.05):
@@ -47,8 +47,8 @@ def real_results_table(summary_rows: list[dict], alpha: float = 0.05):
     for dataset in dict.fromkeys(r["dataset"] for r in summary_rows):
         by_system = {r["system"]: r for r in summary_rows if r["dataset"] == dataset}
         for system, label in SYSTEM_ROWS:
-            row = {"Dataset": dataset, "System": label}
             result = by_system.get(system)
+            row = {"Dataset": dataset, "System": (result or {}).get("label") or label}
             for subset, name in (("whole", "Whole Set"), ("low_sim", "Low Similarity Set")):
                 if result is None:
                     row[f"{name} MRec@100"] = row[f"{name} Δ"] = PENDING
@@ -68,7 +68,8 @@ def relative_gain_table(summaries: dict[str, list[dict]]):
 
     rows = []
     for system, label in SYSTEM_ROWS[1:]:
-        row = {"System": label}
+        labels = {r.get("label") for rs in summaries.values() for r in rs if r["system"] == system}
+        row = {"System": " / ".join(sorted(lab for lab in labels if lab)) or label}
         for dataset in dict.fromkeys(r["dataset"] for rs in summaries.values() for r in rs):
             for subset, name in (("whole", "Whole Set"), ("low_sim", "Low Similarity Set")):
                 gains = [r[f"{subset}_delta"] for rs in summaries.values() for r in rs

@@ -75,7 +75,12 @@ def test_real_data_notebooks_smoke(tmp_path):
     real = run_notebook("04_real_data.ipynb", tiny_real(tmp_path), tmp_path)
     assert real.returncode == 0, real.stderr[-3000:]
     results = tmp_path / "results04"
-    assert len(list(results.glob("*.json"))) == len(list(results.glob("*.trec"))) == 2 * 2 * 2
+    # 2 datasets x (single, AMER, query expansion, re-ranking) x 2 seeds
+    assert len(list(results.glob("*.json"))) == len(list(results.glob("*.trec"))) == 2 * 4 * 2
+    rerank = json.loads((results / "wordnet_senses_rerank_seed0.json").read_text())
+    assert rerank["mmr_lambda"] in (0.5, 0.75, 0.9) and len(rerank["validation_mrecall"]) == 3
+    table = (tmp_path / "figures04" / "results_minilm_wordnet_senses+wordnet_kinds.csv").read_text()
+    assert "+Re-ranking" in table and "not run" not in table
     run = json.loads((results / "wordnet_kinds_amer_seed1.json").read_text())
     assert run["n_queries"] == 5 and len(run["mrecall"]) == 12 and run["seed"] == 1
     first = (results / "wordnet_kinds_amer_seed1.trec").read_text().splitlines()[0].split()
@@ -83,4 +88,6 @@ def test_real_data_notebooks_smoke(tmp_path):
     tables = tmp_path / "figures04"
     assert (tables / "figure3_minilm_wordnet_senses+wordnet_kinds.png").exists()
     table = (tables / "results_minilm_wordnet_senses+wordnet_kinds.md").read_text()
-    assert "+Query Expansion | not run" in table and "AMER" in table
+    assert "| wordnet_kinds | +PRF keywords (RM3-style, no LLM) |" in table and "| wordnet_kinds | AMER |" in table
+    table2 = (tables / "table2.csv").read_text()
+    assert "+PRF keywords (RM3-style, no LLM)" in table2 and "not run" not in table2
