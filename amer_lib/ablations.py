@@ -1,10 +1,14 @@
-"""Inference-time ablations of a trained AMER model (notebook 05): how many of its
-autoregressively generated vectors to search (n = 1..8) and how to merge their lists.
+"""Ablations (notebook 05): the sampling mode of training (Table 5), and at inference the number
+of generated vectors searched (n = 1..8) and how their lists are merged.
 
 Generation is autoregressive, so the first n of 8 generated vectors are exactly what a run
-asked for n vectors would produce: one generation serves every n.
+asked for n vectors would produce: one generation serves every n. Trained models and cached
+runs come from notebooks 02 and 04 (through their parameter files); the sampling ablation
+trains only the modes those notebooks did not.
 """
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 
@@ -31,3 +35,116 @@ def vector_count_and_merge(vectors: np.ndarray, index, gold: np.ndarray, counts:
                 row[f"recall@{k}"] = float(recall_at_k(merged, gold, k).mean())
             rows.append(row)
     return rows
+
+
+# ----- scheduled sampling vs always predicted vs teacher forcing (Table 5) ---------------------
+SAMPLING_LABELS = {"scheduled": "AMER (scheduled sampling)", "predicted": "AMER (always predicted)",
+                   "teacher": "AMER (teacher forcing only)"}
+
+
+def _mode_params(base: dict, mode: str, results_dir: str, runs_dir: str, tag: str) -> dict:
+    """`base` itself for its own sampling mode (its cached runs are reused), else a copy with
+    the mode and its own result and run directories."""
+    if mode == base["sampling"]:
+        return dict(base)
+    return {**base, "sampling": mode, "results_dir": f"{results_dir}/{tag}_{mode}", "runs_dir": f"{runs_dir}/{tag}_{mode}"}
+
+
+def synthetic_sampling(params02: dict, transforms: list[str], setting: str, modes: list[str], results_dir: str,
+                       runs_dir: str, progress: bool = True) -> list[dict]:
+    """AMER trained under each sampling mode on notebook 02's task, plus its single-query run."""
+    from . import synthetic_experiment
+
+    base = {**params02, "transforms": transforms, "settings": [setting], "systems": ["amer"]}
+    runs = synthetic_experiment.run_all({**base, "systems": ["single"]}, progress)
+    for mode in modes:
+        runs += synthetic_experiment.run_all(_mode_params(base, mode, results_dir, runs_dir, "synthetic"), progress)
+    return [r for r in runs if r["system"] != "oracle"]
+
+
+def synthetic_sampling_table(runs: list[dict]):
+    import pandas as pd
+
+    rows = []
+    for r in runs:
+        label = "Single-Query" if r["system"] == "single" else SAMPLING_LABELS[r["params"]["sampling"]]
+        rows.append({"transform": r["transform"], "setting": r["setting"], "System": label,
+                     **{f"MRecall@{k}": round(100 * r["metrics"][f"mrecall@{k}"], 2) for k in KS}})
+    return pd.DataFrame(rows)
+
+
+def real_sampling(params04: dict, modes: list[str], seeds: list[int], results_dir: str, runs_dir: str,
+                  resamples: int = 10_000, progress: bool = True) -> list[dict]:
+    """Summary rows (mean, std, relative gain over single-query, bootstrap p) of AMER trained
+    under each sampling mode on the offline benchmark; single-query from notebook 04."""
+    from .real_experiment import run_all, summary
+
+    base = {**params04, "seeds": seeds, "baselines": [], "systems": ["amer"]}
+    single = run_all({**base, "systems": ["single"]}, progress)
+    rows = []
+    for mode in modes:
+        amer = run_all(_mode_params(base, mode, results_dir, runs_dir, "real"), progress)
+        rows += [{**row, "sampling": mode, "label": SAMPLING_LABELS[mode]}
+                 for row in summary(single + amer, resamples) if row["system"] == "amer"]
+    return rows
+
+
+def real_sampling_table(rows: list[dict], alpha: float = 0.05):
+    """Table 5's layout: relative gain over single-query per dataset and subset (with the
+    MRecall@100 behind it); * = p < alpha against single-query."""
+    import pandas as pd
+
+    table = []
+    for mode in dict.fromkeys(r["sampling"] for r in rows):
+        row = {"System": SAMPLING_LABELS[mode]}
+        for r in (r for r in rows if r["sampling"] == mode):
+            for subset, name in (("whole", "Whole"), ("low_sim", "Low Sim.")):
+                star = "*" if r[f"{subset}_p"] < alpha else ""
+                row[f"{r['dataset']} {name} Δ"] = f"{100 * r[f'{subset}_delta']:+.2f}%{star}"
+                row[f"{r['dataset']} {name} MRec@100"] = f"{r[f'{subset}_mean']:.2f}"
+        table.append(row)
+    return pd.DataFrame(table)
+
+
+# ----- the vector-count x merge sweep on trained models ---------------------------------------
+def synthetic_sweep(params02: dict, transform: str, setting: str, counts: tuple[int, ...],
+                    merges: tuple[str, ...]) -> list[dict]:
+    """The sweep on notebook 02's trained AMER model of one (transform, setting)."""
+    import torch
+
+    from .data.synthetic import make_task
+    from .search import VectorIndex
+    from .synthetic_experiment import (TASK_KEYS, _cached_setting, build_encoder, generate_queries, params_digest,
+                                       resolve_device, run_name)
+
+    params = {**params02, "systems": ["amer"]}
+    result = _cached_setting(params, transform, setting)[1][0]
+    if result is None:
+        raise FileNotFoundError(f"no AMER results for {transform}/{setting} with notebook 02's parameters in "
+                                f"{params['results_dir']}: run notebooks/02_synthetic.ipynb first")
+    trained = result["params"]
+    checkpoint = Path(trained["runs_dir"]) / f"{run_name(transform, setting, 'amer', trained['seed'])}-{params_digest(trained)}" / "best.pt"
+    device = resolve_device(params["device"])
+    model = build_encoder(trained, device)
+    model.load_state_dict(torch.load(checkpoint, map_location=device, weights_only=True))
+    task = make_task(setting, transform, **{k: trained[k] for k in TASK_KEYS})
+    vectors = generate_queries(model.eval(), task.test_inputs, max(counts), device)
+    rows = vector_count_and_merge(vectors, VectorIndex(task.corpus), task.test_target_ids[:, :, None], counts, merges,
+                                  depth=trained["search_depth"])
+    return [{"benchmark": f"synthetic {transform} {setting}", **row} for row in rows]
+
+
+def real_sweep(params04: dict, dataset: str, seed: int, counts: tuple[int, ...], merges: tuple[str, ...]) -> list[dict]:
+    """The sweep on notebook 04's trained AMER model of one dataset and seed."""
+    from .real_experiment import RunContext, load_trained, query_vectors
+    from .search import ShardedFlatIndex
+    from .synthetic_experiment import resolve_device
+
+    context = RunContext(params04)
+    device = resolve_device(params04["device"])
+    model = load_trained(params04, dataset, "amer", seed, context.shards.dim, device)
+    test = context.benchmark.questions(dataset, "test")
+    vectors = query_vectors(model, context, test, max(counts), device)
+    rows = vector_count_and_merge(vectors, ShardedFlatIndex(context.shards), context.gold(test), counts, merges,
+                                  depth=params04["search_depth"])
+    return [{"benchmark": f"{dataset} (seed {seed})", **row} for row in rows]

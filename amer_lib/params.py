@@ -94,6 +94,20 @@ SCHEMAS: dict[str, dict[str, Param]] = {
         "runs_dir": Param(str),
         "figures_dir": Param(str),
     },
+    "05_ablations": {
+        "synthetic_params": Param(str),  # notebook 02's params.yaml (its runs are reused)
+        "real_params": Param(str),  # notebook 04's params_<tag>.yaml (its runs are reused)
+        "synthetic_transforms": Param(str, TRANSFORMS, is_list=True),
+        "synthetic_setting": Param(str, tuple(SETTINGS)),
+        "sampling_modes": Param(str, ("scheduled", "predicted", "teacher"), is_list=True),
+        "real_seeds": Param(int, is_list=True),
+        "vector_counts": Param(int, is_list=True, minimum=1),
+        "merges": Param(str, ("round_robin", "rrf", "max_score"), is_list=True),
+        "bootstrap_resamples": Param(int, minimum=1),
+        "results_dir": Param(str),
+        "runs_dir": Param(str),
+        "figures_dir": Param(str),
+    },
 }
 
 

@@ -104,3 +104,33 @@ def figure3(summary_rows: list[dict], path: str | Path | None = None, title: str
     if path is not None:
         save(fig, path)
     return fig
+
+
+MERGE_COLORS = {"round_robin": MLP_COLOR, "rrf": LINEAR_COLOR, "max_score": "#7a9a5c"}
+MERGE_LABELS = {"round_robin": "round-robin (paper)", "rrf": "reciprocal-rank fusion", "max_score": "max score"}
+
+
+def vector_count_figure(rows: list[dict], path: str | Path | None = None):
+    """MRecall@100 (solid) and @10 (dashed) against the number of generated vectors searched,
+    one line per merge, one panel per benchmark."""
+    sns.set_theme(style="whitegrid", context="paper")
+    benchmarks = list(dict.fromkeys(r["benchmark"] for r in rows))
+    fig, axes = plt.subplots(1, len(benchmarks), figsize=(3.3 * len(benchmarks), 3.0), squeeze=False)
+    for ax, benchmark in zip(axes[0], benchmarks):
+        for merge in dict.fromkeys(r["merge"] for r in rows):
+            line = sorted((r for r in rows if r["benchmark"] == benchmark and r["merge"] == merge), key=lambda r: r["n"])
+            n = [r["n"] for r in line]
+            ax.plot(n, [100 * r["mrecall@100"] for r in line], "-o", ms=3, color=MERGE_COLORS[merge],
+                    label=f"{MERGE_LABELS[merge]}, @100")
+            ax.plot(n, [100 * r["mrecall@10"] for r in line], "--s", ms=3, color=MERGE_COLORS[merge], alpha=0.7,
+                    label=f"{MERGE_LABELS[merge]}, @10")
+        ax.set_title(benchmark, fontsize=9)
+        ax.set_xlabel("generated vectors searched (n)")
+        ax.set_xticks(sorted({r["n"] for r in rows}))
+    axes[0][0].set_ylabel("MRecall (%)")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, frameon=False, fontsize=7, bbox_to_anchor=(0.5, -0.14))
+    fig.tight_layout()
+    if path is not None:
+        save(fig, path)
+    return fig

@@ -32,7 +32,8 @@ VALIDATION_FRACTION = 0.1
 NEGATIVE_POOL = 1_000_000  # random negatives are drawn from at most this many corpus rows
 SYSTEMS = ("single", "amer")
 # parameters that do not change what one (dataset, system, seed) run trains and retrieves
-NON_RUN_KEYS = ("datasets", "systems", "seeds", "baselines", "expansion", "expansion_model", "bootstrap_resamples")
+NON_RUN_KEYS = ("datasets", "systems", "seeds", "baselines", "expansion", "expansion_model", "bootstrap_resamples",
+                "figures_dir")
 
 
 def run_name(dataset: str, system: str, seed: int) -> str:

@@ -110,11 +110,19 @@ def params_digest(params: dict) -> str:
     return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()[:10]
 
 
+# parameters that do not change what one (transform, setting, system) run trains and measures
+NON_RUN_KEYS = ("settings", "transforms", "systems", "figures_dir")
+
+
+def run_params(params: dict) -> dict:
+    return {k: v for k, v in params.items() if k not in NON_RUN_KEYS}
+
+
 def _cached(path: Path, params: dict) -> dict | None:
     if not path.exists():
         return None
     result = json.loads(path.read_text())
-    return result if result.get("params") == params else None
+    return result if run_params(result.get("params", {})) == run_params(params) else None
 
 
 def _cached_setting(params: dict, transform: str, setting: str) -> tuple[list[str], list[dict | None]]:
