@@ -70,7 +70,7 @@ def synthetic_sampling_table(runs: list[dict]):
         label = "Single-Query" if r["system"] == "single" else SAMPLING_LABELS[r["params"]["sampling"]]
         rows.append({"transform": r["transform"], "setting": r["setting"], "System": label,
                      **{f"MRecall@{k}": round(100 * r["metrics"][f"mrecall@{k}"], 2) for k in KS}})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows).sort_values(["transform", "setting"], kind="stable", ignore_index=True)
 
 
 def real_sampling(params04: dict, modes: list[str], seeds: list[int], results_dir: str, runs_dir: str,
