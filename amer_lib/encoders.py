@@ -37,6 +37,7 @@ class EncoderSpec:
     dim: int
     query_prompt: str = ""  # instruction prepended to queries (documents get none)
     dtype: str = "float32"
+    trust_remote_code: bool = False  # models whose pooling lives in their own code (Stella, NV-Embed)
 
 
 ENCODERS: dict[str, EncoderSpec] = {
@@ -45,6 +46,16 @@ ENCODERS: dict[str, EncoderSpec] = {
         "inf-retriever-v1-1.5b", "infly/inf-retriever-v1-1.5b", 1536,
         query_prompt="Instruct: Given a web search query, retrieve relevant passages that answer the query\nQuery: ",
         dtype="bfloat16"),
+    # the other retrievers of the paper's Figure 1, with their model cards' query instructions
+    "contriever-msmarco": EncoderSpec("contriever-msmarco", "facebook/contriever-msmarco", 768),  # mean pooling
+    "stella-400m": EncoderSpec(
+        "stella-400m", "NovaSearch/stella_en_400M_v5", 1024,
+        query_prompt="Instruct: Given a web search query, retrieve relevant passages that answer the query.\nQuery: ",
+        trust_remote_code=True),
+    "nv-embed-v2": EncoderSpec(
+        "nv-embed-v2", "nvidia/NV-Embed-v2", 4096,
+        query_prompt="Instruct: Given a question, retrieve passages that answer the question\nQuery: ",
+        dtype="float16", trust_remote_code=True),
 }
 
 
@@ -118,7 +129,8 @@ def _load(spec: EncoderSpec, device: str | None):
     else:
         source = spec.model_id
     try:
-        return SentenceTransformer(source, device=device, model_kwargs={"torch_dtype": spec.dtype})
+        return SentenceTransformer(source, device=device, model_kwargs={"torch_dtype": spec.dtype},
+                                   trust_remote_code=spec.trust_remote_code)
     except OSError as exc:
         raise EncoderUnavailableError(
             f"cannot load the document encoder {spec.model_id!r}: it is not in the Hugging Face cache and "
