@@ -8,8 +8,6 @@ trains only the modes those notebooks did not.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
 from .merge import MERGES, get_merge
@@ -110,27 +108,16 @@ def real_sampling_table(rows: list[dict], alpha: float = 0.05):
 def synthetic_sweep(params02: dict, transform: str, setting: str, counts: tuple[int, ...],
                     merges: tuple[str, ...]) -> list[dict]:
     """The sweep on notebook 02's trained AMER model of one (transform, setting)."""
-    import torch
-
     from .data.synthetic import make_task
     from .search import VectorIndex
-    from .synthetic_experiment import (TASK_KEYS, _cached_setting, build_encoder, generate_queries, params_digest,
-                                       resolve_device, run_name)
+    from .synthetic_experiment import TASK_KEYS, generate_queries, load_trained, resolve_device
 
-    params = {**params02, "systems": ["amer"]}
-    result = _cached_setting(params, transform, setting)[1][0]
-    if result is None:
-        raise FileNotFoundError(f"no AMER results for {transform}/{setting} with notebook 02's parameters in "
-                                f"{params['results_dir']}: run notebooks/02_synthetic.ipynb first")
-    trained = result["params"]
-    checkpoint = Path(trained["runs_dir"]) / f"{run_name(transform, setting, 'amer', trained['seed'])}-{params_digest(trained)}" / "best.pt"
-    device = resolve_device(params["device"])
-    model = build_encoder(trained, device)
-    model.load_state_dict(torch.load(checkpoint, map_location=device, weights_only=True))
-    task = make_task(setting, transform, **{k: trained[k] for k in TASK_KEYS})
-    vectors = generate_queries(model.eval(), task.test_inputs, max(counts), device)
+    device = resolve_device(params02["device"])
+    model = load_trained(params02, transform, setting, device)
+    task = make_task(setting, transform, **{k: params02[k] for k in TASK_KEYS})
+    vectors = generate_queries(model, task.test_inputs, max(counts), device)
     rows = vector_count_and_merge(vectors, VectorIndex(task.corpus), task.test_target_ids[:, :, None], counts, merges,
-                                  depth=trained["search_depth"])
+                                  depth=params02["search_depth"])
     return [{"benchmark": f"synthetic {transform} {setting}", **row} for row in rows]
 
 

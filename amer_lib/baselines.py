@@ -30,10 +30,7 @@ def keyword_source(params: dict, context: RunContext):
     if source == "prf":
         return PseudoRelevanceFeedback([doc.full_text for doc in context.benchmark.documents()])
     if source == "chat":
-        generator = ChatEndpointGenerator.from_env()
-        if model:
-            generator = ChatEndpointGenerator(generator.url.removesuffix("/chat/completions"), model, generator.api_key)
-        return generator
+        return ChatEndpointGenerator.from_env(model)
     if source == "hf":
         if not model:
             raise ValueError("expansion='hf' needs expansion_model (a Hugging Face model id or directory)")

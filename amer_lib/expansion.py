@@ -117,10 +117,11 @@ class ChatEndpointGenerator:
         self.label = f"Query Expansion ({model})"
 
     @classmethod
-    def from_env(cls) -> "ChatEndpointGenerator":
-        """`AMER_QE_BASE_URL` (default the OpenAI API), `AMER_QE_MODEL` (default gpt-4.1-mini),
-        `AMER_QE_API_KEY` or `OPENAI_API_KEY`."""
-        return cls(os.environ.get("AMER_QE_BASE_URL", DEFAULT_ENDPOINT), os.environ.get("AMER_QE_MODEL", DEFAULT_CHAT_MODEL),
+    def from_env(cls, model: str = "") -> "ChatEndpointGenerator":
+        """`AMER_QE_BASE_URL` (default the OpenAI API), `model` or else `AMER_QE_MODEL` (default
+        gpt-4.1-mini), `AMER_QE_API_KEY` or `OPENAI_API_KEY`."""
+        return cls(os.environ.get("AMER_QE_BASE_URL", DEFAULT_ENDPOINT),
+                   model or os.environ.get("AMER_QE_MODEL", DEFAULT_CHAT_MODEL),
                    os.environ.get("AMER_QE_API_KEY") or os.environ.get("OPENAI_API_KEY"))
 
     def generate(self, prompt: str) -> str:

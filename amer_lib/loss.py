@@ -64,9 +64,9 @@ def fed_target_pairs(sample_mask: torch.Tensor, n_queries: int, max_targets: int
     was fed to the model before query j (teacher forcing feeds target t at position t + 1 unless
     `sample_mask [B, n-1]` put the model's own output there).
 
-    Matching such a pair rewards copying the input: a model whose residual stream can carry the
-    fed vector to the output (a pretrained encoder with identity projections does so from the
-    first step) learns to repeat it, and at inference repeats its own previous query.
+    Matching such a pair rewards copying the input: a model whose residual stream carries the fed
+    vector to the output (a pretrained encoder with identity projections) learns to repeat it
+    (measured in notebook 04's notes), and at inference stays near its own previous query.
     """
     batch = sample_mask.shape[0]
     fed = torch.zeros(batch, max_targets, dtype=torch.bool, device=sample_mask.device)

@@ -125,15 +125,39 @@ def _cached(path: Path, params: dict) -> dict | None:
     return result if run_params(result.get("params", {})) == run_params(params) else None
 
 
+def cached_run(params: dict, transform: str, setting: str, system: str) -> dict | None:
+    """A run's results JSON when it was made with the same run parameters."""
+    return _cached(Path(params["results_dir"]) / f"{run_name(transform, setting, system, params['seed'])}.json", params)
+
+
+def run_dir(params: dict, transform: str, setting: str, system: str) -> Path:
+    """Where a run's checkpoints are: keyed by the parameters it was trained with."""
+    return Path(params["runs_dir"]) / f"{run_name(transform, setting, system, params['seed'])}-{params_digest(params)}"
+
+
+def load_trained(params: dict, transform: str, setting: str, device: torch.device) -> AMERQueryEncoder:
+    """The best checkpoint of a finished AMER run (run notebook 02 first)."""
+    result = cached_run(params, transform, setting, "amer")
+    if result is None:
+        raise FileNotFoundError(f"no AMER results for {transform}/{setting} with these parameters in "
+                                f"{params['results_dir']}: run notebooks/02_synthetic.ipynb first")
+    trained = result["params"]
+    model = build_encoder(trained, device)
+    path = run_dir(trained, transform, setting, "amer") / "best.pt"
+    model.load_state_dict(torch.load(path, map_location=device, weights_only=True))
+    return model.eval()
+
+
 def _cached_setting(params: dict, transform: str, setting: str) -> tuple[list[str], list[dict | None]]:
-    names = [run_name(transform, setting, s, params["seed"]) for s in [*params["systems"], "oracle"]]
-    return names, [_cached(Path(params["results_dir"]) / f"{name}.json", params) for name in names]
+    systems = [*params["systems"], "oracle"]
+    return ([run_name(transform, setting, s, params["seed"]) for s in systems],
+            [cached_run(params, transform, setting, s) for s in systems])
 
 
 def run_setting(params: dict, transform: str, setting: str, progress: bool = True,
                 on_step: Callable[[], None] | None = None) -> list[dict]:
     """Every system of one setting, plus the mean-of-targets oracle; one results JSON each."""
-    results_dir, runs_dir = Path(params["results_dir"]), Path(params["runs_dir"])
+    results_dir = Path(params["results_dir"])
     names, cached = _cached_setting(params, transform, setting)
     if all(cached):
         return cached
@@ -151,8 +175,8 @@ def run_setting(params: dict, transform: str, setting: str, progress: bool = Tru
             result["metrics"] = retrieval_metrics(index, mean_of_targets(task), task.test_target_ids, params["search_depth"])
             result["geometry"] = target_geometry(task)
         else:
-            result.update(_train_and_evaluate(params, task, index, system, device, runs_dir / f"{name}-{params_digest(params)}",
-                                              progress, on_step))
+            result.update(_train_and_evaluate(params, task, index, system, device,
+                                              run_dir(params, transform, setting, system), progress, on_step))
         write_json(results_dir / f"{name}.json", result)
         results.append(result)
     return results
