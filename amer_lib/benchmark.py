@@ -20,7 +20,7 @@ from .data.questions import (MultiAnswerQuestion, read_ambigqa, read_nq_open_mul
                              write_questions)
 from .encoders import DocumentEncoder, EmbeddingShards, encode_corpus
 from .io import write_json, write_text
-from .metrics import mean_pairwise_cosine
+from .metrics import same_vs_random_cosine
 from .search import IVFPQIndex, ShardedFlatIndex, recall_against_exact
 
 SPLITS = ("train", "test")
@@ -187,17 +187,12 @@ def target_similarity(benchmark: Benchmark, encoder: str, split: str = "test", n
     paper's appendix figure), with the first gold document of each answer."""
     shards = benchmark.embeddings(encoder)
     row_of = {doc_id: row for row, doc_id in enumerate(shards.ids)}
-    rng = np.random.default_rng(seed)
     rows = []
-    for dataset in benchmark.datasets:
+    for number, dataset in enumerate(benchmark.datasets):
         questions = benchmark.questions(dataset, split)
         vectors = [shards.rows(np.array([row_of[docs[0]] for docs in q.targets])) for q in questions]
-        same = float(mean_pairwise_cosine(vectors).mean())
-        first = rng.integers(len(vectors), size=n_random)
-        second = (first + rng.integers(1, len(vectors), size=n_random)) % len(vectors)
-        pick = lambda q: vectors[q][rng.integers(len(vectors[q]))]
-        random_pairs = float(np.mean([pick(a) @ pick(b) for a, b in zip(first, second)]))
-        rows.append({"dataset": dataset, "same_question_cos": round(same, 3), "random_pair_cos": round(random_pairs, 3)})
+        found = same_vs_random_cosine(vectors, n_random, seed + number)
+        rows.append({"dataset": dataset, **{name: round(value, 3) for name, value in found.items()}})
     return rows
 
 

@@ -70,6 +70,21 @@ def mean_pairwise_cosine(target_vectors: list[np.ndarray]) -> np.ndarray:
     return means
 
 
+def same_vs_random_cosine(target_vectors: list[np.ndarray], n_random: int = 10_000, seed: int = 0) -> dict:
+    """The paper's appendix comparison: the mean pairwise cosine between targets of one question
+    (averaged over questions) and the cosine between one random target of each of two different
+    random questions (averaged over `n_random` pairs). Rows of each `[m_i, d]` must be unit-norm."""
+    if len(target_vectors) < 2:
+        raise ValueError(f"random pairs need at least 2 questions, got {len(target_vectors)}")
+    rng = np.random.default_rng(seed)
+    same = float(mean_pairwise_cosine(target_vectors).mean())
+    first = rng.integers(len(target_vectors), size=n_random)
+    second = (first + rng.integers(1, len(target_vectors), size=n_random)) % len(target_vectors)
+    pick = lambda q: target_vectors[q][rng.integers(len(target_vectors[q]))]
+    random_pairs = float(np.mean([pick(a) @ pick(b) for a, b in zip(first, second)]))
+    return {"same_question_cos": same, "random_pair_cos": random_pairs}
+
+
 def low_similarity_subset(similarity: np.ndarray, fraction: float = 1 / 3) -> np.ndarray:
     """Indices of the `fraction` of questions whose targets are least similar to each other
     (paper: the third with the lowest mean pairwise cosine)."""

@@ -13,6 +13,7 @@ from .backbones import BACKBONES
 from .benchmark import N_QUERIES
 from .data.synthetic import SETTINGS, TRANSFORMS
 from .encoders import ENCODERS
+from .failure import DISTANCES, RETRIEVERS
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,17 @@ class Param:
 
 
 SCHEMAS: dict[str, dict[str, Param]] = {
+    "01_failure_analysis": {
+        "datasets": Param(str, tuple(N_QUERIES), is_list=True),
+        "retrievers": Param(str, RETRIEVERS, is_list=True),
+        "bm25_distance_encoder": Param(str, tuple(ENCODERS)),
+        "distance": Param(str, DISTANCES),
+        "min_questions": Param(int, minimum=4),
+        "device": Param(str, ("auto", "cpu", "cuda")),
+        "prepared_dir": Param(str),
+        "results_dir": Param(str),
+        "figures_dir": Param(str),
+    },
     "02_synthetic": {
         "settings": Param(str, tuple(SETTINGS), is_list=True),
         "transforms": Param(str, TRANSFORMS, is_list=True),
@@ -106,6 +118,15 @@ SCHEMAS: dict[str, dict[str, Param]] = {
         "bootstrap_resamples": Param(int, minimum=1),
         "results_dir": Param(str),
         "runs_dir": Param(str),
+        "figures_dir": Param(str),
+    },
+    "06_diversity_analysis": {
+        "real_params": Param(str, is_list=True),  # notebook 04's params_<tag>.yaml, one per backbone
+        "synthetic_params": Param(str),  # notebook 02's params.yaml (only its task is rebuilt)
+        "synthetic_setting": Param(str, tuple(SETTINGS)),
+        "seeds": Param(int, is_list=True),
+        "target_split": Param(str, ("train", "test")),
+        "random_pairs": Param(int, minimum=1),
         "figures_dir": Param(str),
     },
 }

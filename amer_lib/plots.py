@@ -134,3 +134,106 @@ def vector_count_figure(rows: list[dict], path: str | Path | None = None):
     if path is not None:
         save(fig, path)
     return fig
+
+
+RETRIEVER_LABELS = {"bm25": "BM25", "minilm": "all-MiniLM-L6-v2", "contriever-msmarco": "Contriever",
+                    "stella-400m": "Stella-400M", "inf-retriever-v1-1.5b": "Inf-Retriever-1.5B",
+                    "nv-embed-v2": "NV-Embed-v2"}
+DATASET_LABELS = {"ambigqa": "AmbigQA", "qampari": "QAMPARI", "wordnet_senses": "WordNet senses",
+                  "wordnet_kinds": "WordNet kinds"}
+
+
+def figure1(rows: list[dict], distance: str, path: str | Path | None = None):
+    """Figure 1: MRecall@100 per quartile of target distance, one line per retriever; one row of
+    panels per dataset: the whole test set, then each answer-set size (n = questions per panel)."""
+    sns.set_theme(style="whitegrid", context="paper")
+    datasets = list(dict.fromkeys(r["dataset"] for r in rows))
+    columns = {d: list(dict.fromkeys(r["answers"] for r in rows if r["dataset"] == d)) for d in datasets}
+    width = max(map(len, columns.values()))
+    retrievers = list(dict.fromkeys(r["retriever"] for r in rows))
+    colors = dict(zip(retrievers, sns.color_palette("deep", len(retrievers))))
+    fig, axes = plt.subplots(len(datasets), width, figsize=(2.3 * width, 2.4 * len(datasets)), sharey="row",
+                             squeeze=False)
+    for row_axes, dataset in zip(axes, datasets):
+        for ax, answers in zip(row_axes, columns[dataset]):
+            panel = [r for r in rows if r["dataset"] == dataset and r["answers"] == answers]
+            for retriever in retrievers:
+                line = [r for r in panel if r["retriever"] == retriever]
+                ax.plot([r["bin"] for r in line], [r["mrecall"] for r in line], "-o", ms=3.5, color=colors[retriever],
+                        label=RETRIEVER_LABELS.get(retriever, retriever))
+            questions = sum(r["questions"] for r in panel if r["retriever"] == retrievers[0])
+            name = "whole test set" if answers == "all" else f"{answers} answers"
+            ax.set_title(f"{name} (n={questions})", fontsize=8)
+            ax.tick_params(axis="x", labelsize=7)
+        for ax in row_axes[len(columns[dataset]):]:
+            ax.set_visible(False)
+        row_axes[0].set_ylabel(f"{DATASET_LABELS.get(dataset, dataset)}\nMRecall@100 (%)")
+    for ax in axes[-1]:
+        ax.set_xlabel(f"{distance} distance between targets", fontsize=7)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), frameon=False, fontsize=8,
+               bbox_to_anchor=(0.5, -0.05))
+    fig.tight_layout()
+    if path is not None:
+        save(fig, path)
+    return fig
+
+
+TARGET_COLOR = "#a6cee3"  # the paper's "Between Targets" blue
+
+
+def figure5(rows: list[dict], path: str | Path | None = None):
+    """Figure 5: mean pairwise cosine among AMER's generated vectors per backbone (mean and std
+    over seeds) beside the cosine among the training targets; one panel per dataset. Lower is
+    more diverse."""
+    sns.set_theme(style="whitegrid", context="paper")
+    datasets = list(dict.fromkeys(r["dataset"] for r in rows))
+    fig, axes = plt.subplots(1, len(datasets), figsize=(1.2 + 1.1 * (1 + len(rows) // len(datasets)) * len(datasets), 3.0),
+                             sharey=True, squeeze=False)
+    for ax, dataset in zip(axes[0], datasets):
+        panel = [r for r in rows if r["dataset"] == dataset]
+        labels, values, errors, colors = ["Between\ntargets"], [panel[0]["train_target_cos"]], [0.0], [TARGET_COLOR]
+        for row in panel:
+            labels.append(row["backbone"])
+            values.append(row["output_cos_mean"])
+            errors.append(row["output_cos_std"])
+            colors.append(MLP_COLOR)
+        ax.bar(range(len(values)), values, yerr=errors, capsize=2, color=colors, edgecolor="black", linewidth=0.4)
+        for x, value in enumerate(values):
+            ax.text(x, value + 0.02, f"{value:.2f}", ha="center", va="bottom", fontsize=7)
+        ax.set_xticks(range(len(labels)), labels, fontsize=7)
+        ax.set_title(DATASET_LABELS.get(dataset, dataset), fontsize=9)
+        ax.set_ylim(0, 1.05)
+        ax.grid(axis="x", visible=False)
+    axes[0][0].set_ylabel("mean pairwise cosine\n(lower = more diverse)")
+    legend = [Patch(facecolor=TARGET_COLOR, edgecolor="black", label="between targets (training set)"),
+              Patch(facecolor=MLP_COLOR, edgecolor="black", label="between AMER's output vectors (test set)")]
+    fig.legend(handles=legend, loc="lower center", ncol=2, frameon=False, fontsize=8, bbox_to_anchor=(0.5, -0.1))
+    fig.tight_layout()
+    if path is not None:
+        save(fig, path)
+    return fig
+
+
+def target_diversity_figure(rows: list[dict], path: str | Path | None = None):
+    """The appendix figure: cosine between two targets of one question and between targets of two
+    random questions, per data source; reported (not measured) values are hatched."""
+    sns.set_theme(style="whitegrid", context="paper")
+    fig, ax = plt.subplots(figsize=(1.0 + 1.1 * len(rows), 3.0))
+    for x, row in enumerate(rows):
+        hatch = "//" if row["source"] == "paper (reported)" else None
+        for offset, key, color in ((-0.2, "same_question_cos", MLP_COLOR), (0.2, "random_pair_cos", ORACLE_COLOR)):
+            ax.bar(x + offset, row[key], width=0.38, color=color, edgecolor="black", linewidth=0.4, hatch=hatch)
+            ax.text(x + offset, max(row[key], 0) + 0.02, f"{row[key]:.2f}", ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(range(len(rows)), [r["data"].replace(", ", ",\n") for r in rows], fontsize=7)
+    ax.set_ylabel("cosine similarity")
+    ax.axhline(0, color="black", linewidth=0.5)
+    ax.grid(axis="x", visible=False)
+    legend = [Patch(facecolor=MLP_COLOR, edgecolor="black", label="two targets of the same question"),
+              Patch(facecolor=ORACLE_COLOR, edgecolor="black", label="targets of two random questions"),
+              Patch(facecolor="white", edgecolor="black", hatch="//", label="reported in the paper")]
+    fig.legend(handles=legend, loc="lower center", ncol=3, frameon=False, fontsize=8, bbox_to_anchor=(0.5, -0.1))
+    fig.tight_layout()
+    if path is not None:
+        save(fig, path)
+    return fig

@@ -84,6 +84,11 @@ def build_query_encoder(params: dict, seed: int, dim: int, device: torch.device)
     return model.to(device)
 
 
+def figure_tag(params: dict) -> str:
+    """The name notebook 04 gives one backbone's figures and summary on its datasets."""
+    return f"{params['backbone']}_{'+'.join(params['datasets'])}"
+
+
 def run_params(params: dict) -> dict:
     return {k: v for k, v in params.items() if k not in NON_RUN_KEYS}
 

@@ -64,3 +64,17 @@ def test_paired_bootstrap_known_cases():
     assert result["delta"] == 1 / 8
     assert abs(result["p_value"] - (7 / 8) ** 8) < 0.01  # P(question 0 absent from 8 draws) = 0.344
     assert result == paired_bootstrap(base, better, n_resamples=20000, seed=3)  # seeded
+
+
+def test_same_vs_random_cosine_by_hand():
+    from amer_lib.metrics import same_vs_random_cosine
+
+    e = np.eye(3)
+    # question 0's targets are both e0, question 1's both e1, question 2's e2 and e2: same-question
+    # cosine 1, two random questions' targets orthogonal
+    found = same_vs_random_cosine([e[[0, 0]], e[[1, 1]], e[[2, 2]]], n_random=200, seed=0)
+    assert found == {"same_question_cos": pytest.approx(1.0), "random_pair_cos": pytest.approx(0.0)}
+    mixed = same_vs_random_cosine([e[[0, 1]], e[[0, 1]]], n_random=400, seed=0)
+    assert mixed["same_question_cos"] == pytest.approx(0.0) and 0.3 < mixed["random_pair_cos"] < 0.7
+    with pytest.raises(ValueError, match="at least 2 questions"):
+        same_vs_random_cosine([e[[0, 1]]])

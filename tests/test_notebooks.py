@@ -72,6 +72,19 @@ def test_real_data_notebooks_smoke(tmp_path):
     manifest = json.loads((tmp_path / "prepared" / "embeddings" / "minilm" / "manifest.json").read_text())
     assert manifest["complete"] and manifest["n_shards"] >= 3
 
+    failure = run_notebook("01_failure_analysis.ipynb", {
+        "prepared_dir": str(tmp_path / "prepared"), "min_questions": 4, "device": "cpu",
+        "results_dir": str(tmp_path / "results01"), "figures_dir": str(tmp_path / "figures01")}, tmp_path)
+    assert failure.returncode == 0, failure.stderr[-3000:]
+    # 2 datasets x (MiniLM, BM25), each a TREC run and a results JSON of the 12 test questions
+    assert len(list((tmp_path / "results01").glob("*.trec"))) == 4
+    bm25 = json.loads((tmp_path / "results01" / "wordnet_kinds_bm25.json").read_text())
+    assert len(bm25["mrecall"]) == len(bm25["cosine"]) == 12 and bm25["settings"]["distance_encoder"] == "minilm"
+    figure1 = json.loads((tmp_path / "figures01" / "figure1.json").read_text())
+    whole = [r for r in figure1 if r["answers"] == "all" and r["retriever"] == "minilm" and r["dataset"] == "wordnet_kinds"]
+    assert [r["questions"] for r in whole] == [3, 3, 3, 3]
+    assert (tmp_path / "figures01" / "figure1.png").exists() and (tmp_path / "figures01" / "trends.md").exists()
+
     real = run_notebook("04_real_data.ipynb", tiny_real(tmp_path), tmp_path)
     assert real.returncode == 0, real.stderr[-3000:]
     results = tmp_path / "results04"
@@ -112,3 +125,18 @@ def test_real_data_notebooks_smoke(tmp_path):
     sweep = json.loads((figures05 / "vector_count_merge.json").read_text())
     assert len(sweep) == 3 * 3 * 3  # (synthetic + 2 datasets) x 3 counts x 3 merges
     assert (figures05 / "vector_count_merge.png").exists()
+
+    diversity = run_notebook("06_diversity_analysis.ipynb", {
+        "real_params": [str(tables / "params_minilm_wordnet_senses+wordnet_kinds.yaml")],
+        "synthetic_params": str(tmp_path / "figures" / "params.yaml"), "synthetic_setting": "single",
+        "seeds": [0, 1], "random_pairs": 500, "figures_dir": str(tmp_path / "figures06")}, tmp_path)
+    assert diversity.returncode == 0, diversity.stderr[-3000:]
+    figures06 = tmp_path / "figures06"
+    outputs = json.loads((figures06 / "output_similarity.json").read_text())
+    assert [(r["dataset"], r["seed"]) for r in outputs] == [
+        ("wordnet_senses", 0), ("wordnet_senses", 1), ("wordnet_kinds", 0), ("wordnet_kinds", 1)]
+    assert all(len(r["per_question_output_cos"]) == 12 and -1 <= r["output_cos"] <= 1 for r in outputs)
+    similarity = (figures06 / "similarity_and_gain.csv").read_text()
+    for source in ("synthetic, linear", "synthetic, mlp", "wordnet_senses", "wordnet_kinds"):
+        assert source in similarity
+    assert (figures06 / "figure5.png").exists() and (figures06 / "target_diversity.png").exists()

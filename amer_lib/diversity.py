@@ -1,0 +1,107 @@
+"""Notebook 06: how diverse AMER's generated vectors are (the paper's Figure 5) and how far apart
+the targets of one question are, against targets of two random questions (its appendix figure).
+
+Similarities are cosines: for the vectors AMER generates for one question, the mean over their
+pairs; for targets, one gold document per answer, as everywhere else in the library.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from .benchmark import N_QUERIES, PAPER_SIMILARITY, Benchmark, target_similarity
+from .data.synthetic import make_task
+from .metrics import mean_pairwise_cosine, same_vs_random_cosine
+from .real_experiment import RunContext, figure_tag, load_trained, query_vectors
+from .synthetic_experiment import TASK_KEYS, cached_run, resolve_device
+
+
+def synthetic_target_similarity(params: dict, setting: str, split: str = "train", n_random: int = 10_000,
+                                seed: int = 0) -> list[dict]:
+    """Same-question vs random-pair target cosine of notebook 02's task (rebuilt from its
+    parameters, no training needed), per transform."""
+    rows = []
+    for transform in params["transforms"]:
+        task = make_task(setting, transform, **{key: params[key] for key in TASK_KEYS})
+        ids = {"train": task.train_target_ids, "test": task.test_target_ids}[split]
+        found = same_vs_random_cosine(list(task.corpus[ids]), n_random, seed)
+        rows.append({"data": f"synthetic, {transform}", "source": "synthetic", **found})
+    return rows
+
+
+def output_similarity(params: dict, seeds: list[int], progress: bool = True) -> list[dict]:
+    """For each dataset of a notebook-04 run and each seed: the mean pairwise cosine among the
+    vectors AMER generates for each test question, beside the target cosine of the test and the
+    training questions. Per-question values are kept for the distribution."""
+    device = resolve_device(params["device"])
+    context = RunContext(params)
+    rows = []
+    jobs = [(dataset, seed) for dataset in params["datasets"] for seed in seeds]
+    for dataset, seed in tqdm(jobs, desc=f"generate ({params['backbone']})", disable=not progress):
+        questions = context.benchmark.questions(dataset, "test")
+        model = load_trained(params, dataset, "amer", seed, context.shards.dim, device)
+        vectors = query_vectors(model, context, questions, N_QUERIES[dataset], device)
+        outputs, targets = mean_pairwise_cosine(list(vectors)), context.target_similarity(questions)
+        rows.append({"backbone": params["backbone"], "dataset": dataset, "seed": seed,
+                     "output_cos": float(outputs.mean()), "test_target_cos": float(targets.mean()),
+                     "train_target_cos": float(context.target_similarity(context.benchmark.questions(dataset, "train")).mean()),
+                     "more_diverse_than_targets": float(np.mean(outputs < targets)),
+                     "per_question_output_cos": outputs.tolist(), "per_question_target_cos": targets.tolist()})
+    return rows
+
+
+def figure5_rows(rows: list[dict]) -> list[dict]:
+    """Per backbone and dataset: output cosine mean and std over seeds, and the target cosines."""
+    table = []
+    for key in dict.fromkeys((r["backbone"], r["dataset"]) for r in rows):
+        runs = [r for r in rows if (r["backbone"], r["dataset"]) == key]
+        outputs = np.array([r["output_cos"] for r in runs])
+        table.append({"backbone": key[0], "dataset": key[1], "seeds": len(runs),
+                      "output_cos_mean": float(outputs.mean()), "output_cos_std": float(outputs.std()),
+                      "train_target_cos": runs[0]["train_target_cos"], "test_target_cos": runs[0]["test_target_cos"],
+                      "more_diverse_than_targets": float(np.mean([r["more_diverse_than_targets"] for r in runs]))})
+    return table
+
+
+def real_target_similarity(real_params: list[dict], split: str = "train", n_random: int = 10_000) -> list[dict]:
+    """Same-question vs random-pair target cosine of each benchmark the notebook-04 runs used
+    (each prepared benchmark and encoder once), restricted to their datasets."""
+    rows, seen = [], set()
+    for params in real_params:
+        key = (params["prepared_dir"], params["encoder"])
+        if key in seen:
+            continue
+        seen.add(key)
+        for row in target_similarity(Benchmark(params["prepared_dir"]), params["encoder"], split, n_random):
+            if row["dataset"] in params["datasets"]:
+                rows.append({"data": row.pop("dataset"), "source": "real", **row})
+    return rows
+
+
+def reported_target_similarity() -> list[dict]:
+    """The paper's reported values (AmbigQA, QAMPARI), in the same rows."""
+    return [{"data": r["dataset"], "source": "paper (reported)", "same_question_cos": r["same_question_cos"],
+             "random_pair_cos": r["random_pair_cos"]} for r in PAPER_SIMILARITY]
+
+
+def gain_over_single(synthetic_params: dict, setting: str, real_params: list[dict]) -> dict[str, float]:
+    """AMER's relative MRecall@100 gain over single-query, (B - A) / A, per data source: the
+    synthetic runs of notebook 02 (`setting`), and notebook 04's summaries (whole test set, mean
+    over seeds, macro-averaged over backbones as in Table 2). Sources without runs are left out."""
+    gains = {}
+    for transform in synthetic_params["transforms"]:
+        single, amer = (cached_run(synthetic_params, transform, setting, system) for system in ("single", "amer"))
+        if single and amer and single["metrics"]["mrecall@100"] > 0:
+            a, b = single["metrics"]["mrecall@100"], amer["metrics"]["mrecall@100"]
+            gains[f"synthetic, {transform}"] = (b - a) / a
+    real = {}
+    for params in real_params:
+        path = Path(params["figures_dir"]) / f"summary_{figure_tag(params)}.json"
+        rows = json.loads(path.read_text()) if path.exists() else []
+        for row in rows:
+            if row["system"] == "amer":
+                real.setdefault(row["dataset"], []).append(row["whole_delta"])
+    return gains | {dataset: float(np.mean(values)) for dataset, values in real.items()}
