@@ -16,7 +16,8 @@ from .benchmark import N_QUERIES, PAPER_SIMILARITY, Benchmark, target_similarity
 from .data.synthetic import make_task
 from .metrics import mean_pairwise_cosine, same_vs_random_cosine
 from .real_experiment import RunContext, figure_tag, load_trained, query_vectors
-from .synthetic_experiment import TASK_KEYS, cached_run, resolve_device
+from .synthetic_experiment import TASK_KEYS, cached_run, generate_queries, resolve_device
+from .synthetic_experiment import load_trained as load_synthetic
 
 
 def synthetic_target_similarity(params: dict, setting: str, split: str = "train", n_random: int = 10_000,
@@ -44,12 +45,34 @@ def output_similarity(params: dict, seeds: list[int], progress: bool = True) -> 
         questions = context.benchmark.questions(dataset, "test")
         model = load_trained(params, dataset, "amer", seed, context.shards.dim, device)
         vectors = query_vectors(model, context, questions, N_QUERIES[dataset], device)
-        outputs, targets = mean_pairwise_cosine(list(vectors)), context.target_similarity(questions)
-        rows.append({"backbone": params["backbone"], "dataset": dataset, "seed": seed,
-                     "output_cos": float(outputs.mean()), "test_target_cos": float(targets.mean()),
-                     "train_target_cos": float(context.target_similarity(context.benchmark.questions(dataset, "train")).mean()),
-                     "more_diverse_than_targets": float(np.mean(outputs < targets)),
-                     "per_question_output_cos": outputs.tolist(), "per_question_target_cos": targets.tolist()})
+        train_targets = context.target_similarity(context.benchmark.questions(dataset, "train"))
+        rows.append(_similarity_row(params["backbone"], dataset, seed, mean_pairwise_cosine(list(vectors)),
+                                    context.target_similarity(questions), train_targets))
+    return rows
+
+
+def _similarity_row(backbone: str, dataset: str, seed: int, outputs: np.ndarray, test_targets: np.ndarray,
+                    train_targets: np.ndarray) -> dict:
+    """Per-question output and target cosines `[Q]` summarised, the per-question values kept."""
+    return {"backbone": backbone, "dataset": dataset, "seed": seed, "output_cos": float(outputs.mean()),
+            "test_target_cos": float(test_targets.mean()), "train_target_cos": float(train_targets.mean()),
+            "more_diverse_than_targets": float(np.mean(outputs < test_targets)),
+            "per_question_output_cos": outputs.tolist(), "per_question_target_cos": test_targets.tolist()}
+
+
+def synthetic_output_similarity(params: dict, setting: str) -> list[dict]:
+    """The same measurement on notebook 02's AMER runs (one seed), where AMER is known to work:
+    a reference for how diverse its vectors are when the targets are far apart."""
+    device = resolve_device(params["device"])
+    rows = []
+    for transform in params["transforms"]:
+        task = make_task(setting, transform, **{key: params[key] for key in TASK_KEYS})
+        model = load_synthetic(params, transform, setting, device)
+        outputs = generate_queries(model, task.test_inputs, params["n_queries"], device)
+        rows.append(_similarity_row(params["backbone"], f"synthetic, {transform}", params["seed"],
+                                    mean_pairwise_cosine(list(outputs)),
+                                    mean_pairwise_cosine(list(task.corpus[task.test_target_ids])),
+                                    mean_pairwise_cosine(list(task.corpus[task.train_target_ids]))))
     return rows
 
 
@@ -87,21 +110,26 @@ def reported_target_similarity() -> list[dict]:
              "random_pair_cos": r["random_pair_cos"]} for r in PAPER_SIMILARITY]
 
 
-def gain_over_single(synthetic_params: dict, setting: str, real_params: list[dict]) -> dict[str, float]:
-    """AMER's relative MRecall@100 gain over single-query, (B - A) / A, per data source: the
-    synthetic runs of notebook 02 (`setting`), and notebook 04's summaries (whole test set, mean
-    over seeds, macro-averaged over backbones as in Table 2). Sources without runs are left out."""
+def gain_over_single(synthetic_params: dict, setting: str, real_params: list[dict]) -> dict[str, dict]:
+    """AMER's MRecall@100 gain over single-query per data source, in points and relative,
+    (B - A) / A (infinite where single-query finds nothing): the synthetic runs of notebook 02
+    (`setting`), and notebook 04's summaries (whole test set, mean over seeds, macro-averaged over
+    backbones as in Table 2). Sources without runs are left out."""
     gains = {}
     for transform in synthetic_params["transforms"]:
         single, amer = (cached_run(synthetic_params, transform, setting, system) for system in ("single", "amer"))
-        if single and amer and single["metrics"]["mrecall@100"] > 0:
-            a, b = single["metrics"]["mrecall@100"], amer["metrics"]["mrecall@100"]
-            gains[f"synthetic, {transform}"] = (b - a) / a
+        if single and amer:
+            a, b = (100 * run["metrics"]["mrecall@100"] for run in (single, amer))
+            gains[f"synthetic, {transform}"] = {"gain_points": b - a, "gain_relative": (b - a) / a if a else float("inf")}
     real = {}
     for params in real_params:
         path = Path(params["figures_dir"]) / f"summary_{figure_tag(params)}.json"
         rows = json.loads(path.read_text()) if path.exists() else []
+        base = {r["dataset"]: r["whole_mean"] for r in rows if r["system"] == "single"}
         for row in rows:
             if row["system"] == "amer":
-                real.setdefault(row["dataset"], []).append(row["whole_delta"])
-    return gains | {dataset: float(np.mean(values)) for dataset, values in real.items()}
+                real.setdefault(row["dataset"], []).append((row["whole_mean"] - base[row["dataset"]], row["whole_delta"]))
+    for dataset, values in real.items():
+        points, relative = np.mean(values, axis=0)
+        gains[dataset] = {"gain_points": float(points), "gain_relative": float(relative)}
+    return gains

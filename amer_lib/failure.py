@@ -11,7 +11,6 @@ encoder of `amer_lib.encoders.ENCODERS`.
 from __future__ import annotations
 
 import json
-from itertools import combinations
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +21,7 @@ from .data.gold import bm25_top_k
 from .data.questions import MultiAnswerQuestion
 from .encoders import ENCODERS, DocumentEncoder, EmbeddingShards
 from .io import git_commit, write_json
-from .metrics import mrecall_at_k, pad_clusters
+from .metrics import mean_pairwise_cosine, mrecall_at_k, pad_clusters
 from .real_experiment import write_trec_run
 from .search import ShardedFlatIndex
 
@@ -36,18 +35,15 @@ def mean_pairwise_distance(target_vectors: list[np.ndarray], metric: str) -> np.
     """`[Q]`: mean over the pairs of each question's target vectors `[m_i, d]` (m_i >= 2)."""
     if metric not in DISTANCES:
         raise ValueError(f"unknown distance {metric!r}; valid: {', '.join(DISTANCES)}")
-    out = np.empty(len(target_vectors))
-    for q, vectors in enumerate(target_vectors):
-        vectors = np.asarray(vectors, dtype=np.float64)
-        if len(vectors) < 2:
-            raise ValueError(f"question {q} has {len(vectors)} target; a distance needs at least two")
-        pairs = list(combinations(range(len(vectors)), 2))
-        a, b = vectors[[i for i, _ in pairs]], vectors[[j for _, j in pairs]]
-        if metric == "euclidean":
-            out[q] = np.linalg.norm(a - b, axis=1).mean()
-        else:
-            cos = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
-            out[q] = (1.0 - cos).mean()
+    vectors = [np.asarray(v, dtype=np.float64) for v in target_vectors]
+    if metric == "cosine":
+        return 1.0 - mean_pairwise_cosine(vectors)
+    out = np.empty(len(vectors))
+    for q, v in enumerate(vectors):
+        if len(v) < 2:
+            raise ValueError(f"question {q} has {len(v)} target(s); a distance needs at least two")
+        first, second = np.triu_indices(len(v), k=1)
+        out[q] = np.linalg.norm(v[first] - v[second], axis=1).mean()
     return out
 
 

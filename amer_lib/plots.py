@@ -192,18 +192,19 @@ def figure5(rows: list[dict], path: str | Path | None = None):
                              sharey=True, squeeze=False)
     for ax, dataset in zip(axes[0], datasets):
         panel = [r for r in rows if r["dataset"] == dataset]
-        labels, values, errors, colors = ["Between\ntargets"], [panel[0]["train_target_cos"]], [0.0], [TARGET_COLOR]
+        labels, values, errors, colors = ["between\ntargets"], [panel[0]["train_target_cos"]], [0.0], [TARGET_COLOR]
         for row in panel:
-            labels.append(row["backbone"])
+            labels.append(f"AMER,\n{row['backbone']}")
             values.append(row["output_cos_mean"])
             errors.append(row["output_cos_std"])
             colors.append(MLP_COLOR)
-        ax.bar(range(len(values)), values, yerr=errors, capsize=2, color=colors, edgecolor="black", linewidth=0.4)
-        for x, value in enumerate(values):
-            ax.text(x, value + 0.02, f"{value:.2f}", ha="center", va="bottom", fontsize=7)
+        ax.bar(range(len(values)), values, color=colors, edgecolor="black", linewidth=0.4)
+        ax.errorbar(range(1, len(values)), values[1:], yerr=errors[1:], fmt="none", ecolor="black", capsize=2)
+        for x, (value, error) in enumerate(zip(values, errors)):
+            ax.text(x, value + error + 0.02, f"{value:.2f}", ha="center", va="bottom", fontsize=7)
         ax.set_xticks(range(len(labels)), labels, fontsize=7)
         ax.set_title(DATASET_LABELS.get(dataset, dataset), fontsize=9)
-        ax.set_ylim(0, 1.05)
+        ax.set_ylim(min(0.0, min(values) - max(errors) - 0.1), 1.1)
         ax.grid(axis="x", visible=False)
     axes[0][0].set_ylabel("mean pairwise cosine\n(lower = more diverse)")
     legend = [Patch(facecolor=TARGET_COLOR, edgecolor="black", label="between targets (training set)"),
@@ -225,7 +226,8 @@ def target_diversity_figure(rows: list[dict], path: str | Path | None = None):
         for offset, key, color in ((-0.2, "same_question_cos", MLP_COLOR), (0.2, "random_pair_cos", ORACLE_COLOR)):
             ax.bar(x + offset, row[key], width=0.38, color=color, edgecolor="black", linewidth=0.4, hatch=hatch)
             ax.text(x + offset, max(row[key], 0) + 0.02, f"{row[key]:.2f}", ha="center", va="bottom", fontsize=7)
-    ax.set_xticks(range(len(rows)), [r["data"].replace(", ", ",\n") for r in rows], fontsize=7)
+    names = [DATASET_LABELS.get(r["data"], r["data"]).replace(", ", ",\n") for r in rows]
+    ax.set_xticks(range(len(rows)), names, fontsize=7)
     ax.set_ylabel("cosine similarity")
     ax.axhline(0, color="black", linewidth=0.5)
     ax.grid(axis="x", visible=False)

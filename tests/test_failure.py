@@ -24,8 +24,9 @@ def test_mean_pairwise_distance_on_known_vectors():
 def test_distance_errors_name_the_problem():
     with pytest.raises(ValueError, match="valid: cosine, euclidean"):
         mean_pairwise_distance([np.eye(2)], "manhattan")
-    with pytest.raises(ValueError, match="question 0 has 1 target"):
-        mean_pairwise_distance([np.ones((1, 3))], "cosine")
+    for metric in ("cosine", "euclidean"):
+        with pytest.raises(ValueError, match="question 1 has 1 target"):
+            mean_pairwise_distance([np.eye(2), np.ones((1, 3))], metric)
 
 
 def test_quartile_bins_by_hand():

@@ -134,8 +134,10 @@ def test_real_data_notebooks_smoke(tmp_path):
     figures06 = tmp_path / "figures06"
     outputs = json.loads((figures06 / "output_similarity.json").read_text())
     assert [(r["dataset"], r["seed"]) for r in outputs] == [
-        ("wordnet_senses", 0), ("wordnet_senses", 1), ("wordnet_kinds", 0), ("wordnet_kinds", 1)]
-    assert all(len(r["per_question_output_cos"]) == 12 and -1 <= r["output_cos"] <= 1 for r in outputs)
+        ("wordnet_senses", 0), ("wordnet_senses", 1), ("wordnet_kinds", 0), ("wordnet_kinds", 1),
+        ("synthetic, linear", 0), ("synthetic, mlp", 0)]  # notebook 02's AMER runs as the reference
+    assert all(len(r["per_question_output_cos"]) == 12 and -1 <= r["output_cos"] <= 1 for r in outputs[:4])
+    assert len(outputs[-1]["per_question_output_cos"]) == 20  # the tiny synthetic task's test inputs
     similarity = (figures06 / "similarity_and_gain.csv").read_text()
     for source in ("synthetic, linear", "synthetic, mlp", "wordnet_senses", "wordnet_kinds"):
         assert source in similarity
