@@ -190,6 +190,7 @@ def figure5(rows: list[dict], path: str | Path | None = None):
     datasets = list(dict.fromkeys(r["dataset"] for r in rows))
     fig, axes = plt.subplots(1, len(datasets), figsize=(1.2 + 1.1 * (1 + len(rows) // len(datasets)) * len(datasets), 3.0),
                              sharey=True, squeeze=False)
+    lowest = 0.0
     for ax, dataset in zip(axes[0], datasets):
         panel = [r for r in rows if r["dataset"] == dataset]
         labels, values, errors, colors = ["between\ntargets"], [panel[0]["train_target_cos"]], [0.0], [TARGET_COLOR]
@@ -201,11 +202,15 @@ def figure5(rows: list[dict], path: str | Path | None = None):
         ax.bar(range(len(values)), values, color=colors, edgecolor="black", linewidth=0.4)
         ax.errorbar(range(1, len(values)), values[1:], yerr=errors[1:], fmt="none", ecolor="black", capsize=2)
         for x, (value, error) in enumerate(zip(values, errors)):
-            ax.text(x, value + error + 0.02, f"{value:.2f}", ha="center", va="bottom", fontsize=7)
+            below = value < 0  # a negative bar is labelled under its end
+            ax.text(x, value - error - 0.03 if below else value + error + 0.02, f"{value:.2f}", ha="center",
+                    va="top" if below else "bottom", fontsize=7)
+        ax.axhline(0, color="black", linewidth=0.5)
         ax.set_xticks(range(len(labels)), labels, fontsize=7)
         ax.set_title(DATASET_LABELS.get(dataset, dataset), fontsize=9)
-        ax.set_ylim(min(0.0, min(values) - max(errors) - 0.1), 1.1)
         ax.grid(axis="x", visible=False)
+        lowest = min(lowest, min(v - e for v, e in zip(values, errors)))
+    axes[0][0].set_ylim(min(0.0, lowest - 0.15), 1.1)  # shared by every panel
     axes[0][0].set_ylabel("mean pairwise cosine\n(lower = more diverse)")
     legend = [Patch(facecolor=TARGET_COLOR, edgecolor="black", label="between targets (training set)"),
               Patch(facecolor=MLP_COLOR, edgecolor="black", label="between AMER's output vectors (test set)")]
