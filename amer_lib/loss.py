@@ -16,7 +16,7 @@ TEMPERATURE = 0.05
 
 def candidate_log_probs(queries: torch.Tensor, positives: torch.Tensor, negatives: torch.Tensor,
                         target_mask: torch.Tensor, temperature: float = TEMPERATURE) -> torch.Tensor:
-    """Log-softmax `[B, n, B*M + B*M]` of every query against every valid candidate.
+    """Log-softmax `[b, n, B*M + B*M]` of every query against every valid candidate of the batch.
 
     Columns `b*M .. b*M+M-1` are example b's positives; the negatives follow. Padded candidates
     get probability zero.
@@ -30,20 +30,23 @@ def candidate_log_probs(queries: torch.Tensor, positives: torch.Tensor, negative
     return scores.log_softmax(dim=-1)
 
 
-def own_positive_block(log_probs: torch.Tensor, max_targets: int) -> torch.Tensor:
-    """`[B, n, M]`: each example's queries against its own positives."""
-    batch, n_queries, _ = log_probs.shape
-    positives = log_probs[..., : batch * max_targets].reshape(batch, n_queries, batch, max_targets)
-    index = torch.arange(batch, device=log_probs.device)
-    return positives[index, :, index, :]
+def own_positive_block(log_probs: torch.Tensor, max_targets: int, first: int = 0) -> torch.Tensor:
+    """`[b, n, M]`: each example's queries against its own positives. The b queries belong to
+    the candidate batch's examples `first .. first + b - 1` (a rank's share of a distributed batch)."""
+    queries, n_queries, columns = log_probs.shape
+    batch = columns // (2 * max_targets)
+    positives = log_probs[..., : batch * max_targets].reshape(queries, n_queries, batch, max_targets)
+    index = torch.arange(queries, device=log_probs.device)
+    return positives[index, :, first + index, :]
 
 
 def info_nce(queries: torch.Tensor, positives: torch.Tensor, negatives: torch.Tensor,
-             temperature: float = TEMPERATURE) -> torch.Tensor:
-    """Plain InfoNCE for one query `[B, d]` and one positive `[B, d]` per example."""
+             temperature: float = TEMPERATURE, first: int = 0) -> torch.Tensor:
+    """Plain InfoNCE for one query `[b, d]` per example against one positive `[B, d]` and one
+    negative per example of the batch; the queries are examples `first ..` of the batch."""
     mask = torch.ones(positives.shape[0], 1, dtype=torch.bool, device=positives.device)
     log_probs = candidate_log_probs(queries[:, None], positives[:, None], negatives[:, None], mask, temperature)
-    return -own_positive_block(log_probs, 1)[:, 0, 0].mean()
+    return -own_positive_block(log_probs, 1, first)[:, 0, 0].mean()
 
 
 def hungarian_assignment(block: np.ndarray, counts: np.ndarray, forbidden: np.ndarray | None = None) -> np.ndarray:
@@ -78,24 +81,27 @@ def fed_target_pairs(sample_mask: torch.Tensor, n_queries: int, max_targets: int
 
 def matched_info_nce(queries: torch.Tensor, positives: torch.Tensor, negatives: torch.Tensor,
                      target_mask: torch.Tensor, temperature: float = TEMPERATURE,
-                     forbidden: torch.Tensor | None = None) -> torch.Tensor:
+                     forbidden: torch.Tensor | None = None, first: int = 0) -> torch.Tensor:
     """Hungarian-matched InfoNCE.
 
-    queries `[B, M, d]` (query j of example b is valid when target j is), positives and
-    negatives `[B, M, d]`, target_mask `[B, M]` with the valid targets first. The matching is
-    solved on the detached block of log-probabilities; the loss is the mean matched negative
-    log-probability per example, averaged over examples. `forbidden [B, n, M]` excludes pairs
-    from the matching (see `fed_target_pairs`); a perfect matching must remain.
+    queries `[b, M, d]` (query j of an example is valid when its target j is), positives and
+    negatives `[B, M, d]`, target_mask `[B, M]` with the valid targets first; the queries are
+    those of the batch's examples `first .. first + b - 1` (all of them unless the batch is
+    shared among ranks). The matching is solved on the detached block of log-probabilities; the
+    loss is the mean matched negative log-probability per example, averaged over the b examples.
+    `forbidden [b, n, M]` excludes pairs from the matching (see `fed_target_pairs`); a perfect
+    matching must remain.
     """
-    counts = target_mask.sum(-1)
+    own_mask = target_mask[first : first + queries.shape[0]]
+    counts = own_mask.sum(-1)
     if bool((counts == 0).any()):
-        empty = torch.nonzero(counts == 0).flatten().tolist()
+        empty = (torch.nonzero(counts == 0).flatten() + first).tolist()
         raise ValueError(f"examples at batch positions {empty} have no targets")
     max_targets = positives.shape[1]
     log_probs = candidate_log_probs(queries, positives, negatives, target_mask, temperature)
-    block = own_positive_block(log_probs, max_targets)
+    block = own_positive_block(log_probs, max_targets, first)
     assignment = hungarian_assignment(block.detach().float().cpu().numpy(), counts.cpu().numpy(),
                                       None if forbidden is None else forbidden.cpu().numpy())
     matched = block.gather(-1, torch.as_tensor(assignment, device=block.device)[..., None]).squeeze(-1)
-    per_example = -(matched * target_mask).sum(-1) / counts
+    per_example = -(matched * own_mask).sum(-1) / counts
     return per_example.mean()

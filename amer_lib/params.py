@@ -99,6 +99,7 @@ SCHEMAS: dict[str, dict[str, Param]] = {
         "search_depth": Param(int, minimum=100),
         "bootstrap_resamples": Param(int, minimum=1),
         "workers": Param(int, minimum=1),
+        "nproc_per_node": Param(int, minimum=1),
         "device": Param(str, ("auto", "cpu", "cuda")),
         "mixed_precision": Param(bool),
         "prepared_dir": Param(str),

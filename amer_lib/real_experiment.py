@@ -15,6 +15,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from . import distributed
 from .backbones import add_lora, get_backbone, load_backbone, load_tokenizer
 from .benchmark import N_QUERIES, Benchmark
 from .data.questions import MultiAnswerQuestion
@@ -32,8 +33,9 @@ VALIDATION_FRACTION = 0.1
 NEGATIVE_POOL = 1_000_000  # random negatives are drawn from at most this many corpus rows
 SYSTEMS = ("single", "amer")
 # parameters that do not change what one (dataset, system, seed) run trains and retrieves
+# (nproc_per_node shares each global batch among processes: the same run, up to float rounding)
 NON_RUN_KEYS = ("datasets", "systems", "seeds", "baselines", "expansion", "expansion_model", "bootstrap_resamples",
-                "figures_dir")
+                "figures_dir", "nproc_per_node")
 
 
 def run_name(dataset: str, system: str, seed: int) -> str:
@@ -110,13 +112,16 @@ def run_dir(result: dict) -> Path:
 
 
 def run_one(params: dict, dataset: str, system: str, seed: int, progress: bool = True,
-            on_step: Callable[[], None] | None = None) -> dict:
-    """Train, retrieve and score one run; its results JSON is reused when the params match."""
+            on_step: Callable[[], None] | None = None, device: torch.device | None = None) -> dict | None:
+    """Train, retrieve and score one run; its results JSON is reused when the params match.
+
+    On every rank of a torch.distributed group (`amer_lib.distributed`, with this rank's
+    `device`): the ranks train together, rank 0 retrieves and writes, the others return None."""
     cached = cached_result(params, dataset, system, seed)
     if cached is not None:
         return cached
     context = RunContext(params)
-    device = resolve_device(params["device"])
+    device = device or resolve_device(params["device"])
     n_queries = 1 if system == "single" else N_QUERIES[dataset]
     train_questions = context.benchmark.questions(dataset, "train")
     data = context.text_data(train_questions).to(device)
@@ -130,6 +135,8 @@ def run_one(params: dict, dataset: str, system: str, seed: int, progress: bool =
     trained = train(model, data.subset(train_idx.to(device)), data.subset(val_idx.to(device)), context.negatives.to(device), config,
                     run_dir=run_dir(dict(params=params, dataset=dataset, system=system, seed=seed)),
                     progress=progress, on_step=on_step)
+    if not distributed.is_main():
+        return None
     test_questions = context.benchmark.questions(dataset, "test")
     vectors = query_vectors(model, context, test_questions, n_queries, device)
     ranked = multi_vector_search(ShardedFlatIndex(context.shards), vectors, K, depth=max(params["search_depth"], K))
@@ -190,8 +197,16 @@ def write_trec_run(path: Path, questions: list[MultiAnswerQuestion], ranked_ids:
 
 
 def run_all(params: dict, progress: bool = True) -> list[dict]:
+    """Every (dataset, system, seed) run: one after the other, in `workers` processes side by side,
+    or each trained by `nproc_per_node` processes (torchrun; one GPU each)."""
     jobs = [(params, dataset, system, seed) for dataset in params["datasets"] for system in params["systems"]
             for seed in params["seeds"]]
+    distributed.check_processes(params["nproc_per_node"], params["batch_size"], params["workers"], params["device"])
+    if params["nproc_per_node"] > 1:
+        for job in jobs:
+            if cached_result(*job) is None:
+                distributed.launch(*job, progress=progress)
+        return [cached_result(*job) for job in jobs]
     if params["workers"] == 1:
         return [run_one(*job, progress=progress) for job in jobs]
     # multi-vector runs first: the longest jobs start early, so no worker idles at the end

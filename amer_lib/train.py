@@ -15,6 +15,9 @@ from typing import Callable, Protocol
 import torch
 from tqdm.auto import tqdm
 
+from torch.nn.parallel import DistributedDataParallel
+
+from . import distributed
 from .io import save_torch
 from .loss import TEMPERATURE, fed_target_pairs, info_nce, matched_info_nce
 from .model import AMERQueryEncoder, Prompt
@@ -150,11 +153,14 @@ def batch_indices(n_examples: int, batch_size: int, seed: int, step: int,
     return order[position * batch_size : (position + 1) * batch_size]
 
 
-def example_loss(model: AMERQueryEncoder, data: MultiTargetData, indices: torch.Tensor,
+def example_loss(model: AMERQueryEncoder | DistributedDataParallel, data: MultiTargetData, indices: torch.Tensor,
                  negative_pool: torch.Tensor, config: TrainConfig, p: float,
                  generator: torch.Generator) -> torch.Tensor:
     """Loss of one batch. AMER: shuffled targets, scheduled sampling with probability p per
-    example and position, matched InfoNCE. Single-query: one random target, plain InfoNCE."""
+    example and position, matched InfoNCE. Single-query: one random target, plain InfoNCE.
+
+    Every random draw is made for the whole batch; under torch.distributed the model runs on this
+    rank's share of the examples (`amer_lib.distributed`), scored against the whole batch."""
     targets, mask = data.targets(indices)
     width = int(mask.sum(-1).max())  # AMER decodes as many vectors as this batch's largest target set
     targets, mask = targets[:, :width], mask[:, :width]
@@ -165,28 +171,37 @@ def example_loss(model: AMERQueryEncoder, data: MultiTargetData, indices: torch.
     targets = targets.gather(1, order[..., None].expand_as(targets))
     negative_ids = torch.randint(len(negative_pool), (batch, max_targets), generator=generator)
     negatives = negative_pool[negative_ids.to(negative_pool.device)].to(device)
-    prompt = data.prompt(model, indices)
+    first, local = distributed.local_share(torch.arange(batch))
+    encoder = model.module if isinstance(model, DistributedDataParallel) else model
+    prompt = data.prompt(encoder, indices[local.to(indices.device)])
+    own = slice(first, first + len(local))
     if config.n_outputs == 1:
-        return info_nce(model(prompt, 1)[:, 0], targets[:, 0], negatives[:, 0], config.temperature)
+        return info_nce(model(prompt, 1)[:, 0], targets[:, 0], negatives[:, 0], config.temperature, first)
     n = max_targets
-    sample_mask = (torch.rand(batch, n - 1, generator=generator) < p).to(device)
-    outputs = model(prompt, n, targets, sample_mask)
+    sample_mask = (torch.rand(batch, n - 1, generator=generator) < p)[own].to(device)
+    outputs = model(prompt, n, targets[own], sample_mask)
     forbidden = fed_target_pairs(sample_mask, n, max_targets) if config.exclude_fed_targets else None
-    return matched_info_nce(outputs, targets, negatives, mask, config.temperature, forbidden)
+    return matched_info_nce(outputs, targets, negatives, mask, config.temperature, forbidden, first)
 
 
 @torch.no_grad()
 def validation_loss(model: AMERQueryEncoder, data: MultiTargetData, negative_pool: torch.Tensor,
                     config: TrainConfig, batch_size: int = 512) -> float:
-    """Mean loss with every input predicted (p = 1), on fixed negatives."""
+    """Mean loss with every input predicted (p = 1), on fixed negatives; under torch.distributed
+    each rank scores its share of every batch."""
     was_training = model.training
     model.eval()
     total, count = 0.0, 0
+    rank, size = distributed.rank_and_size()
     for start in range(0, len(data), batch_size):
         indices = torch.arange(start, min(start + batch_size, len(data)))
-        loss = example_loss(model, data, indices, negative_pool, config, 1.0, _step_generator(config.seed, -1 - start))
-        total, count = total + loss.item() * len(indices), count + len(indices)
+        share = len(indices.tensor_split(size)[rank])
+        if share:
+            loss = example_loss(model, data, indices, negative_pool, config, 1.0,
+                                _step_generator(config.seed, -1 - start))
+            total, count = total + loss.item() * share, count + share
     model.train(was_training)
+    total, count = distributed.sum_over_ranks([total, count], negative_pool.device)
     return total / count
 
 
@@ -216,7 +231,19 @@ def train(model: AMERQueryEncoder, train_data: MultiTargetData, val_data: MultiT
     With `run_dir`, a checkpoint is written atomically every `checkpoint_every` steps and an
     existing one is resumed from; the best weights are kept in `best.pt`. `on_step` is called
     after every optimizer step (progress reporting from worker processes).
+
+    Inside a torch.distributed process group (torchrun) every rank calls this with the same
+    arguments: the global batch `config.batch_size` is shared among the ranks, gradients are
+    averaged by DistributedDataParallel, and only rank 0 writes files and shows progress.
     """
+    rank, size = distributed.rank_and_size()
+    if config.batch_size % size:
+        raise ValueError(f"batch_size {config.batch_size} must divide evenly among the {size} ranks")
+    main = rank == 0
+    # some trainable weights get no gradient in some runs (input_projection of a single-query text
+    # run, a BERT backbone's pooler): DDP must not wait for them
+    forward = model if size == 1 else DistributedDataParallel(model, broadcast_buffers=False,
+                                                              find_unused_parameters=True)
     params = [p for p in model.parameters() if p.requires_grad]
     # the fused kernel: on one CPU thread a 22M-parameter step takes 0.03 s instead of 0.23 s
     optimizer = torch.optim.AdamW(params, lr=config.lr, betas=(0.9, 0.98), eps=1e-6,
@@ -244,7 +271,7 @@ def train(model: AMERQueryEncoder, train_data: MultiTargetData, val_data: MultiT
                 best_state = _load_checkpoint(best_path)
     model.train()
     began = time.perf_counter() - result.seconds
-    bar = tqdm(range(start, config.steps), initial=start, total=config.steps, disable=not progress,
+    bar = tqdm(range(start, config.steps), initial=start, total=config.steps, disable=not (progress and main),
                desc=f"train n={config.n_outputs}", leave=False)
     group_sizes = train_data.targets(torch.arange(len(train_data)))[1].sum(-1).cpu() if config.group_by_targets else None
     for step in bar:
@@ -252,26 +279,27 @@ def train(model: AMERQueryEncoder, train_data: MultiTargetData, val_data: MultiT
         generator = _step_generator(config.seed, step)
         indices = batch_indices(len(train_data), config.batch_size, config.seed, step, group_sizes)
         with torch.autocast(_device_type(model), dtype=torch.bfloat16, enabled=config.mixed_precision):
-            loss = example_loss(model, train_data, indices, negative_pool, config, p, generator)
+            loss = example_loss(forward, train_data, indices, negative_pool, config, p, generator)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, config.grad_clip)
         optimizer.step()
         scheduler.step()
-        if on_step is not None:
+        if on_step is not None and main:
             on_step()
         done = step + 1
         if done % config.eval_every == 0 or done == config.steps:
             val = validation_loss(model, val_data, negative_pool, config)
-            result.history.append(dict(step=done, train_loss=loss.item(), val_loss=val, p=p,
+            train_loss = distributed.sum_over_ranks([loss.item()], negative_pool.device)[0] / size
+            result.history.append(dict(step=done, train_loss=train_loss, val_loss=val, p=p,
                                        lr=scheduler.get_last_lr()[0]))
-            bar.set_postfix(loss=f"{loss.item():.3f}", val=f"{val:.3f}", p=f"{p:.2f}")
+            bar.set_postfix(loss=f"{train_loss:.3f}", val=f"{val:.3f}", p=f"{p:.2f}")
             if val < result.best_val_loss:
                 result.best_step, result.best_val_loss = done, val
                 best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-                if best_path is not None:
+                if best_path is not None and main:
                     save_torch(best_path, best_state)
-        if ckpt_path is not None and (done % config.checkpoint_every == 0 or done == config.steps):
+        if ckpt_path is not None and main and (done % config.checkpoint_every == 0 or done == config.steps):
             result.seconds = time.perf_counter() - began
             save_torch(ckpt_path, dict(model=model.state_dict(), optimizer=optimizer.state_dict(),
                                        scheduler=scheduler.state_dict(), rng=torch.get_rng_state(), step=done,

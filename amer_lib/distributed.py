@@ -1,0 +1,135 @@
+"""Data-parallel training over several processes (torch.distributed, started by torchrun).
+
+Every rank holds the whole training set (prompts and the fixed target embeddings) and draws the
+same global batch; it runs the query encoder on its share of the examples only, but scores them
+against the candidates of the whole batch (every positive and negative), so the loss is the
+one-process loss and only the gradients cross processes (DistributedDataParallel averages them).
+A run on N ranks therefore trains the same model as one process on the same global batch, up to
+floating-point rounding, and its batch size means the same thing on any number of GPUs.
+
+`python -m torch.distributed.run --nproc_per_node N -m amer_lib.distributed PARAMS DATASET SYSTEM SEED`
+trains one notebook-04 run; notebook 04 starts it for each run when `nproc_per_node > 1`.
+"""
+from __future__ import annotations
+
+import argparse
+import codecs
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from .io import write_json
+
+
+def rank_and_size() -> tuple[int, int]:
+    """(rank, number of ranks); (0, 1) outside a process group."""
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def is_main() -> bool:
+    return rank_and_size()[0] == 0
+
+
+def local_share(indices: torch.Tensor) -> tuple[int, torch.Tensor]:
+    """This rank's contiguous share of a batch's example indices and its position in the batch
+    (shares differ by at most one example)."""
+    rank, size = rank_and_size()
+    shares = indices.tensor_split(size)
+    return sum(len(s) for s in shares[:rank]), shares[rank]
+
+
+def sum_over_ranks(values: list[float], device: torch.device) -> list[float]:
+    """Element-wise sum of `values` over the ranks (the values themselves outside a group)."""
+    if rank_and_size()[1] == 1:
+        return values
+    total = torch.tensor(values, dtype=torch.float64, device=device)
+    dist.all_reduce(total)
+    return total.tolist()
+
+
+def barrier() -> None:
+    if rank_and_size()[1] > 1:
+        dist.barrier()
+
+
+def setup() -> torch.device:
+    """Join the process group torchrun describes (NCCL on GPUs, gloo on CPUs); each rank's device."""
+    if "LOCAL_RANK" not in os.environ:
+        raise RuntimeError("amer_lib.distributed must be started by torchrun "
+                           "(python -m torch.distributed.run --nproc_per_node N -m amer_lib.distributed ...)")
+    local_rank = int(os.environ["LOCAL_RANK"])
+    if torch.cuda.is_available():
+        if local_rank >= torch.cuda.device_count():
+            raise RuntimeError(f"rank {local_rank} has no GPU: torch sees {torch.cuda.device_count()}; "
+                               "use --nproc_per_node <= the number of GPUs")
+        torch.cuda.set_device(local_rank)
+        dist.init_process_group("nccl")
+        return torch.device("cuda", local_rank)
+    dist.init_process_group("gloo")
+    return torch.device("cpu")
+
+
+def check_processes(nproc_per_node: int, batch_size: int, workers: int, device: str) -> None:
+    """Reject combinations a distributed run cannot honour, naming the parameter to change."""
+    if nproc_per_node == 1:
+        return
+    if batch_size % nproc_per_node:
+        raise ValueError(f"batch_size {batch_size} is the global batch and must divide evenly among "
+                         f"nproc_per_node = {nproc_per_node} processes")
+    if workers != 1:
+        raise ValueError(f"workers = {workers} and nproc_per_node = {nproc_per_node}: runs either share the "
+                         "CPU in worker processes or are trained by several processes each; set workers = 1")
+    gpus = torch.cuda.device_count()
+    if device != "cpu" and gpus and nproc_per_node > gpus:
+        raise ValueError(f"nproc_per_node = {nproc_per_node} but torch sees {gpus} GPU(s)")
+
+
+def launch(params: dict, dataset: str, system: str, seed: int, progress: bool = True) -> None:
+    """Train one notebook-04 run on `params['nproc_per_node']` processes, started by torchrun
+    on this machine; rank 0 writes the run's results JSON as a one-process run would."""
+    from .real_experiment import run_name
+
+    spec = Path(params["results_dir"]) / "launch" / f"{run_name(dataset, system, seed)}.json"
+    write_json(spec, params)
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+               f"--nproc_per_node={params['nproc_per_node']}", "-m", "amer_lib.distributed",
+               str(spec), dataset, system, str(seed)] + ([] if progress else ["--quiet"])
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as child:
+        while chunk := child.stdout.read1(4096):  # rank 0's progress bar, shown where ours would be
+            sys.stderr.write(decoder.decode(chunk))
+            sys.stderr.flush()
+    if child.returncode != 0:
+        raise RuntimeError(f"distributed run {run_name(dataset, system, seed)} failed (exit {child.returncode}); "
+                           f"command: {' '.join(command)}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="one notebook-04 run trained on every rank torchrun starts")
+    parser.add_argument("params", help="the run's parameters as JSON (notebook 04's, validated)")
+    parser.add_argument("dataset")
+    parser.add_argument("system")
+    parser.add_argument("seed", type=int)
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    args = parser.parse_args(argv)
+    from .params import validate
+    from .real_experiment import run_one
+
+    params = validate("04_real_data", json.loads(Path(args.params).read_text()))
+    device = setup()
+    try:
+        run_one(params, args.dataset, args.system, args.seed, progress=not args.quiet and is_main(),
+                device=device)
+    finally:
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,128 @@
+"""Data-parallel training: two gloo ranks on the CPU train the model one process trains."""
+import multiprocessing
+import os
+
+import numpy as np
+import pytest
+import torch
+import torch.distributed as dist
+
+from amer_lib import distributed
+from amer_lib.benchmark import Benchmark
+from amer_lib.data.questions import MultiAnswerQuestion, write_questions
+from amer_lib.encoders import encode_corpus
+from amer_lib.io import write_json
+from amer_lib.loss import info_nce, matched_info_nce
+from amer_lib.params import validate
+from amer_lib.real_experiment import run_all
+from amer_lib.train import TrainConfig, train
+from test_failure import HashEncoder
+from test_train import CONFIG, make_model, make_problem, state
+
+WORLD = 2
+
+
+def test_shares_of_a_batch_score_the_whole_batch_loss():
+    g = torch.Generator().manual_seed(0)
+    batch, m, d = 6, 3, 5
+    queries, positives, negatives = (torch.randn(batch, m, d, generator=g) for _ in range(3))
+    mask = torch.ones(batch, m, dtype=torch.bool)
+    mask[1, 2] = mask[4, 1:] = False
+    whole = matched_info_nce(queries, positives, negatives, mask)
+    halves = [matched_info_nce(queries[i : i + 3], positives, negatives, mask, first=i) for i in (0, 3)]
+    assert torch.stack(halves).mean() == pytest.approx(whole.item(), rel=1e-6)
+    whole = info_nce(queries[:, 0], positives[:, 0], negatives[:, 0])
+    halves = [info_nce(queries[i : i + 3, 0], positives[:, 0], negatives[:, 0], first=i) for i in (0, 3)]
+    assert torch.stack(halves).mean() == pytest.approx(whole.item(), rel=1e-6)
+
+
+def test_local_share_outside_a_group_is_the_whole_batch():
+    first, share = distributed.local_share(torch.arange(10, 20))
+    assert first == 0 and share.tolist() == list(range(10, 20))
+    assert distributed.rank_and_size() == (0, 1)
+
+
+def _train_rank(rank: int, store: str, out: str, config: dict) -> None:
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=WORLD)
+    try:
+        data, pool = make_problem()
+        model = make_model()
+        result = train(model, data, make_problem(seed=1)[0], pool, TrainConfig(**config),
+                       run_dir=os.path.join(out, "run"), progress=False)
+        torch.save({"state": state(model), "history": result.history, "best_step": result.best_step},
+                   os.path.join(out, f"rank{rank}.pt"))
+    finally:
+        dist.destroy_process_group()
+
+
+def train_on_two_ranks(tmp_path, config: dict) -> list[dict]:
+    context = multiprocessing.get_context("spawn")
+    ranks = [context.Process(target=_train_rank, args=(r, str(tmp_path / "store"), str(tmp_path), config))
+             for r in range(WORLD)]
+    for process in ranks:
+        process.start()
+    for process in ranks:
+        process.join(120)
+    assert [p.exitcode for p in ranks] == [0] * WORLD
+    return [torch.load(tmp_path / f"rank{r}.pt", weights_only=False) for r in range(WORLD)]
+
+
+@pytest.mark.parametrize("overrides", [
+    {"n_outputs": 3, "exclude_fed_targets": True},  # scheduled sampling, matched loss
+    {"n_outputs": 1},  # single-query InfoNCE
+], ids=["amer", "single"])
+def test_two_ranks_train_what_one_process_trains(tmp_path, overrides):
+    config = {**CONFIG, **overrides}
+    ranks = train_on_two_ranks(tmp_path, config)
+    data, pool = make_problem()
+    model = make_model()
+    alone = train(model, data, make_problem(seed=1)[0], pool, TrainConfig(**config), progress=False)
+    for rank in ranks:  # the ranks stay in step with each other and with the one process
+        for name, value in state(model).items():
+            torch.testing.assert_close(rank["state"][name], value, rtol=1e-4, atol=1e-5, msg=name)
+    assert ranks[0]["best_step"] == alone.best_step
+    for key in ("val_loss", "train_loss"):
+        np.testing.assert_allclose([h[key] for h in ranks[0]["history"]], [h[key] for h in alone.history], rtol=1e-5)
+    assert (tmp_path / "run" / "best.pt").exists() and (tmp_path / "run" / "checkpoint.pt").exists()
+
+
+def test_bad_process_counts_name_the_parameter():
+    with pytest.raises(ValueError, match="batch_size 30 .* nproc_per_node = 4"):
+        distributed.check_processes(4, 30, 1, "cpu")
+    with pytest.raises(ValueError, match="set workers = 1"):
+        distributed.check_processes(2, 32, 2, "cpu")
+    distributed.check_processes(1, 30, 2, "cpu")  # one process per run: anything goes
+
+
+def test_main_outside_torchrun_says_how_to_start_it(tmp_path, monkeypatch):
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    with pytest.raises(RuntimeError, match="must be started by torchrun"):
+        distributed.setup()
+
+
+class WideHashEncoder(HashEncoder):
+    dim = 384  # MiniLM's hidden size: the minilm query backbone reads these embeddings directly
+
+
+def test_torchrun_trains_a_notebook04_run(tmp_path):
+    words = [f"w{i}" for i in range(40)]
+    (tmp_path / "corpus.tsv").write_text("".join(f"d{i}\t{w} story\t\n" for i, w in enumerate(words)))
+    question = lambda q: MultiAnswerQuestion(f"q{q}", f"what is {words[q]}", [["a"], ["b"]], [[f"d{q}"], [f"d{q + 20}"]])
+    write_questions(tmp_path / "wordnet_senses_train.jsonl", [question(q) for q in range(12)])
+    write_questions(tmp_path / "wordnet_senses_test.jsonl", [question(q) for q in range(12, 16)])
+    write_json(tmp_path / "manifest.json", {"corpus": str(tmp_path / "corpus.tsv"), "datasets": ["wordnet_senses"]})
+    encode_corpus(WideHashEncoder(), Benchmark(tmp_path).documents(), tmp_path / "embeddings" / "minilm", progress=False)
+    params = validate("04_real_data", {
+        "datasets": ["wordnet_senses"], "systems": ["amer"], "baselines": ["rerank"], "expansion": "prf",
+        "expansion_model": "", "backbone": "minilm", "encoder": "minilm", "finetune": "full", "seeds": [0],
+        "steps": 2, "batch_size": 4, "lr": 3e-4, "sampling": "scheduled", "exclude_fed_targets": True,
+        "eval_every": 1, "search_depth": 100, "bootstrap_resamples": 10, "workers": 1, "nproc_per_node": 2,
+        "device": "cpu", "mixed_precision": False, "prepared_dir": str(tmp_path), "results_dir": str(tmp_path / "results"),
+        "runs_dir": str(tmp_path / "runs"), "figures_dir": str(tmp_path / "figures")})
+    [result] = run_all(params, progress=False)
+    assert result["system"] == "amer" and len(result["mrecall"]) == 4 and result["n_queries"] == 2
+    assert [h["step"] for h in result["history"]] == [1, 2]
+    trec = (tmp_path / "results" / "wordnet_senses_amer_seed0.trec").read_text().splitlines()
+    assert len(trec) == 4 * 40 and trec[0].split()[:2] == ["q12", "Q0"]  # 40 documents: all of them ranked
+    assert run_all(params, progress=False) == [result]  # read back, not trained again
