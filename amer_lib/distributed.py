@@ -7,8 +7,8 @@ one-process loss and only the gradients cross processes (DistributedDataParallel
 A run on N ranks therefore trains the same model as one process on the same global batch, up to
 floating-point rounding, and its batch size means the same thing on any number of GPUs.
 
-`python -m torch.distributed.run --nproc_per_node N -m amer_lib.distributed PARAMS DATASET SYSTEM SEED`
-trains one notebook-04 run; notebook 04 starts it for each run when `nproc_per_node > 1`.
+`python -m torch.distributed.run --nproc_per_node N -m amer_lib.distributed NOTEBOOK SPEC` trains
+one run of notebook 02 or 04; the notebooks start it for each run when `nproc_per_node > 1`.
 """
 from __future__ import annotations
 
@@ -91,42 +91,49 @@ def check_processes(nproc_per_node: int, batch_size: int, workers: int, device: 
         raise ValueError(f"nproc_per_node = {nproc_per_node} but torch sees {gpus} GPU(s)")
 
 
-def launch(params: dict, dataset: str, system: str, seed: int, progress: bool = True) -> None:
-    """Train one notebook-04 run on `params['nproc_per_node']` processes, started by torchrun
-    on this machine; rank 0 writes the run's results JSON as a one-process run would."""
-    from .real_experiment import run_name
+# the function that trains one run of each notebook: run_setting(params, transform, setting, ...)
+# and run_one(params, dataset, system, seed, ...)
+RUNNERS = {"02_synthetic": ("amer_lib.synthetic_experiment", "run_setting"),
+           "04_real_data": ("amer_lib.real_experiment", "run_one")}
 
-    spec = Path(params["results_dir"]) / "launch" / f"{run_name(dataset, system, seed)}.json"
-    write_json(spec, params)
+
+def launch(notebook: str, params: dict, job: tuple, progress: bool = True) -> None:
+    """Train one run of `notebook` (its runner's arguments after `params`: `job`) on
+    `params['nproc_per_node']` processes that torchrun starts on this machine; rank 0 writes the
+    run's results as a one-process run would."""
+    name = "_".join(map(str, job))
+    spec = Path(params["results_dir"]) / "launch" / f"{name}.json"
+    write_json(spec, {"params": params, "job": list(job)})
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-               f"--nproc_per_node={params['nproc_per_node']}", "-m", "amer_lib.distributed",
-               str(spec), dataset, system, str(seed)] + ([] if progress else ["--quiet"])
+               f"--nproc_per_node={params['nproc_per_node']}", "-m", "amer_lib.distributed", notebook, str(spec)]
+    command += [] if progress else ["--quiet"]
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as child:
         while chunk := child.stdout.read1(4096):  # rank 0's progress bar, shown where ours would be
             sys.stderr.write(decoder.decode(chunk))
             sys.stderr.flush()
     if child.returncode != 0:
-        raise RuntimeError(f"distributed run {run_name(dataset, system, seed)} failed (exit {child.returncode}); "
+        raise RuntimeError(f"distributed run {name} of {notebook} failed (exit {child.returncode}); "
                            f"command: {' '.join(command)}")
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="one notebook-04 run trained on every rank torchrun starts")
-    parser.add_argument("params", help="the run's parameters as JSON (notebook 04's, validated)")
-    parser.add_argument("dataset")
-    parser.add_argument("system")
-    parser.add_argument("seed", type=int)
+    parser = argparse.ArgumentParser(description="one run of a notebook, trained by every rank torchrun starts")
+    parser.add_argument("notebook", choices=tuple(RUNNERS))
+    parser.add_argument("spec", help='JSON {"params": the notebook\'s parameters, "job": the run\'s arguments}')
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
-    from .params import validate
-    from .real_experiment import run_one
+    from importlib import import_module
 
-    params = validate("04_real_data", json.loads(Path(args.params).read_text()))
+    from .params import validate
+
+    module, function = RUNNERS[args.notebook]
+    spec = json.loads(Path(args.spec).read_text())
+    params = validate(args.notebook, spec["params"])
     device = setup()
     try:
-        run_one(params, args.dataset, args.system, args.seed, progress=not args.quiet and is_main(),
-                device=device)
+        getattr(import_module(module), function)(params, *spec["job"], progress=not args.quiet and is_main(),
+                                                 device=device)
     finally:
         dist.destroy_process_group()
 

@@ -59,6 +59,7 @@ SCHEMAS: dict[str, dict[str, Param]] = {
         "device": Param(str, ("auto", "cpu", "cuda")),
         "mixed_precision": Param(bool),
         "workers": Param(int, minimum=1),
+        "nproc_per_node": Param(int, minimum=1),
         "results_dir": Param(str),
         "runs_dir": Param(str),
         "figures_dir": Param(str),

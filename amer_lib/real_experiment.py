@@ -205,7 +205,7 @@ def run_all(params: dict, progress: bool = True) -> list[dict]:
     if params["nproc_per_node"] > 1:
         for job in jobs:
             if cached_result(*job) is None:
-                distributed.launch(*job, progress=progress)
+                distributed.launch("04_real_data", job[0], job[1:], progress)
         return [cached_result(*job) for job in jobs]
     if params["workers"] == 1:
         return [run_one(*job, progress=progress) for job in jobs]

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from . import distributed
 from .backbones import add_lora, get_backbone, load_backbone
 from .data.synthetic import N_TARGETS, SyntheticTask, make_task
 from .io import git_commit, write_json
@@ -111,7 +112,8 @@ def params_digest(params: dict) -> str:
 
 
 # parameters that do not change what one (transform, setting, system) run trains and measures
-NON_RUN_KEYS = ("settings", "transforms", "systems", "figures_dir")
+# (nproc_per_node shares each global batch among processes: the same run, up to float rounding)
+NON_RUN_KEYS = ("settings", "transforms", "systems", "figures_dir", "nproc_per_node")
 
 
 def run_params(params: dict) -> dict:
@@ -155,19 +157,24 @@ def _cached_setting(params: dict, transform: str, setting: str) -> tuple[list[st
 
 
 def run_setting(params: dict, transform: str, setting: str, progress: bool = True,
-                on_step: Callable[[], None] | None = None) -> list[dict]:
-    """Every system of one setting, plus the mean-of-targets oracle; one results JSON each."""
+                on_step: Callable[[], None] | None = None, device: torch.device | None = None) -> list[dict] | None:
+    """Every system of one setting, plus the mean-of-targets oracle; one results JSON each.
+
+    On every rank of a torch.distributed group (`amer_lib.distributed`, with this rank's
+    `device`): the ranks train together, rank 0 evaluates and writes, the others return None."""
     results_dir = Path(params["results_dir"])
     names, cached = _cached_setting(params, transform, setting)
     if all(cached):
         return cached
-    device = resolve_device(params["device"])
+    device = device or resolve_device(params["device"])
     task = make_task(setting, transform, **{k: params[k] for k in TASK_KEYS})
     index = VectorIndex(task.corpus)
     results = []
     for system, name, hit in zip([*params["systems"], "oracle"], names, cached):
         if hit:
             results.append(hit)
+            continue
+        if system == "oracle" and not distributed.is_main():
             continue
         result = dict(params=params, seed=params["seed"], git_commit=git_commit(), transform=transform,
                       setting=setting, system=system)
@@ -177,9 +184,10 @@ def run_setting(params: dict, transform: str, setting: str, progress: bool = Tru
         else:
             result.update(_train_and_evaluate(params, task, index, system, device,
                                               run_dir(params, transform, setting, system), progress, on_step))
-        write_json(results_dir / f"{name}.json", result)
-        results.append(result)
-    return results
+        if distributed.is_main():
+            write_json(results_dir / f"{name}.json", result)
+            results.append(result)
+    return results if distributed.is_main() else None
 
 
 def _train_and_evaluate(params: dict, task: SyntheticTask, index: VectorIndex, system: str,
@@ -195,6 +203,8 @@ def _train_and_evaluate(params: dict, task: SyntheticTask, index: VectorIndex, s
                          mixed_precision=params["mixed_precision"] and device.type == "cuda")
     trained = train(model, data.subset(train_idx.to(device)), data.subset(val_idx.to(device)), corpus, config,
                     run_dir=run_dir, progress=progress, on_step=on_step)
+    if not distributed.is_main():
+        return {}
     began = time.perf_counter()
     queries = generate_queries(model, task.test_inputs, n_queries, device)
     metrics = retrieval_metrics(index, queries, task.test_target_ids, params["search_depth"])
@@ -204,12 +214,18 @@ def _train_and_evaluate(params: dict, task: SyntheticTask, index: VectorIndex, s
 
 
 def run_all(params: dict, progress: bool = True) -> list[dict]:
-    """All (transform, setting) pairs of `params`, in order; `params["workers"]` processes."""
+    """All (transform, setting) pairs of `params`, in order: one after the other, in `workers`
+    processes side by side, or each trained by `nproc_per_node` processes (torchrun; one GPU each)."""
     pairs = [(t, s) for t in params["transforms"] for s in params["settings"]]
     results = {pair: cached for pair in pairs
                if all(cached := _cached_setting(params, *pair)[1])}
     todo = [pair for pair in pairs if pair not in results]
-    if params["workers"] == 1:
+    distributed.check_processes(params["nproc_per_node"], params["batch_size"], params["workers"], params["device"])
+    if params["nproc_per_node"] > 1:
+        for pair in todo:
+            distributed.launch("02_synthetic", params, pair, progress)
+            results[pair] = _cached_setting(params, *pair)[1]
+    elif params["workers"] == 1:
         for transform, setting in tqdm(todo, desc="settings", disable=not progress or not todo):
             results[transform, setting] = run_setting(params, transform, setting, progress)
     elif todo:

@@ -15,8 +15,10 @@ from amer_lib.io import write_json
 from amer_lib.loss import info_nce, matched_info_nce
 from amer_lib.params import validate
 from amer_lib.real_experiment import run_all
+from amer_lib.synthetic_experiment import run_all as synthetic_run_all
 from amer_lib.train import TrainConfig, train
 from test_failure import HashEncoder
+from test_synthetic_experiment import tiny_params
 from test_train import CONFIG, make_model, make_problem, state
 
 WORLD = 2
@@ -126,3 +128,15 @@ def test_torchrun_trains_a_notebook04_run(tmp_path):
     trec = (tmp_path / "results" / "wordnet_senses_amer_seed0.trec").read_text().splitlines()
     assert len(trec) == 4 * 40 and trec[0].split()[:2] == ["q12", "Q0"]  # 40 documents: all of them ranked
     assert run_all(params, progress=False) == [result]  # read back, not trained again
+
+
+def test_torchrun_trains_a_notebook02_setting(tmp_path):
+    params = {**tiny_params(tmp_path, 1), "settings": ["single"], "nproc_per_node": 2}
+    shared = synthetic_run_all(params, progress=False)
+    alone = synthetic_run_all({**params, "nproc_per_node": 1, "results_dir": str(tmp_path / "alone"),
+                               "runs_dir": str(tmp_path / "alone_runs")}, progress=False)
+    assert [r["system"] for r in shared] == ["single", "amer", "oracle"]
+    for two, one in zip(shared[:2], alone[:2]):
+        np.testing.assert_allclose([h["val_loss"] for h in two["history"]], [h["val_loss"] for h in one["history"]],
+                                   rtol=1e-4)
+    assert synthetic_run_all(params, progress=False) == shared  # read back, not trained again

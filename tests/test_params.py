@@ -8,7 +8,7 @@ def defaults():
             "n_test": 2, "corpus_size": 100, "mlp_layers": 2, "backbone": "tiny", "backbone_overrides": {},
             "finetune": "full", "n_queries": 5, "steps": 1, "batch_size": 2, "lr": 1e-3, "sampling": "scheduled",
             "eval_every": 1, "search_depth": 10, "seed": 0, "device": "cpu", "mixed_precision": False,
-            "workers": 1, "results_dir": "r", "runs_dir": "u", "figures_dir": "f"}
+            "workers": 1, "nproc_per_node": 1, "results_dir": "r", "runs_dir": "u", "figures_dir": "f"}
 
 
 def test_defaults_cover_the_schema():

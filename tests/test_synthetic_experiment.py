@@ -11,7 +11,7 @@ def tiny_params(tmp_path, workers):
                                    "num_key_value_heads": 2},
             "finetune": "full", "n_queries": 5, "steps": 3, "batch_size": 8, "lr": 1e-3, "sampling": "scheduled",
             "eval_every": 3, "search_depth": 20, "seed": 0, "device": "cpu", "mixed_precision": False,
-            "workers": workers, "results_dir": str(tmp_path / f"results{workers}"),
+            "workers": workers, "nproc_per_node": 1, "results_dir": str(tmp_path / f"results{workers}"),
             "runs_dir": str(tmp_path / f"runs{workers}"), "figures_dir": str(tmp_path / "figures")}
 
 
