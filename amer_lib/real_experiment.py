@@ -26,7 +26,7 @@ from .parallel import run_parallel
 from .prompts import TextData, target_tensor, tokenize_prompts
 from .search import ShardedFlatIndex, multi_vector_search
 from .synthetic_experiment import params_digest, resolve_device
-from .train import TrainConfig, split_train_validation, train
+from .train import TrainConfig, load_trainable_state, split_train_validation, train
 
 K = 100
 VALIDATION_FRACTION = 0.1
@@ -184,7 +184,7 @@ def load_trained(params: dict, dataset: str, system: str, seed: int, dim: int, d
         raise FileNotFoundError(f"{path} is missing (its run directory was deleted?); delete "
                                 f"{run_name(dataset, system, seed)}.json in {params['results_dir']} to train it again")
     model = build_query_encoder(result["params"], seed, dim, device)
-    model.load_state_dict(torch.load(path, map_location=device, weights_only=True))
+    load_trainable_state(model, torch.load(path, map_location=device, weights_only=True), path)
     return model.eval()
 
 

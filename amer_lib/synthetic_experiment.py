@@ -24,7 +24,7 @@ from .metrics import mrecall_at_k, recall_at_k
 from .model import AMERQueryEncoder
 from .parallel import run_parallel
 from .search import VectorIndex, multi_vector_search, unit_norm
-from .train import TrainConfig, VectorData, split_train_validation, train
+from .train import TrainConfig, VectorData, load_trainable_state, split_train_validation, train
 
 VALIDATION_FRACTION = 0.1
 KS = (10, 100)
@@ -146,7 +146,7 @@ def load_trained(params: dict, transform: str, setting: str, device: torch.devic
     trained = result["params"]
     model = build_encoder(trained, device)
     path = run_dir(trained, transform, setting, "amer") / "best.pt"
-    model.load_state_dict(torch.load(path, map_location=device, weights_only=True))
+    load_trainable_state(model, torch.load(path, map_location=device, weights_only=True), path)
     return model.eval()
 
 

@@ -223,6 +223,23 @@ def _load_checkpoint(path: Path) -> dict:
                               "delete it to start the run again") from exc
 
 
+def trainable_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """Copies of the weights training changes: all of them under full fine-tuning, the LoRA
+    adapters and the two projections under LoRA. Checkpoints hold only these, so that a frozen
+    8B backbone (16 GB in bf16) is neither copied at every validation nor written to disk."""
+    return {name: p.detach().clone() for name, p in model.named_parameters() if p.requires_grad}
+
+
+def load_trainable_state(model: torch.nn.Module, state: dict[str, torch.Tensor], source: str | Path) -> None:
+    """Load `trainable_state`'s weights (or a whole state dict) into a model built like the
+    trained one; the frozen weights are the backbone's own."""
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    absent = sorted({name for name, p in model.named_parameters() if p.requires_grad} & set(missing))
+    if absent or unexpected:
+        raise CheckpointError(f"{source} does not hold this model's trained weights (missing {absent[:5]}, "
+                              f"unexpected {sorted(unexpected)[:5]}): was it trained with other parameters?")
+
+
 def train(model: AMERQueryEncoder, train_data: MultiTargetData, val_data: MultiTargetData,
           negative_pool: torch.Tensor, config: TrainConfig, run_dir: str | Path | None = None,
           progress: bool = True, on_step: Callable[[], None] | None = None) -> TrainResult:
@@ -261,7 +278,7 @@ def train(model: AMERQueryEncoder, train_data: MultiTargetData, val_data: MultiT
             if ckpt.get("config") != asdict(config):
                 raise CheckpointError(f"checkpoint {ckpt_path} was written with another configuration "
                                       f"({ckpt.get('config')}); use a new run directory")
-            model.load_state_dict(ckpt["model"])
+            load_trainable_state(model, ckpt["model"], ckpt_path)
             optimizer.load_state_dict(ckpt["optimizer"])
             scheduler.load_state_dict(ckpt["scheduler"])
             torch.set_rng_state(ckpt["rng"])
@@ -296,18 +313,18 @@ def train(model: AMERQueryEncoder, train_data: MultiTargetData, val_data: MultiT
             bar.set_postfix(loss=f"{train_loss:.3f}", val=f"{val:.3f}", p=f"{p:.2f}")
             if val < result.best_val_loss:
                 result.best_step, result.best_val_loss = done, val
-                best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+                best_state = trainable_state(model)
                 if best_path is not None and main:
                     save_torch(best_path, best_state)
         if ckpt_path is not None and main and (done % config.checkpoint_every == 0 or done == config.steps):
             result.seconds = time.perf_counter() - began
-            save_torch(ckpt_path, dict(model=model.state_dict(), optimizer=optimizer.state_dict(),
+            save_torch(ckpt_path, dict(model=trainable_state(model), optimizer=optimizer.state_dict(),
                                        scheduler=scheduler.state_dict(), rng=torch.get_rng_state(), step=done,
                                        config=asdict(config), best_step=result.best_step,
                                        best_val_loss=result.best_val_loss, history=result.history,
                                        seconds=result.seconds))
     result.seconds = time.perf_counter() - began
     if best_state is not None:
-        model.load_state_dict(best_state)
+        load_trainable_state(model, best_state, "the best weights")
     model.eval()
     return result

@@ -147,3 +147,27 @@ def test_amer_decodes_only_as_many_vectors_as_the_batch_needs():
     example_loss(model, VectorData(inputs, targets, mask), torch.tensor([0, 3]), pool, config, 0.5,
                  torch.Generator().manual_seed(0))
     assert calls == [2, 3]
+
+
+def test_lora_checkpoints_hold_only_what_training_changes(tmp_path):
+    from amer_lib.backbones import add_lora, get_backbone, load_backbone
+    from amer_lib.train import load_trainable_state
+
+    def lora_model():
+        torch.manual_seed(0)
+        backbone = load_backbone("tiny", config_overrides=dict(hidden_size=16, intermediate_size=32))
+        return AMERQueryEncoder(add_lora(backbone, get_backbone("tiny").lora), DIM)
+
+    data, pool = make_problem()
+    model = lora_model()
+    train(model, data, data, pool, TrainConfig(**CONFIG), run_dir=tmp_path, progress=False)
+    best = torch.load(tmp_path / "best.pt", weights_only=True)
+    assert set(best) == {n for n, p in model.named_parameters() if p.requires_grad}
+    assert all("lora_" in n or "projection" in n for n in best)
+    assert set(torch.load(tmp_path / "checkpoint.pt", weights_only=True)["model"]) == set(best)
+    reloaded = lora_model()  # the frozen backbone is rebuilt, the trained weights are loaded
+    load_trainable_state(reloaded, best, tmp_path / "best.pt")
+    prompt = model.prompt_from_vectors(data.inputs[:4])
+    torch.testing.assert_close(reloaded.eval().generate(prompt, 3), model.eval().generate(prompt, 3))
+    with pytest.raises(CheckpointError, match="does not hold this model's trained weights"):
+        load_trainable_state(lora_model(), {k: v for k, v in best.items() if "projection" not in k}, "partial.pt")
