@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Callable, Protocol
 
 import torch
-from tqdm.auto import tqdm
-
 from torch.nn.parallel import DistributedDataParallel
+from tqdm.auto import tqdm
 
 from . import distributed
 from .io import save_torch
@@ -224,10 +223,10 @@ def _load_checkpoint(path: Path) -> dict:
 
 
 def trainable_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
-    """Copies of the weights training changes: all of them under full fine-tuning, the LoRA
-    adapters and the two projections under LoRA. Checkpoints hold only these, so that a frozen
-    8B backbone (16 GB in bf16) is neither copied at every validation nor written to disk."""
-    return {name: p.detach().clone() for name, p in model.named_parameters() if p.requires_grad}
+    """The weights training changes: all of them under full fine-tuning, the LoRA adapters and
+    the two projections under LoRA. Checkpoints hold only these, so that a frozen 8B backbone
+    (16 GB in bf16) is neither copied at every validation nor written to disk."""
+    return {name: p.detach() for name, p in model.named_parameters() if p.requires_grad}
 
 
 def load_trainable_state(model: torch.nn.Module, state: dict[str, torch.Tensor], source: str | Path) -> None:
@@ -313,7 +312,7 @@ def train(model: AMERQueryEncoder, train_data: MultiTargetData, val_data: MultiT
             bar.set_postfix(loss=f"{train_loss:.3f}", val=f"{val:.3f}", p=f"{p:.2f}")
             if val < result.best_val_loss:
                 result.best_step, result.best_val_loss = done, val
-                best_state = trainable_state(model)
+                best_state = {name: weight.clone() for name, weight in trainable_state(model).items()}
                 if best_path is not None and main:
                     save_torch(best_path, best_state)
         if ckpt_path is not None and main and (done % config.checkpoint_every == 0 or done == config.steps):
