@@ -96,6 +96,7 @@ SCHEMAS: dict[str, dict[str, Param]] = {
         "lr": Param((float, int)),
         "sampling": Param(str, ("scheduled", "teacher", "predicted")),
         "exclude_fed_targets": Param(bool),
+        "single_target_step": Param(bool),
         "eval_every": Param(int, minimum=1),
         "search_depth": Param(int, minimum=100),
         "bootstrap_resamples": Param(int, minimum=1),

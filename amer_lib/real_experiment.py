@@ -131,6 +131,7 @@ def run_one(params: dict, dataset: str, system: str, seed: int, progress: bool =
                          lr=float(params["lr"]), sampling=params["sampling"], eval_every=params["eval_every"],
                          checkpoint_every=params["eval_every"], seed=seed, group_by_targets=True,
                          exclude_fed_targets=params["exclude_fed_targets"],
+                         single_target_step=params["single_target_step"],
                          mixed_precision=params["mixed_precision"] and device.type == "cuda")
     trained = train(model, data.subset(train_idx.to(device)), data.subset(val_idx.to(device)), context.negatives.to(device), config,
                     run_dir=run_dir(dict(params=params, dataset=dataset, system=system, seed=seed)),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Callable, Protocol
 
@@ -98,6 +98,7 @@ class TrainConfig:
     mixed_precision: bool = False  # bfloat16 autocast (GPU runs)
     group_by_targets: bool = False  # batches of examples with equal numbers of targets
     exclude_fed_targets: bool = False  # a teacher-forced target is not matched to later queries
+    single_target_step: bool = False  # multi-vector runs: an extra single-query step per iteration
 
     def __post_init__(self):
         if self.sampling not in SAMPLING_MODES:
@@ -222,6 +223,14 @@ def _load_checkpoint(path: Path) -> dict:
                               "delete it to start the run again") from exc
 
 
+def _optimizer_step(loss: torch.Tensor, params: list[torch.Tensor], optimizer: torch.optim.Optimizer,
+                    grad_clip: float) -> None:
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(params, grad_clip)
+    optimizer.step()
+
+
 def trainable_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     """The weights training changes: all of them under full fine-tuning, the LoRA adapters and
     the two projections under LoRA. Checkpoints hold only these, so that a frozen 8B backbone
@@ -296,10 +305,14 @@ def train(model: AMERQueryEncoder, train_data: MultiTargetData, val_data: MultiT
         indices = batch_indices(len(train_data), config.batch_size, config.seed, step, group_sizes)
         with torch.autocast(_device_type(model), dtype=torch.bfloat16, enabled=config.mixed_precision):
             loss = example_loss(forward, train_data, indices, negative_pool, config, p, generator)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, config.grad_clip)
-        optimizer.step()
+        _optimizer_step(loss, params, optimizer, config.grad_clip)
+        if config.single_target_step and config.n_outputs > 1:
+            # the authors' code (mix_one_label_shuffled, not in the paper): the same examples
+            # again, the first vector trained against one random target as single-query is
+            with torch.autocast(_device_type(model), dtype=torch.bfloat16, enabled=config.mixed_precision):
+                single = example_loss(forward, train_data, indices, negative_pool, replace(config, n_outputs=1), p,
+                                      _step_generator(config.seed, config.steps + step))
+            _optimizer_step(single, params, optimizer, config.grad_clip)
         scheduler.step()
         if on_step is not None and main:
             on_step()
