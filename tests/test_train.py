@@ -171,3 +171,22 @@ def test_lora_checkpoints_hold_only_what_training_changes(tmp_path):
     torch.testing.assert_close(reloaded.eval().generate(prompt, 3), model.eval().generate(prompt, 3))
     with pytest.raises(CheckpointError, match="does not hold this model's trained weights"):
         load_trainable_state(lora_model(), {k: v for k, v in best.items() if "projection" not in k}, "partial.pt")
+
+
+def test_single_target_step_adds_a_single_query_step_per_iteration(monkeypatch):
+    import amer_lib.train as training
+
+    calls = []
+    original = training.example_loss
+    monkeypatch.setattr(training, "example_loss", lambda model, data, indices, pool, config, *rest: (
+        calls.append((config.n_outputs, indices.tolist())) or original(model, data, indices, pool, config, *rest)))
+    data, pool = make_problem()
+    model = make_model()
+    config = TrainConfig(**{**CONFIG, "steps": 3, "eval_every": 10, "single_target_step": True})
+    train(model, data, data, pool, config, progress=False)
+    optimizer_steps = [(n, batch) for n, batch in calls if len(batch) == config.batch_size]
+    assert [n for n, _ in optimizer_steps] == [3, 1] * 3  # each AMER step followed by a single-query one
+    assert all(a[1] == b[1] for a, b in zip(optimizer_steps[::2], optimizer_steps[1::2]))  # on the same examples
+    single = make_model()
+    train(single, data, data, pool, TrainConfig(**{**CONFIG, "steps": 3, "eval_every": 10}), progress=False)
+    assert not torch.equal(state(single)["output_projection.weight"], state(model)["output_projection.weight"])
