@@ -54,11 +54,6 @@ def sum_over_ranks(values: list[float], device: torch.device) -> list[float]:
     return total.tolist()
 
 
-def barrier() -> None:
-    if rank_and_size()[1] > 1:
-        dist.barrier()
-
-
 def setup() -> torch.device:
     """Join the process group torchrun describes (NCCL on GPUs, gloo on CPUs); each rank's device."""
     if "LOCAL_RANK" not in os.environ:

@@ -18,7 +18,7 @@ def candidate_log_probs(queries: torch.Tensor, positives: torch.Tensor, negative
                         target_mask: torch.Tensor, temperature: float = TEMPERATURE) -> torch.Tensor:
     """Log-softmax `[b, n, B*M + B*M]` of every query against every valid candidate of the batch.
 
-    Columns `b*M .. b*M+M-1` are example b's positives; the negatives follow. Padded candidates
+    Columns `e*M .. e*M+M-1` are example e's positives; the negatives follow. Padded candidates
     get probability zero.
     """
     batch, max_targets, dim = positives.shape
