@@ -8,6 +8,7 @@ corpus embeddings of each document encoder (notebook 03 writes it, notebook 04 r
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -202,19 +203,38 @@ PAPER_SIMILARITY = [  # the paper's appendix figure: cosine among targets (inf-r
 ]
 
 
-def index_check(benchmark: Benchmark, encoder: DocumentEncoder, factory: str, nprobe: int, k: int = 100,
-                seed: int = 0) -> dict:
-    """IVF-PQ against exact search: recall of the exact top-k for the test questions, encoded
-    as single queries by the document encoder, and the index sizes."""
+def index_check(benchmark: Benchmark, encoder: DocumentEncoder, factories: list[str], nprobes: list[int],
+                k: int = 100, seed: int = 0) -> list[dict]:
+    """IVF-PQ against exact search, one row per (factory, nprobe): recall of the exact top-k for
+    the test questions (each encoded as one query by the document encoder), bytes per document,
+    and search time per query beside exact search's, measured in the same run."""
     shards = benchmark.embeddings(encoder.spec.name)
     questions = [q.question for dataset in benchmark.datasets for q in benchmark.questions(dataset, "test")]
     queries = encoder.encode_queries(questions)
-    _, exact = ShardedFlatIndex(shards).search(queries, k)
-    approximate = IVFPQIndex(shards, factory, nprobe=nprobe, seed=seed)
-    _, found = approximate.search(queries, k)
-    return {"index": factory, "nprobe": nprobe, "queries": len(questions), "documents": len(shards),
-            f"recall@{k}_vs_exact": round(recall_against_exact(found, exact), 4),
-            "flat_bytes_per_doc": 2 * shards.dim, "ivfpq_bytes_per_doc": _code_size(approximate)}
+    exact_ms, (_, exact) = _timed(ShardedFlatIndex(shards).search, queries, k)
+    rows = []
+    for factory in factories:
+        approximate = IVFPQIndex(shards, factory, nprobe=nprobes[0], seed=seed)
+        for nprobe in nprobes:
+            approximate.set_nprobe(nprobe)
+            ms, (_, found) = _timed(approximate.search, queries, k)
+            rows.append({"index": factory, "nprobe": nprobe, f"recall@{k}_vs_exact": round(recall_against_exact(found, exact), 4),
+                         "bytes_per_doc": _code_size(approximate), "ms_per_query": round(ms / len(questions), 4),
+                         "speedup_vs_exact": round(exact_ms / ms, 1)})
+    exact_row = {"index": "exact (float16 shards)", "nprobe": "-", f"recall@{k}_vs_exact": 1.0,
+                 "bytes_per_doc": 2 * shards.dim, "ms_per_query": round(exact_ms / len(questions), 4),
+                 "speedup_vs_exact": 1.0}
+    return [exact_row, *rows]
+
+
+def _timed(search, queries: np.ndarray, k: int) -> tuple[float, tuple]:
+    """Milliseconds of `search(queries, k)` (best of three) and its result."""
+    times = []
+    for _ in range(3):
+        began = time.perf_counter()
+        found = search(queries, k)
+        times.append(1000 * (time.perf_counter() - began))
+    return min(times), found
 
 
 def _code_size(index: IVFPQIndex) -> int:

@@ -74,8 +74,8 @@ SCHEMAS: dict[str, dict[str, Param]] = {
         "encoder": Param(str, tuple(ENCODERS)),
         "encode_batch_size": Param(int, minimum=1),
         "shard_size": Param(int, minimum=1),
-        "ivfpq_factory": Param(str),  # "" skips the IVF-PQ check
-        "ivfpq_nprobe": Param(int, minimum=1),
+        "ivfpq_factories": Param(str, is_list=True),
+        "ivfpq_nprobes": Param(int, is_list=True, minimum=1),
         "seed": Param(int),
         "device": Param(str, ("auto", "cpu", "cuda")),
         "prepared_dir": Param(str),

@@ -117,12 +117,19 @@ class IVFPQIndex:
         index.train(np.ascontiguousarray(shards.rows(sample)))
         for _, block in ShardedFlatIndex(shards, use_gpu=False)._blocks():
             index.add(block)
-        faiss.extract_index_ivf(index).nprobe = nprobe
-        self.index = faiss.index_cpu_to_all_gpus(index) if _use_gpu(use_gpu) else index
-        self.factory, self.nprobe = factory, nprobe
+        self.on_gpu = _use_gpu(use_gpu)
+        self.index = faiss.index_cpu_to_all_gpus(index) if self.on_gpu else index
+        self.factory = factory
+        self.set_nprobe(nprobe)
 
     def __len__(self) -> int:
         return self.index.ntotal
+
+    def set_nprobe(self, nprobe: int) -> None:
+        """How many inverted lists a query visits (more: higher recall, slower search)."""
+        space = faiss.GpuParameterSpace() if self.on_gpu else faiss.ParameterSpace()
+        space.set_index_parameter(self.index, "nprobe", nprobe)
+        self.nprobe = nprobe
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         scores, rows = self.index.search(_query_matrix(queries, self.dim), k)

@@ -4,6 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -51,7 +52,7 @@ def test_unknown_parameter_stops_the_notebook(tmp_path):
 
 def tiny_prep(tmp_path):
     return {"max_train": 24, "max_test": 12, "corpus_size": 400, "encode_batch_size": 64, "shard_size": 150,
-            "ivfpq_factory": "IVF4,PQ8x4", "ivfpq_nprobe": 4, "device": "cpu",
+            "ivfpq_factories": ["IVF4,PQ8x4"], "ivfpq_nprobes": [1, 4], "device": "cpu",
             "prepared_dir": str(tmp_path / "prepared"), "figures_dir": str(tmp_path / "figures03")}
 
 
@@ -68,7 +69,10 @@ def test_real_data_notebooks_smoke(tmp_path):
     figures = tmp_path / "figures03"
     table1 = (figures / "table1.csv").read_text().splitlines()
     assert table1[0] == "dataset,train,test,targets" and table1[1].startswith("wordnet_senses,24,12,")
-    assert json.loads((figures / "ivfpq_recall.json").read_text())["documents"] >= 400
+    sweep = pd.read_csv(figures / "ivfpq_sweep.csv")
+    assert sweep["index"].tolist() == ["exact (float16 shards)", "IVF4,PQ8x4", "IVF4,PQ8x4"]
+    assert sweep["recall@100_vs_exact"].iloc[0] == 1.0 and sweep["bytes_per_doc"].tolist() == [768, 4, 4]
+    assert sweep["recall@100_vs_exact"].iloc[1] <= sweep["recall@100_vs_exact"].iloc[2]  # 1 of 4 lists, then all
     manifest = json.loads((tmp_path / "prepared" / "embeddings" / "minilm" / "manifest.json").read_text())
     assert manifest["complete"] and manifest["n_shards"] >= 3
 
