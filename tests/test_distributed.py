@@ -140,3 +140,10 @@ def test_torchrun_trains_a_notebook02_setting(tmp_path):
         np.testing.assert_allclose([h["val_loss"] for h in two["history"]], [h["val_loss"] for h in one["history"]],
                                    rtol=1e-4)
     assert synthetic_run_all(params, progress=False) == shared  # read back, not trained again
+
+
+def test_a_failing_distributed_run_names_its_command(tmp_path, capsys):
+    params = {**tiny_params(tmp_path, 1), "nproc_per_node": 2, "steps": 0}  # the ranks' validation refuses it
+    with pytest.raises(RuntimeError, match=r"distributed run linear_single of 02_synthetic failed \(exit 1\).*torch.distributed.run"):
+        distributed.launch("02_synthetic", params, ("linear", "single"), progress=False)
+    assert "'steps' must be >= 1" in capsys.readouterr().err  # the ranks' own error, shown here
