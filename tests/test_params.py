@@ -52,14 +52,13 @@ def notebook_defaults(name):
     return {k: v for k, v in namespace.items() if not k.startswith("__")}
 
 
-def test_notebook_defaults_and_every_shipped_parameter_file_validate():
+@pytest.mark.parametrize("notebook", sorted(SCHEMAS))
+def test_notebook_defaults_and_every_shipped_parameter_file_validate(notebook):
     from pathlib import Path
 
     import yaml
 
-    defaults_02 = notebook_defaults("02_synthetic")
-    assert validate("02_synthetic", defaults_02)
-    files = sorted((Path(__file__).resolve().parent.parent / "params" / "02_synthetic").glob("*.yaml"))
-    assert files
-    for path in files:
-        validate("02_synthetic", {**defaults_02, **yaml.safe_load(path.read_text())})
+    defaults = notebook_defaults(notebook)
+    assert validate(notebook, defaults)
+    for path in sorted((Path(__file__).resolve().parent.parent / "params" / notebook).glob("*.yaml")):
+        validate(notebook, {**defaults, **yaml.safe_load(path.read_text())})
