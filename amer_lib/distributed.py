@@ -37,12 +37,13 @@ def is_main() -> bool:
     return rank_and_size()[0] == 0
 
 
-def local_share(indices: torch.Tensor) -> tuple[int, torch.Tensor]:
-    """This rank's contiguous share of a batch's example indices and its position in the batch
-    (shares differ by at most one example)."""
+def local_share(batch: int) -> slice:
+    """The positions of this rank's contiguous share of a batch of `batch` examples (shares
+    differ by at most one example; the whole batch outside a group)."""
     rank, size = rank_and_size()
-    shares = indices.tensor_split(size)
-    return sum(len(s) for s in shares[:rank]), shares[rank]
+    base, extra = divmod(batch, size)
+    first = rank * base + min(rank, extra)
+    return slice(first, first + base + (rank < extra))
 
 
 def sum_over_ranks(values: list[float], device: torch.device) -> list[float]:

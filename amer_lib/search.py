@@ -117,6 +117,7 @@ class IVFPQIndex:
         index.train(np.ascontiguousarray(shards.rows(sample)))
         for _, block in ShardedFlatIndex(shards, use_gpu=False)._blocks():
             index.add(block)
+        self.code_size = int(faiss.extract_index_ivf(index).code_size)  # bytes per document
         self.on_gpu = _use_gpu(use_gpu)
         self.index = faiss.index_cpu_to_all_gpus(index) if self.on_gpu else index
         self.factory = factory

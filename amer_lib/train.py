@@ -171,17 +171,16 @@ def example_loss(model: AMERQueryEncoder | DistributedDataParallel, data: MultiT
     targets = targets.gather(1, order[..., None].expand_as(targets))
     negative_ids = torch.randint(len(negative_pool), (batch, max_targets), generator=generator)
     negatives = negative_pool[negative_ids.to(negative_pool.device)].to(device)
-    first, local = distributed.local_share(torch.arange(batch))
+    own = distributed.local_share(batch)
     encoder = model.module if isinstance(model, DistributedDataParallel) else model
-    prompt = data.prompt(encoder, indices[local.to(indices.device)])
-    own = slice(first, first + len(local))
+    prompt = data.prompt(encoder, indices[own])
     if config.n_outputs == 1:
-        return info_nce(model(prompt, 1)[:, 0], targets[:, 0], negatives[:, 0], config.temperature, first)
+        return info_nce(model(prompt, 1)[:, 0], targets[:, 0], negatives[:, 0], config.temperature, own.start)
     n = max_targets
     sample_mask = (torch.rand(batch, n - 1, generator=generator) < p)[own].to(device)
     outputs = model(prompt, n, targets[own], sample_mask)
     forbidden = fed_target_pairs(sample_mask, n, max_targets) if config.exclude_fed_targets else None
-    return matched_info_nce(outputs, targets, negatives, mask, config.temperature, forbidden, first)
+    return matched_info_nce(outputs, targets, negatives, mask, config.temperature, forbidden, own.start)
 
 
 @torch.no_grad()
@@ -192,10 +191,10 @@ def validation_loss(model: AMERQueryEncoder, data: MultiTargetData, negative_poo
     was_training = model.training
     model.eval()
     total, count = 0.0, 0
-    rank, size = distributed.rank_and_size()
     for start in range(0, len(data), batch_size):
         indices = torch.arange(start, min(start + batch_size, len(data)))
-        share = len(indices.tensor_split(size)[rank])
+        own = distributed.local_share(len(indices))
+        share = own.stop - own.start
         if share:
             loss = example_loss(model, data, indices, negative_pool, config, 1.0,
                                 _step_generator(config.seed, -1 - start))
