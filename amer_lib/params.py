@@ -6,7 +6,9 @@ an unknown key or an invalid choice fails at once with the valid options.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .backbones import BACKBONES
@@ -133,6 +135,26 @@ SCHEMAS: dict[str, dict[str, Param]] = {
         "figures_dir": Param(str),
     },
 }
+
+
+def notebook_defaults(notebook_path: str | Path) -> dict[str, Any]:
+    """A notebook's literal defaults: its `parameters` cell, executed alone."""
+    cells = json.loads(Path(notebook_path).read_text())["cells"]
+    cell = next(c for c in cells if "parameters" in c["metadata"].get("tags", []))
+    namespace: dict[str, Any] = {}
+    exec("".join(cell["source"]), namespace)
+    return {k: v for k, v in namespace.items() if not k.startswith("__")}
+
+
+def from_files(notebook_path: str | Path, *yaml_files: str | Path) -> dict[str, Any]:
+    """What `papermill NOTEBOOK out.ipynb -f FILE ...` runs with: the defaults, each file's values
+    over them, validated. For scripts that call the library without papermill."""
+    import yaml
+
+    params = notebook_defaults(notebook_path)
+    for path in yaml_files:
+        params.update(yaml.safe_load(Path(path).read_text()) or {})
+    return validate(Path(notebook_path).stem, params)
 
 
 def snapshot(namespace: dict) -> set[str]:

@@ -133,9 +133,10 @@ def run_one(params: dict, dataset: str, system: str, seed: int, progress: bool =
                          exclude_fed_targets=params["exclude_fed_targets"],
                          single_target_step=params["single_target_step"],
                          mixed_precision=params["mixed_precision"] and device.type == "cuda")
+    curve = validation_retrieval(context, [train_questions[i] for i in val_idx.tolist()], n_queries, device)
     trained = train(model, data.subset(train_idx.to(device)), data.subset(val_idx.to(device)), context.negatives.to(device), config,
                     run_dir=run_dir(dict(params=params, dataset=dataset, system=system, seed=seed)),
-                    progress=progress, on_step=on_step)
+                    progress=progress, on_step=on_step, evaluate=curve)
     if not distributed.is_main():
         return None
     test_questions = context.benchmark.questions(dataset, "test")
@@ -144,6 +145,22 @@ def run_one(params: dict, dataset: str, system: str, seed: int, progress: bool =
     return write_result(context, dataset, system, seed, test_questions, ranked, n_queries=n_queries,
                         train_seconds=trained.seconds, best_step=trained.best_step,
                         best_val_loss=trained.best_val_loss, history=trained.history)
+
+
+def validation_retrieval(context: RunContext, questions: list[MultiAnswerQuestion], n_queries: int,
+                         device: torch.device) -> Callable[[AMERQueryEncoder], dict]:
+    """The learning curves' metric: MRecall@100 of the validation questions (fully
+    autoregressive, round-robin), on all of them and on their low-similarity third."""
+    index = ShardedFlatIndex(context.shards)
+    gold = context.gold(questions)
+    low = low_similarity_subset(context.target_similarity(questions))
+
+    def evaluate(model: AMERQueryEncoder) -> dict:
+        ranked = multi_vector_search(index, query_vectors(model, context, questions, n_queries, device), K)
+        scores = mrecall_at_k(ranked, gold, K)
+        return {"val_mrecall": float(scores.mean()), "val_mrecall_low_sim": float(scores[low].mean())}
+
+    return evaluate
 
 
 def write_result(context: RunContext, dataset: str, system: str, seed: int, questions: list[MultiAnswerQuestion],

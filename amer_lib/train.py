@@ -222,6 +222,14 @@ def _load_checkpoint(path: Path) -> dict:
                               "delete it to start the run again") from exc
 
 
+def _evaluated(model: AMERQueryEncoder, evaluate: Callable[[AMERQueryEncoder], dict]) -> dict:
+    was_training = model.training
+    try:
+        return evaluate(model)
+    finally:
+        model.train(was_training)
+
+
 def _optimizer_step(loss: torch.Tensor, params: list[torch.Tensor], optimizer: torch.optim.Optimizer,
                     grad_clip: float) -> None:
     optimizer.zero_grad(set_to_none=True)
@@ -249,12 +257,15 @@ def load_trainable_state(model: torch.nn.Module, state: dict[str, torch.Tensor],
 
 def train(model: AMERQueryEncoder, train_data: MultiTargetData, val_data: MultiTargetData,
           negative_pool: torch.Tensor, config: TrainConfig, run_dir: str | Path | None = None,
-          progress: bool = True, on_step: Callable[[], None] | None = None) -> TrainResult:
+          progress: bool = True, on_step: Callable[[], None] | None = None,
+          evaluate: Callable[[AMERQueryEncoder], dict] | None = None) -> TrainResult:
     """Train `model` in place and leave it holding the weights with the lowest validation loss.
 
     With `run_dir`, a checkpoint is written atomically every `checkpoint_every` steps and an
     existing one is resumed from; the best weights are kept in `best.pt`. `on_step` is called
-    after every optimizer step (progress reporting from worker processes).
+    after every optimizer step (progress reporting from worker processes). `evaluate(model)`, at
+    every validation, returns retrieval metrics recorded in the history beside the losses (the
+    learning curves); it runs on rank 0 only and must not change the weights.
 
     Inside a torch.distributed process group (torchrun) every rank calls this with the same
     arguments: the global batch `config.batch_size` is shared among the ranks, gradients are
@@ -319,8 +330,9 @@ def train(model: AMERQueryEncoder, train_data: MultiTargetData, val_data: MultiT
         if done % config.eval_every == 0 or done == config.steps:
             val = validation_loss(model, val_data, negative_pool, config)
             train_loss = distributed.sum_over_ranks([loss.item()], negative_pool.device)[0] / size
+            metrics = _evaluated(model, evaluate) if evaluate is not None and main else {}
             result.history.append(dict(step=done, train_loss=train_loss, val_loss=val, p=p,
-                                       lr=scheduler.get_last_lr()[0]))
+                                       lr=scheduler.get_last_lr()[0], **metrics))
             bar.set_postfix(loss=f"{train_loss:.3f}", val=f"{val:.3f}", p=f"{p:.2f}")
             if val < result.best_val_loss:
                 result.best_step, result.best_val_loss = done, val

@@ -1,6 +1,6 @@
 import pytest
 
-from amer_lib.params import SCHEMAS, collect, validate
+from amer_lib.params import SCHEMAS, collect, from_files, notebook_defaults, validate
 
 
 def defaults():
@@ -40,25 +40,15 @@ def test_collect_takes_only_names_defined_after_the_snapshot():
     assert collect("02_synthetic", namespace, before) == defaults()
 
 
-def notebook_defaults(name):
-    """Execute the notebook's parameters cell: its literal defaults."""
-    import json
-    from pathlib import Path
-
-    nb = json.loads((Path(__file__).resolve().parent.parent / "notebooks" / f"{name}.ipynb").read_text())
-    cell = next(c for c in nb["cells"] if "parameters" in c["metadata"].get("tags", []))
-    namespace = {}
-    exec("".join(cell["source"]), namespace)
-    return {k: v for k, v in namespace.items() if not k.startswith("__")}
-
-
 @pytest.mark.parametrize("notebook", sorted(SCHEMAS))
 def test_notebook_defaults_and_every_shipped_parameter_file_validate(notebook):
     from pathlib import Path
 
     import yaml
 
-    defaults = notebook_defaults(notebook)
+    root = Path(__file__).resolve().parent.parent
+    defaults = notebook_defaults(root / "notebooks" / f"{notebook}.ipynb")
     assert validate(notebook, defaults)
-    for path in sorted((Path(__file__).resolve().parent.parent / "params" / notebook).glob("*.yaml")):
+    for path in sorted((root / "params" / notebook).glob("*.yaml")):
         validate(notebook, {**defaults, **yaml.safe_load(path.read_text())})
+        assert from_files(root / "notebooks" / f"{notebook}.ipynb", path) == {**defaults, **yaml.safe_load(path.read_text())}
