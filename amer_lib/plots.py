@@ -106,6 +106,38 @@ def figure3(summary_rows: list[dict], path: str | Path | None = None, title: str
     return fig
 
 
+def learning_curve_figure(curve_rows: list[dict], path: str | Path | None = None, title: str = ""):
+    """Validation MRecall@100 against training steps (`real_experiment.learning_curves`): one
+    panel per dataset and subset (whole / low-similarity validation questions), one line per
+    system with a band of one std over seeds."""
+    sns.set_theme(style="whitegrid", context="paper")
+    datasets = list(dict.fromkeys(r["dataset"] for r in curve_rows))
+    fig, axes = plt.subplots(1, 2 * len(datasets), figsize=(3.0 * 2 * len(datasets), 2.8), squeeze=False)
+    panels = [(dataset, subset) for dataset in datasets for subset in ("whole", "low_sim")]
+    for ax, (dataset, subset) in zip(axes[0], panels):
+        for system in dict.fromkeys(r["system"] for r in curve_rows if r["dataset"] == dataset):
+            rows = [r for r in curve_rows if r["dataset"] == dataset and r["system"] == system]
+            steps = [r["step"] for r in rows]
+            mean = [r[f"{subset}_mean"] for r in rows]
+            std = [r[f"{subset}_std"] for r in rows]
+            color = REAL_SYSTEM_COLORS[system]
+            ax.plot(steps, mean, marker="o", markersize=2.5, color=color, label=REAL_SYSTEM_LABELS[system])
+            ax.fill_between(steps, [m - s for m, s in zip(mean, std)], [m + s for m, s in zip(mean, std)],
+                            color=color, alpha=0.2, linewidth=0)
+        ax.set_title(f"{dataset}: {'whole' if subset == 'whole' else 'low-similarity'} validation set", fontsize=8)
+        ax.set_xlabel("training step")
+    axes[0][0].set_ylabel("validation MRecall@100 (%)")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), frameon=False, fontsize=8,
+               bbox_to_anchor=(0.5, -0.1))
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    if path is not None:
+        save(fig, path)
+    return fig
+
+
 MERGE_COLORS = {"round_robin": MLP_COLOR, "rrf": LINEAR_COLOR, "max_score": "#7a9a5c"}
 MERGE_LABELS = {"round_robin": "round-robin (paper)", "rrf": "reciprocal-rank fusion", "max_score": "max score"}
 

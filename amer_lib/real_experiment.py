@@ -106,9 +106,11 @@ def cached_result(params: dict, dataset: str, system: str, seed: int) -> dict | 
 
 
 def run_dir(result: dict) -> Path:
-    """Where a run's checkpoints are: keyed by the parameters it was trained with."""
+    """Where a run's checkpoints are: keyed by the parameters that shape it, so that a rerun
+    asking for other datasets, systems or seeds alongside resumes it."""
     params = result["params"]
-    return Path(params["runs_dir"]) / f"{run_name(result['dataset'], result['system'], result['seed'])}-{params_digest(params)}"
+    name = run_name(result["dataset"], result["system"], result["seed"])
+    return Path(params["runs_dir"]) / f"{name}-{params_digest(run_params(params))}"
 
 
 def run_one(params: dict, dataset: str, system: str, seed: int, progress: bool = True,
@@ -239,6 +241,29 @@ def _per_question(results: list[dict], dataset: str, system: str) -> tuple[np.nd
     """Per-seed MRecall `[seeds, Q]` and the test questions' target similarity."""
     runs = sorted((r for r in results if r["dataset"] == dataset and r["system"] == system), key=lambda r: r["seed"])
     return np.array([r["mrecall"] for r in runs]), np.array(runs[0]["target_similarity"])
+
+
+CURVE_METRICS = {"whole": "val_mrecall", "low_sim": "val_mrecall_low_sim"}
+
+
+def learning_curves(results: list[dict]) -> list[dict]:
+    """Per dataset, system and validation step: validation MRecall@100 (in %) on all validation
+    questions and on their low-similarity third, mean and std over the seeds that reached the
+    step, with the validation loss. Runs trained before the curves were recorded are skipped."""
+    points: dict[tuple, list[dict]] = {}
+    for run in results:
+        for entry in run.get("history", []):
+            if CURVE_METRICS["whole"] in entry:
+                points.setdefault((run["dataset"], run["system"], entry["step"]), []).append(entry)
+    rows = []
+    for (dataset, system, step), entries in points.items():
+        row = {"dataset": dataset, "system": system, "step": step, "seeds": len(entries),
+               "val_loss": float(np.mean([e["val_loss"] for e in entries]))}
+        for subset, key in CURVE_METRICS.items():
+            values = 100 * np.array([e[key] for e in entries])
+            row[f"{subset}_mean"], row[f"{subset}_std"] = float(values.mean()), float(values.std())
+        rows.append(row)
+    return sorted(rows, key=lambda r: (r["dataset"], r["system"] != "single", r["system"], r["step"]))
 
 
 def summary(results: list[dict], n_resamples: int = 10_000, seed: int = 0) -> list[dict]:

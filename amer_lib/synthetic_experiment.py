@@ -133,8 +133,9 @@ def cached_run(params: dict, transform: str, setting: str, system: str) -> dict 
 
 
 def run_dir(params: dict, transform: str, setting: str, system: str) -> Path:
-    """Where a run's checkpoints are: keyed by the parameters it was trained with."""
-    return Path(params["runs_dir"]) / f"{run_name(transform, setting, system, params['seed'])}-{params_digest(params)}"
+    """Where a run's checkpoints are: keyed by the parameters that shape it, so that a rerun
+    asking for other settings alongside resumes it."""
+    return Path(params["runs_dir"]) / f"{run_name(transform, setting, system, params['seed'])}-{params_digest(run_params(params))}"
 
 
 def load_trained(params: dict, transform: str, setting: str, device: torch.device) -> AMERQueryEncoder:

@@ -104,6 +104,14 @@ def test_real_data_notebooks_smoke(tmp_path):
     assert first[1] == "Q0" and first[3] == "1" and first[5] == "wordnet_kinds_amer_seed1"
     tables = tmp_path / "figures04"
     assert (tables / "figure3_minilm_wordnet_senses+wordnet_kinds.png").exists()
+    curves = pd.read_csv(tables / "learning_curves_minilm_wordnet_senses+wordnet_kinds.csv")
+    assert curves.groupby(["dataset", "system"])["step"].apply(list).tolist() == [[1, 2]] * 4  # eval_every 1, 2 steps
+    assert (curves["seeds"] == 2).all() and curves["whole_mean"].between(0, 100).all()
+    history = run["history"][-1]  # the last validation's retrieval, recomputed from the curve table
+    kinds_amer = curves[(curves["dataset"] == "wordnet_kinds") & (curves["system"] == "amer") & (curves["step"] == 2)]
+    seed0 = json.loads((results / "wordnet_kinds_amer_seed0.json").read_text())["history"][-1]
+    assert kinds_amer["whole_mean"].item() == pytest.approx(50 * (history["val_mrecall"] + seed0["val_mrecall"]), abs=0.01)
+    assert (tables / "learning_curves_minilm_wordnet_senses+wordnet_kinds.png").exists()
     table = (tables / "results_minilm_wordnet_senses+wordnet_kinds.md").read_text()
     assert "| wordnet_kinds | +PRF keywords (RM3-style, no LLM) |" in table and "| wordnet_kinds | AMER |" in table
     table2 = (tables / "table2.csv").read_text()

@@ -37,3 +37,30 @@ def test_results_table_layout():
     assert table.iloc[1]["Low Similarity Set Δ"] == "not run"
     gains = relative_gain_table({"minilm": rows, "tiny": rows})
     assert gains.loc[gains["System"] == "AMER", "d (Whole Set)"].item() == "+50.00%"
+
+
+def test_a_run_keeps_its_checkpoint_folder_when_other_datasets_or_seeds_are_asked_for():
+    from amer_lib.real_experiment import run_dir
+
+    params = {"datasets": ["a"], "seeds": [0], "steps": 10, "runs_dir": "runs"}
+    here = run_dir(dict(params=params, dataset="a", system="amer", seed=0))
+    assert run_dir(dict(params={**params, "datasets": ["a", "b"], "seeds": [0, 1]}, dataset="a", system="amer",
+                        seed=0)) == here
+    assert run_dir(dict(params={**params, "steps": 20}, dataset="a", system="amer", seed=0)) != here
+
+
+def test_learning_curves_average_the_seeds_at_each_validation_step():
+    from amer_lib.real_experiment import learning_curves
+
+    def curve_run(system, seed, values):
+        history = [{"step": 10 * (i + 1), "val_loss": 1.0 + seed, "val_mrecall": whole, "val_mrecall_low_sim": low}
+                   for i, (whole, low) in enumerate(values)]
+        return {"dataset": "d", "system": system, "seed": seed, "history": history}
+
+    results = [curve_run("amer", 0, [(0.2, 0.0), (0.4, 0.1)]), curve_run("amer", 1, [(0.4, 0.2), (0.6, 0.3)]),
+               curve_run("single", 0, [(0.5, 0.5)]), {"dataset": "d", "system": "single", "seed": 1,
+                                                      "history": [{"step": 10, "val_loss": 3.0}]}]  # no curve: skipped
+    rows = learning_curves(results)
+    assert [(r["system"], r["step"], r["seeds"]) for r in rows] == [("single", 10, 1), ("amer", 10, 2), ("amer", 20, 2)]
+    assert rows[1]["whole_mean"] == pytest.approx(30.0) and rows[1]["whole_std"] == pytest.approx(10.0)
+    assert rows[2]["low_sim_mean"] == pytest.approx(20.0) and rows[2]["val_loss"] == pytest.approx(1.5)
