@@ -95,9 +95,14 @@ def figure3(summary_rows: list[dict], path: str | Path | None = None, title: str
         ax.set_title(dataset, fontsize=9)
         ax.grid(axis="x", visible=False)
     axes[0][0].set_ylabel("MRecall@100 (%)")
-    handles, labels = axes[0][0].get_legend_handles_labels()
+    return _finish_with_legend(fig, axes[0][0], path, title, offset=-0.08)
+
+
+def _finish_with_legend(fig, ax, path: str | Path | None, title: str, offset: float):
+    """One legend under the panels (from `ax`), the title above, saved when `path` is given."""
+    handles, labels = ax.get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(labels), frameon=False, fontsize=8,
-               bbox_to_anchor=(0.5, -0.08))
+               bbox_to_anchor=(0.5, offset))
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
@@ -127,15 +132,7 @@ def learning_curve_figure(curve_rows: list[dict], path: str | Path | None = None
         ax.set_title(f"{dataset}: {'whole' if subset == 'whole' else 'low-similarity'} validation set", fontsize=8)
         ax.set_xlabel("training step")
     axes[0][0].set_ylabel("validation MRecall@100 (%)")
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=len(labels), frameon=False, fontsize=8,
-               bbox_to_anchor=(0.5, -0.1))
-    if title:
-        fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    if path is not None:
-        save(fig, path)
-    return fig
+    return _finish_with_legend(fig, axes[0][0], path, title, offset=-0.1)
 
 
 MERGE_COLORS = {"round_robin": MLP_COLOR, "rrf": LINEAR_COLOR, "max_score": "#7a9a5c"}

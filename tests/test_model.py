@@ -66,7 +66,7 @@ def test_vectors_of_the_wrong_dimension_are_named(tiny_encoder):
 
 
 def test_unknown_backbone_lists_the_valid_ones():
-    with pytest.raises(KeyError, match="unknown backbone 'gpt5'; valid backbones: llama1b, llama3b, llama8b, minilm, qwen4b, tiny"):
+    with pytest.raises(KeyError, match="unknown backbone 'gpt5'; valid backbones: llama1b, llama3b, llama8b, minilm, qwen4b, smollm2, tiny"):
         get_backbone("gpt5")
 
 
