@@ -20,9 +20,8 @@ from .data.corpus import Corpus
 from .data.gold import bm25_top_k
 from .data.questions import MultiAnswerQuestion
 from .encoders import ENCODERS, DocumentEncoder, EmbeddingShards
-from .io import git_commit, write_json
+from .io import git_commit, write_json, write_trec_run
 from .metrics import mean_pairwise_cosine, mrecall_at_k, pad_clusters
-from .real_experiment import write_trec_run
 from .search import ShardedFlatIndex
 
 K = 100
@@ -161,7 +160,7 @@ def failure_run(benchmark: Benchmark, dataset: str, retriever: str, results_dir:
         return json.loads(path.read_text())
     questions = benchmark.questions(dataset, "test")
     ranked_ids = retrieve(benchmark, retriever, questions, k, device, progress)
-    write_trec_run(path.with_suffix(".trec"), questions, ranked_ids, f"{dataset}_{retriever}")
+    write_trec_run(path.with_suffix(".trec"), [q.qid for q in questions], ranked_ids, f"{dataset}_{retriever}", K)
     distances = target_distances(document_embeddings(benchmark, distance_encoder, device, progress), questions)
     run = {"settings": settings, "git_commit": git_commit(), "qids": [q.qid for q in questions],
            "answers": [len(q.targets) for q in questions], "mrecall": score(ranked_ids, questions, k).tolist(),

@@ -1,4 +1,5 @@
-"""Atomic writes (a crash never leaves a half-written file under the final name) and run metadata."""
+"""Atomic writes (a crash never leaves a half-written file under the final name), TREC run files
+and run metadata."""
 from __future__ import annotations
 
 import gzip
@@ -73,3 +74,12 @@ def git_commit() -> str | None:
     except (OSError, subprocess.CalledProcessError):
         return None
     return commit + ("+dirty" if dirty else "")
+
+
+def write_trec_run(path: Path, qids: list[str], ranked_ids: list[list[str]], tag: str, depth: int) -> None:
+    """`qid Q0 docid rank score tag` per retrieved document of top-`depth` lists. A merged list
+    has no native score, so score = depth - rank + 1."""
+    with atomic_path(path) as tmp, open(tmp, "w") as out:
+        for qid, ids in zip(qids, ranked_ids):
+            for rank, doc_id in enumerate(ids, 1):
+                out.write(f"{qid} Q0 {doc_id} {rank} {depth - rank + 1} {tag}\n")

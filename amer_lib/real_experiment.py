@@ -19,7 +19,7 @@ from . import distributed
 from .backbones import add_lora, get_backbone, load_backbone, load_tokenizer
 from .benchmark import N_QUERIES, Benchmark
 from .data.questions import MultiAnswerQuestion
-from .io import atomic_path, git_commit, write_json
+from .io import git_commit, write_json, write_trec_run
 from .metrics import low_similarity_subset, mean_pairwise_cosine, mrecall_at_k, pad_clusters, paired_bootstrap, recall_at_k
 from .model import AMERQueryEncoder
 from .parallel import run_parallel
@@ -169,8 +169,8 @@ def write_result(context: RunContext, dataset: str, system: str, seed: int, ques
                  ranked: np.ndarray, **details) -> dict:
     """Score a ranked top K `[Q, K]` (corpus rows), write its TREC run file and results JSON."""
     params, name = context.params, run_name(dataset, system, seed)
-    write_trec_run(Path(params["results_dir"]) / f"{name}.trec", questions,
-                   [[context.shards.ids[r] for r in row if r >= 0] for row in ranked], name)
+    write_trec_run(Path(params["results_dir"]) / f"{name}.trec", [q.qid for q in questions],
+                   [[context.shards.ids[r] for r in row if r >= 0] for row in ranked], name, K)
     gold = context.gold(questions)
     result = dict(params=params, seed=seed, git_commit=git_commit(), dataset=dataset, system=system,
                   qids=[q.qid for q in questions], mrecall=mrecall_at_k(ranked, gold, K).tolist(),
@@ -206,14 +206,6 @@ def load_trained(params: dict, dataset: str, system: str, seed: int, dim: int, d
     model = build_query_encoder(result["params"], seed, dim, device)
     load_trainable_state(model, torch.load(path, map_location=device, weights_only=True), path)
     return model.eval()
-
-
-def write_trec_run(path: Path, questions: list[MultiAnswerQuestion], ranked_ids: list[list[str]], tag: str) -> None:
-    """`qid Q0 docid rank score tag`; the merged list has no native score, so score = K - rank + 1."""
-    with atomic_path(path) as tmp, open(tmp, "w") as out:
-        for question, ids in zip(questions, ranked_ids):
-            for rank, doc_id in enumerate(ids, 1):
-                out.write(f"{question.qid} Q0 {doc_id} {rank} {K - rank + 1} {tag}\n")
 
 
 def run_all(params: dict, progress: bool = True) -> list[dict]:
