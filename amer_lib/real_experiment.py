@@ -135,7 +135,8 @@ def run_one(params: dict, dataset: str, system: str, seed: int, progress: bool =
                          exclude_fed_targets=params["exclude_fed_targets"],
                          single_target_step=params["single_target_step"],
                          mixed_precision=params["mixed_precision"] and device.type == "cuda")
-    curve = validation_retrieval(context, [train_questions[i] for i in val_idx.tolist()], n_queries, device)
+    curve = validation_retrieval(context, [train_questions[i] for i in val_idx.tolist()], data.subset(val_idx.to(device)),
+                                 n_queries)
     trained = train(model, data.subset(train_idx.to(device)), data.subset(val_idx.to(device)), context.negatives.to(device), config,
                     run_dir=run_dir(dict(params=params, dataset=dataset, system=system, seed=seed)),
                     progress=progress, on_step=on_step, evaluate=curve)
@@ -149,16 +150,17 @@ def run_one(params: dict, dataset: str, system: str, seed: int, progress: bool =
                         best_val_loss=trained.best_val_loss, history=trained.history)
 
 
-def validation_retrieval(context: RunContext, questions: list[MultiAnswerQuestion], n_queries: int,
-                         device: torch.device) -> Callable[[AMERQueryEncoder], dict]:
-    """The learning curves' metric: MRecall@100 of the validation questions (fully
-    autoregressive, round-robin), on all of them and on their low-similarity third."""
+def validation_retrieval(context: RunContext, questions: list[MultiAnswerQuestion], data: TextData,
+                         n_queries: int) -> Callable[[AMERQueryEncoder], dict]:
+    """The learning curves' metric: MRecall@100 of the validation questions (`data`: their
+    prompts, tokenised once; fully autoregressive, round-robin), on all of them and on their
+    low-similarity third."""
     index = ShardedFlatIndex(context.shards)
     gold = context.gold(questions)
     low = low_similarity_subset(context.target_similarity(questions))
 
     def evaluate(model: AMERQueryEncoder) -> dict:
-        ranked = multi_vector_search(index, query_vectors(model, context, questions, n_queries, device), K)
+        ranked = multi_vector_search(index, generated_vectors(model, data, n_queries), K)
         scores = mrecall_at_k(ranked, gold, K)
         return {"val_mrecall": float(scores.mean()), "val_mrecall_low_sim": float(scores[low].mean())}
 
@@ -180,15 +182,19 @@ def write_result(context: RunContext, dataset: str, system: str, seed: int, ques
     return result
 
 
-@torch.no_grad()
 def query_vectors(model: AMERQueryEncoder, context: RunContext, questions: list[MultiAnswerQuestion], n_queries: int,
-                  device: torch.device, texts: list[str] | None = None, batch_size: int = 128) -> np.ndarray:
+                  device: torch.device, texts: list[str] | None = None) -> np.ndarray:
     """The generated query vectors `[Q, n, d]` of the questions (or of `texts` in their place)."""
+    return generated_vectors(model, context.text_data(questions, texts).to(device), n_queries)
+
+
+@torch.no_grad()
+def generated_vectors(model: AMERQueryEncoder, data: TextData, n_queries: int, batch_size: int = 128) -> np.ndarray:
+    """`n_queries` generated vectors `[Q, n, d]` for every prompt of `data` (on the model's device)."""
     model.eval()
-    data = context.text_data(questions, texts).to(device)
     vectors = []
     for start in range(0, len(data), batch_size):
-        indices = torch.arange(start, min(start + batch_size, len(data)), device=device)
+        indices = torch.arange(start, min(start + batch_size, len(data)), device=data.input_ids.device)
         vectors.append(model.generate(data.prompt(model, indices), n_queries).float().cpu().numpy())
     return np.concatenate(vectors)
 
