@@ -1,0 +1,57 @@
+"""Seen vs unseen questions and MRecall against the search depth, for finished notebook-04 runs.
+
+    python benchmarks/study/seen_unseen.py RESULTS_DIR DATASET --seeds 0 --out OUT.json
+
+RESULTS_DIR is a notebook-04 results folder (relative to notebooks/, as in its parameters) that
+holds both systems' runs of DATASET for the seeds; their checkpoints must still be in runs_dir.
+Writes `amer_lib.generalisation.seen_and_unseen`'s rows and, on the test questions, both systems'
+round-robin MRecall at depths 10 ... 1000.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPTHS = (10, 20, 50, 100, 200, 500, 1000)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("results_dir")
+    parser.add_argument("dataset")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--limit", type=int, default=600, help="training questions per run")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    out = args.out.resolve()
+    os.chdir(ROOT / "notebooks")
+    from amer_lib.benchmark import N_QUERIES
+    from amer_lib.generalisation import SYSTEMS, retrieval_row, seen_and_unseen, seen_and_unseen_table
+    from amer_lib.real_experiment import RunContext, load_trained, query_vectors
+    from amer_lib.search import ShardedFlatIndex
+    from amer_lib.synthetic_experiment import resolve_device
+
+    result = Path(args.results_dir) / f"{args.dataset}_amer_seed{args.seeds[0]}.json"
+    params = {**json.loads(result.read_text())["params"], "datasets": [args.dataset]}
+    seen = seen_and_unseen(params, args.seeds, args.limit)
+    context, device = RunContext(params), resolve_device(params["device"])
+    index, test = ShardedFlatIndex(context.shards), context.benchmark.questions(args.dataset, "test")
+    depths = []
+    for seed in args.seeds:
+        for system in SYSTEMS:
+            model = load_trained(params, args.dataset, system, seed, context.shards.dim, device)
+            vectors = query_vectors(model, context, test, 1 if system == "single" else N_QUERIES[args.dataset], device)
+            depths += [{"seed": seed, "system": system, "depth": k,
+                        "mrecall": retrieval_row(vectors, index, context.gold(test), k)["mrecall"]} for k in DEPTHS]
+    out.write_text(json.dumps({"params": params, "seen_and_unseen": seen, "depths": depths}, indent=1))
+    print(pd.DataFrame(seen_and_unseen_table(seen)).round(1).to_string())
+    print(pd.DataFrame(depths).pivot_table(index="system", columns="depth", values="mrecall").mul(100).round(1))
+
+
+if __name__ == "__main__":
+    main()
