@@ -132,6 +132,7 @@ SCHEMAS: dict[str, dict[str, Param]] = {
         "seeds": Param(int, is_list=True),
         "target_split": Param(str, ("train", "test")),
         "random_pairs": Param(int, minimum=1),
+        "seen_questions": Param(int, minimum=1),
         "figures_dir": Param(str),
     },
 }

@@ -154,3 +154,10 @@ def test_real_data_notebooks_smoke(tmp_path):
     for source in ("synthetic, linear", "synthetic, mlp", "wordnet_senses", "wordnet_kinds"):
         assert source in similarity
     assert (figures06 / "figure5.png").exists() and (figures06 / "target_diversity.png").exists()
+    seen = json.loads((figures06 / "seen_and_unseen.json").read_text())
+    assert len(seen) == 2 * 2 * 2 * 2  # datasets x seeds x systems x (train, test)
+    kinds = {(r["system"], r["questions"]): r for r in seen if r["dataset"] == "wordnet_kinds" and r["seed"] == 1}
+    # the test split's MRecall@100 is what notebook 04 recorded for the same checkpoint
+    assert kinds["amer", "test"]["mrecall"] == pytest.approx(sum(run["mrecall"]) / len(run["mrecall"]))
+    assert len(kinds["amer", "train"]["per_vector_recall"]) == 5 and len(kinds["single", "test"]["per_vector_recall"]) == 1
+    assert kinds["amer", "test"]["n_questions"] == 12 and kinds["amer", "train"]["n_questions"] > 12
