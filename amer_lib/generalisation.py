@@ -37,9 +37,11 @@ def retrieval_row(vectors: np.ndarray, index: ShardedFlatIndex, gold: np.ndarray
             "per_vector_recall": [float(recall_at_k(ids[:, j], gold, k).mean()) for j in range(ids.shape[1])]}
 
 
-def seen_and_unseen(params: dict, seeds: list[int], limit: int = 600, progress: bool = True) -> list[dict]:
+def seen_and_unseen(params: dict, seeds: list[int], limit: int = 600, depths: tuple[int, ...] = (),
+                    progress: bool = True) -> list[dict]:
     """For each dataset of a notebook-04 run, seed and system: MRecall@100 and per-vector
-    Recall@100 on up to `limit` of its training questions and on its test questions."""
+    Recall@100 on up to `limit` of its training questions and on its test questions; on the
+    test questions also the round-robin MRecall at each of `depths` (`mrecall_at_depth`)."""
     device = resolve_device(params["device"])
     context = RunContext(params)
     index = ShardedFlatIndex(context.shards)
@@ -51,9 +53,12 @@ def seen_and_unseen(params: dict, seeds: list[int], limit: int = 600, progress: 
         for split, questions in (("train", trained_questions(context, dataset, seed, limit)),
                                  ("test", context.benchmark.questions(dataset, "test"))):
             vectors = query_vectors(model, context, questions, n_queries, device)
-            rows.append({"backbone": params["backbone"], "dataset": dataset, "seed": seed, "system": system,
-                         "questions": split, "n_questions": len(questions),
-                         **retrieval_row(vectors, index, context.gold(questions))})
+            gold = context.gold(questions)
+            row = {"backbone": params["backbone"], "dataset": dataset, "seed": seed, "system": system,
+                   "questions": split, "n_questions": len(questions), **retrieval_row(vectors, index, gold)}
+            if split == "test" and depths:
+                row["mrecall_at_depth"] = {k: retrieval_row(vectors, index, gold, k)["mrecall"] for k in depths}
+            rows.append(row)
     return rows
 
 

@@ -30,28 +30,16 @@ def main() -> None:
     args = parser.parse_args()
     out = args.out.resolve()
     os.chdir(ROOT / "notebooks")
-    from amer_lib.benchmark import N_QUERIES
-    from amer_lib.generalisation import SYSTEMS, retrieval_row, seen_and_unseen, seen_and_unseen_table
-    from amer_lib.real_experiment import RunContext, load_trained, query_vectors
-    from amer_lib.search import ShardedFlatIndex
-    from amer_lib.synthetic_experiment import resolve_device
+    from amer_lib.generalisation import seen_and_unseen, seen_and_unseen_table
 
     result = Path(args.results_dir) / f"{args.dataset}_amer_seed{args.seeds[0]}.json"
     params = {**json.loads(result.read_text())["params"], "datasets": [args.dataset]}
-    seen = seen_and_unseen(params, args.seeds, args.limit)
-    context, device = RunContext(params), resolve_device(params["device"])
-    index, test = ShardedFlatIndex(context.shards), context.benchmark.questions(args.dataset, "test")
-    depths = []
-    for seed in args.seeds:
-        for system in SYSTEMS:
-            model = load_trained(params, args.dataset, system, seed, context.shards.dim, device)
-            vectors = query_vectors(model, context, test, 1 if system == "single" else N_QUERIES[args.dataset], device)
-            depths += [{"seed": seed, "system": system, "depth": k,
-                        "mrecall": retrieval_row(vectors, index, context.gold(test), k)["mrecall"]} for k in DEPTHS]
+    seen = seen_and_unseen(params, args.seeds, args.limit, DEPTHS)
+    depths = [{"seed": r["seed"], "system": r["system"], "depth": k, "mrecall": value}
+              for r in seen if r["questions"] == "test" for k, value in r.pop("mrecall_at_depth").items()]
     out.write_text(json.dumps({"params": params, "seen_and_unseen": seen, "depths": depths}, indent=1))
     print(pd.DataFrame(seen_and_unseen_table(seen)).round(1).to_string())
     print(pd.DataFrame(depths).pivot_table(index="system", columns="depth", values="mrecall").mul(100).round(1))
-
 
 if __name__ == "__main__":
     main()
