@@ -50,11 +50,12 @@ def build_encoder(params: dict, device: torch.device) -> AMERQueryEncoder:
 
 
 def task_data(task: SyntheticTask, device: torch.device) -> tuple[VectorData, torch.Tensor]:
+    """The training examples and the pool their negatives are drawn from (no test target)."""
     corpus = torch.from_numpy(task.corpus).to(device)
     ids = torch.from_numpy(task.train_target_ids).to(device)
     data = VectorData(torch.from_numpy(task.train_inputs).to(device), corpus[ids],
                       torch.ones(ids.shape, dtype=torch.bool, device=device))
-    return data, corpus
+    return data, corpus[torch.from_numpy(task.training_negative_ids).to(device)]
 
 
 @torch.no_grad()
@@ -195,14 +196,14 @@ def _train_and_evaluate(params: dict, task: SyntheticTask, index: VectorIndex, s
                         device: torch.device, run_dir: Path, progress: bool,
                         on_step: Callable[[], None] | None) -> dict:
     n_queries = 1 if system == "single" else params["n_queries"]
-    data, corpus = task_data(task, device)
+    data, negative_pool = task_data(task, device)
     train_idx, val_idx = split_train_validation(len(data), VALIDATION_FRACTION, params["seed"])
     model = build_encoder(params, device)
     config = TrainConfig(n_outputs=n_queries, steps=params["steps"], batch_size=params["batch_size"],
                          lr=float(params["lr"]), sampling=params["sampling"], eval_every=params["eval_every"],
                          checkpoint_every=params["eval_every"], seed=params["seed"],
                          mixed_precision=params["mixed_precision"] and device.type == "cuda")
-    trained = train(model, data.subset(train_idx.to(device)), data.subset(val_idx.to(device)), corpus, config,
+    trained = train(model, data.subset(train_idx.to(device)), data.subset(val_idx.to(device)), negative_pool, config,
                     run_dir=run_dir, progress=progress, on_step=on_step)
     if not distributed.is_main():
         return {}

@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 import torch
 
+from amer_lib.data import synthetic
 from amer_lib.data.synthetic import (SETTINGS, frobenius_orthogonal_rotations, make_task, make_transforms,
                                      random_rotation, sample_inputs)
 
@@ -80,3 +81,46 @@ def test_bad_settings_are_named():
         make_task("single", "cubic", dim=4, n_train=2, n_test=1, corpus_size=20, seed=0)
     with pytest.raises(ValueError, match="corpus_size 10 is smaller than the 15 targets"):
         make_task("single", "linear", dim=4, n_train=2, n_test=1, corpus_size=10, seed=0)
+
+
+def test_correlated_gaussian_has_one_covariance_per_task(monkeypatch):
+    rng = np.random.default_rng(0)
+    covariance = synthetic.correlated_covariance(4, rng)
+    for _ in range(2):  # two calls, one law (the bug drew a new covariance per call)
+        x = sample_inputs("correlated_gaussian", 20000, 4, rng, covariance)
+        assert np.allclose(np.cov(x.T).diagonal(), covariance.diagonal(), rtol=0.05)
+    with pytest.raises(ValueError, match="correlated_gaussian inputs need the task's covariance"):
+        sample_inputs("correlated_gaussian", 10, 4, rng)
+    seen = []
+    real = synthetic.sample_inputs
+
+    def spy(distribution, n, d, rng, covariance=None):
+        if distribution == "correlated_gaussian":
+            seen.append(covariance)
+        return real(distribution, n, d, rng, covariance)
+
+    monkeypatch.setattr(synthetic, "sample_inputs", spy)
+    for setting in ("multi", "ood"):
+        make_task(setting, "linear", dim=6, n_train=50, n_test=10, corpus_size=400, seed=3)
+    assert len(seen) == 3  # multi: train and test; ood: train only
+    assert all(np.array_equal(c, seen[0]) for c in seen)
+
+
+def test_training_negatives_hold_no_test_target():
+    task = make_task("multi", "linear", dim=8, n_train=30, n_test=10, corpus_size=400, seed=0)
+    negatives = set(task.training_negative_ids.tolist())
+    assert negatives.isdisjoint(task.test_target_ids.ravel().tolist())
+    assert len(negatives) == 400 - task.test_target_ids.size
+    assert set(task.train_target_ids.ravel().tolist()) <= negatives
+
+
+def test_authors_data_path_bug_trains_on_linear_targets():
+    kwargs = dict(dim=8, n_train=20, n_test=5, corpus_size=200, seed=0)
+    bug = make_task("single", "mlp", train_transform="linear", **kwargs)
+    mlp = make_task("single", "mlp", **kwargs)
+    linear = make_transforms("linear", 8, np.random.default_rng([0, 0]))
+    expected = linear(bug.train_inputs.astype(np.float64))
+    expected /= np.linalg.norm(expected, axis=-1, keepdims=True)
+    assert np.allclose(bug.train_inputs, mlp.train_inputs)
+    assert np.allclose(bug.corpus[bug.train_target_ids], expected, atol=1e-5)
+    assert np.allclose(bug.corpus[bug.test_target_ids], mlp.corpus[mlp.test_target_ids])

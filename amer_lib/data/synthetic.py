@@ -4,6 +4,10 @@ Each input vector x in R^d has m = 5 targets y_i = T_i(x). Linear: T = [I, A, B,
 random rotations A, B. MLP: five GELU MLPs whose weights are all one rotation each,
 M_a, M_b, M_c pairwise orthogonal in the Frobenius inner product, M_d = -M_b, M_e = -M_c.
 The corpus holds every train and test target plus N(0, I) negatives.
+
+A task draws its random structure once from its seed: the transforms (shared by the three
+settings of one transform) and the correlated Gaussian's covariance (shared by every setting, so
+train and test inputs of that distribution come from one law).
 """
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ SETTINGS = {
 }
 TRANSFORMS = ("linear", "mlp")
 N_TARGETS = 5
+COVARIANCE_STREAM = 99  # the seed sequence [seed, 99] draws the correlated Gaussian's covariance
 
 
 def random_rotation(d: int, rng: np.random.Generator) -> np.ndarray:
@@ -103,14 +108,25 @@ def make_transforms(kind: str, d: int, rng: np.random.Generator, mlp_layers: int
     raise ValueError(f"unknown transform {kind!r}; valid transforms: {', '.join(TRANSFORMS)}")
 
 
-def sample_inputs(distribution: str, n: int, d: int, rng: np.random.Generator) -> np.ndarray:
+def correlated_covariance(d: int, rng: np.random.Generator) -> np.ndarray:
+    """The correlated Gaussian's covariance 0.5 A A^T + 0.1 I with A ~ N(0, 1)^{d x d}."""
+    a = rng.standard_normal((d, d))
+    return 0.5 * a @ a.T + 0.1 * np.eye(d)
+
+
+def sample_inputs(distribution: str, n: int, d: int, rng: np.random.Generator,
+                  covariance: np.ndarray | None = None) -> np.ndarray:
+    """`n` inputs of one distribution; `correlated_gaussian` needs the task's `covariance`."""
     if distribution == "gaussian":
         return rng.standard_normal((n, d))
     if distribution == "gaussian_4x":
         return 2.0 * rng.standard_normal((n, d))
     if distribution == "correlated_gaussian":
-        a = rng.standard_normal((d, d))
-        return rng.multivariate_normal(np.zeros(d), 0.5 * a @ a.T + 0.1 * np.eye(d), size=n, method="cholesky")
+        if covariance is None or covariance.shape != (d, d):
+            raise ValueError("correlated_gaussian inputs need the task's covariance, a (d, d) matrix drawn once per "
+                             "task (correlated_covariance); got "
+                             f"{None if covariance is None else covariance.shape}")
+        return rng.multivariate_normal(np.zeros(d), covariance, size=n, method="cholesky")
     if distribution == "uniform":
         return rng.uniform(-2.0, 2.0, (n, d))
     if distribution == "laplace_noise":
@@ -118,10 +134,11 @@ def sample_inputs(distribution: str, n: int, d: int, rng: np.random.Generator) -
     raise ValueError(f"unknown input distribution {distribution!r}; valid: {', '.join(INPUT_DISTRIBUTIONS)}")
 
 
-def sample_mixture(distributions: tuple[str, ...], n: int, d: int, rng: np.random.Generator) -> np.ndarray:
+def sample_mixture(distributions: tuple[str, ...], n: int, d: int, rng: np.random.Generator,
+                   covariance: np.ndarray | None = None) -> np.ndarray:
     """`n` inputs split evenly over `distributions`, shuffled."""
     sizes = np.diff(np.linspace(0, n, len(distributions) + 1).round().astype(int))
-    x = np.concatenate([sample_inputs(name, size, d, rng) for name, size in zip(distributions, sizes)])
+    x = np.concatenate([sample_inputs(name, size, d, rng, covariance) for name, size in zip(distributions, sizes)])
     return x[rng.permutation(n)]
 
 
@@ -141,11 +158,21 @@ class SyntheticTask:
     def dim(self) -> int:
         return self.corpus.shape[1]
 
+    @property
+    def training_negative_ids(self) -> np.ndarray:
+        """Corpus rows that training may draw as negatives: everything but the test targets, so
+        that no test target is ever seen in training (as the paper's held-out test set implies)."""
+        return np.setdiff1d(np.arange(len(self.corpus)), self.test_target_ids.ravel())
+
 
 def make_task(setting: str, transform: str, *, dim: int, n_train: int, n_test: int, corpus_size: int,
-              seed: int, mlp_layers: int = 2) -> SyntheticTask:
+              seed: int, mlp_layers: int = 2, train_transform: str | None = None) -> SyntheticTask:
     """Build one of the six settings. The transforms depend on (transform, dim, seed) only, so
-    Single / Multi / OOD share them, as in the paper."""
+    Single / Multi / OOD share them, as in the paper.
+
+    `train_transform` (default: `transform`) builds the training targets with another transform:
+    `train_transform="linear"` with `transform="mlp"` reproduces the data-path bug of the
+    authors' code, where every training set was built from the linear data."""
     if setting not in SETTINGS:
         raise ValueError(f"unknown setting {setting!r}; valid settings: {', '.join(SETTINGS)}")
     if transform not in TRANSFORMS:
@@ -153,12 +180,17 @@ def make_task(setting: str, transform: str, *, dim: int, n_train: int, n_test: i
     n_targets = (n_train + n_test) * N_TARGETS
     if corpus_size < n_targets:
         raise ValueError(f"corpus_size {corpus_size} is smaller than the {n_targets} targets it must hold")
-    transforms = make_transforms(transform, dim, np.random.default_rng([seed, TRANSFORMS.index(transform)]), mlp_layers)
+    train_transform = train_transform or transform
+    if train_transform not in TRANSFORMS:
+        raise ValueError(f"unknown train_transform {train_transform!r}; valid transforms: {', '.join(TRANSFORMS)}")
+    transforms = {name: make_transforms(name, dim, np.random.default_rng([seed, TRANSFORMS.index(name)]), mlp_layers)
+                  for name in {transform, train_transform}}
+    covariance = correlated_covariance(dim, np.random.default_rng([seed, COVARIANCE_STREAM]))
     rng = np.random.default_rng([seed, TRANSFORMS.index(transform), list(SETTINGS).index(setting) + 1])
     train_dists, test_dists = SETTINGS[setting]
-    train_x = sample_mixture(train_dists, n_train, dim, rng)
-    test_x = sample_mixture(test_dists, n_test, dim, rng)
-    targets = np.concatenate([transforms(train_x), transforms(test_x)]).reshape(-1, dim)
+    train_x = sample_mixture(train_dists, n_train, dim, rng, covariance)
+    test_x = sample_mixture(test_dists, n_test, dim, rng, covariance)
+    targets = np.concatenate([transforms[train_transform](train_x), transforms[transform](test_x)]).reshape(-1, dim)
     negatives = rng.standard_normal((corpus_size - n_targets, dim))
     corpus = np.concatenate([targets, negatives])
     corpus = (corpus / np.linalg.norm(corpus, axis=1, keepdims=True)).astype(np.float32)
