@@ -1,4 +1,4 @@
-"""Ablations (notebook 05): the sampling mode of training (Table 5), and at inference the number
+"""Ablations (notebook 05): the sampling mode of training (Table 3), and at inference the number
 of generated vectors searched (n = 1..8) and how their lists are merged.
 
 Generation is autoregressive, so the first n of 8 generated vectors are exactly what a run
@@ -35,7 +35,7 @@ def vector_count_and_merge(vectors: np.ndarray, index, gold: np.ndarray, counts:
     return rows
 
 
-# ----- scheduled sampling vs always predicted vs teacher forcing (Table 5) ---------------------
+# ----- scheduled sampling vs always predicted vs teacher forcing (Table 3) ---------------------
 SAMPLING_LABELS = {"scheduled": "AMER (scheduled sampling)", "predicted": "AMER (always predicted)",
                    "teacher": "AMER (teacher forcing only)"}
 
@@ -74,28 +74,49 @@ def synthetic_sampling_table(runs: list[dict]):
 def real_sampling(params04: dict, modes: list[str], seeds: list[int], results_dir: str, runs_dir: str,
                   resamples: int = 10_000, progress: bool = True) -> list[dict]:
     """Summary rows (mean, std, relative gain over single-query, bootstrap p) of AMER trained
-    under each sampling mode on the offline benchmark; single-query from notebook 04."""
-    from .real_experiment import run_all, summary
+    under each sampling mode on one backbone's notebook-04 datasets; single-query from notebook 04."""
+    from .real_experiment import figure_tag, run_all, summary
 
     base = {**params04, "seeds": seeds, "baselines": [], "systems": ["amer"]}
     single = run_all({**base, "systems": ["single"]}, progress)
     rows = []
     for mode in modes:
-        amer = run_all(_mode_params(base, mode, results_dir, runs_dir, "real"), progress)
+        amer = run_all(_mode_params(base, mode, results_dir, runs_dir, f"real_{figure_tag(params04)}"), progress)
         rows += [{**row, "sampling": mode, "label": SAMPLING_LABELS[mode]}
                  for row in summary(single + amer, resamples) if row["system"] == "amer"]
     return rows
 
 
-def real_sampling_table(rows: list[dict], alpha: float = 0.05):
-    """Table 5's layout: relative gain over single-query per dataset and subset (with the
-    MRecall@100 behind it); * = p < alpha against single-query."""
+SUBSETS = (("whole", "Whole Set"), ("low_sim", "Low Similarity Set"))
+
+
+def sampling_gain_table(rows: list[dict]):
+    """Table 3: each sampling mode's relative gain over single-query, macro-averaged over the
+    backbones in `rows` (`real_sampling` rows of every backbone), per dataset and subset."""
     import pandas as pd
 
     table = []
     for mode in dict.fromkeys(r["sampling"] for r in rows):
         row = {"System": SAMPLING_LABELS[mode]}
-        for r in (r for r in rows if r["sampling"] == mode):
+        for dataset in dict.fromkeys(r["dataset"] for r in rows):
+            for subset, name in SUBSETS:
+                gains = [r[f"{subset}_delta"] for r in rows if r["sampling"] == mode and r["dataset"] == dataset]
+                row[f"{dataset} ({name})"] = f"{100 * np.mean(gains):+.2f}%"
+        table.append(row)
+    table = pd.DataFrame(table)
+    table.attrs["backbones"] = sorted({r["backbone"] for r in rows})
+    return table
+
+
+def real_sampling_table(rows: list[dict], alpha: float = 0.05):
+    """Table 3's detail for each backbone: relative gain over single-query per dataset and
+    subset, with the MRecall@100 behind it; * = p < alpha against single-query."""
+    import pandas as pd
+
+    table = []
+    for backbone, mode in dict.fromkeys((r["backbone"], r["sampling"]) for r in rows):
+        row = {"Backbone": backbone, "System": SAMPLING_LABELS[mode]}
+        for r in (r for r in rows if r["sampling"] == mode and r["backbone"] == backbone):
             for subset, name in (("whole", "Whole"), ("low_sim", "Low Sim.")):
                 star = "*" if r[f"{subset}_p"] < alpha else ""
                 row[f"{r['dataset']} {name} Δ"] = f"{100 * r[f'{subset}_delta']:+.2f}%{star}"
@@ -134,4 +155,4 @@ def real_sweep(params04: dict, dataset: str, seed: int, counts: tuple[int, ...],
     vectors = query_vectors(model, context, test, max(counts), device)
     rows = vector_count_and_merge(vectors, ShardedFlatIndex(context.shards), context.gold(test), counts, merges,
                                   depth=params04["search_depth"])
-    return [{"benchmark": f"{dataset} (seed {seed})", **row} for row in rows]
+    return [{"benchmark": f"{dataset} ({params04['backbone']}, seed {seed})", **row} for row in rows]

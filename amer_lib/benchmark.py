@@ -15,7 +15,7 @@ import numpy as np
 
 from .data import wordnet
 from .data.corpus import Corpus, iter_documents
-from .data.gold import (ambigqa_splits, bm25_top_k, dense_top_k, map_gold_documents, proof_candidates,
+from .data.gold import (DEPTH, ambigqa_splits, bm25_top_k, dense_top_k, map_gold_documents, proof_candidates,
                         qampari_splits, question_candidates)
 from .data.questions import (MultiAnswerQuestion, read_ambigqa, read_nq_open_multi, read_qampari, read_questions,
                              write_questions)
@@ -25,6 +25,9 @@ from .metrics import same_vs_random_cosine
 from .search import IVFPQIndex, ShardedFlatIndex, recall_against_exact
 
 SPLITS = ("train", "test")
+# NQ-open's development and test sets (google-research-datasets/natural-questions, nq_open/): the
+# paper's "development set and test set" of NQ-open, whose multi-answer questions join training
+NQ_OPEN_FILES = ("NQ-open.dev.jsonl", "NQ-open.efficientqa.test.1.1.jsonl")
 # the paper's number of query vectors per dataset; the offline ones mirror AmbigQA and QAMPARI
 N_QUERIES = {"ambigqa": 2, "qampari": 5, "wordnet_senses": 2, "wordnet_kinds": 5}
 
@@ -112,16 +115,21 @@ def _sample(questions: list, limit: int, rng: np.random.Generator) -> list:
     return [questions[i] for i in sorted(rng.choice(len(questions), limit, replace=False))]
 
 
-def prepare_paper_data(raw_dir: str | Path, corpus_path: str | Path, directory: str | Path, dense_encoder,
-                       dense_index, seed: int = 0, progress: bool = True) -> tuple[Benchmark, dict]:
+def prepare_paper_data(raw_dir: str | Path, corpus_path: str | Path, directory: str | Path,
+                       dense_retrievers: list[tuple], seed: int = 0, progress: bool = True,
+                       depth: int = DEPTH) -> tuple[Benchmark, dict]:
     """AmbigQA (+ NQ-open multi-answer) and QAMPARI mapped to gold passages, in Table 1's splits.
 
     `raw_dir` holds the published files (AmbigQA train_light.json / dev_light.json, NQ-open
     NQ-open.dev.jsonl / NQ-open.efficientqa.test.1.1.jsonl, QAMPARI train_data.jsonl /
-    dev_data.jsonl); `dense_index` searches `dense_encoder`'s embeddings of the corpus.
-    Returns the benchmark and the mapping reports.
+    dev_data.jsonl); `dense_retrievers` are (encoder, index of its corpus embeddings) pairs whose
+    top `depth` (the paper: 500) join BM25's for the AmbigQA and NQ-open questions (the paper: Contriever and
+    inf-retriever). Returns the benchmark and the mapping reports, with the number of training
+    questions removed because they are AmbigQA test questions.
     """
-    recipe = {"source": "paper", "raw_dir": str(raw_dir), "corpus": str(corpus_path), "seed": seed}
+    recipe = {"source": "paper", "raw_dir": str(raw_dir), "corpus": str(corpus_path), "seed": seed,
+              "depth": depth,
+              "dense_retrievers": [encoder.spec.name for encoder, _ in dense_retrievers]}
     if (found := existing(directory, recipe)) is not None:
         return found, found.manifest["mapping"]
     raw = Path(raw_dir)
@@ -130,21 +138,22 @@ def prepare_paper_data(raw_dir: str | Path, corpus_path: str | Path, directory: 
 
     def mapped(name: str, questions: list[MultiAnswerQuestion], proofs: bool = False) -> list[MultiAnswerQuestion]:
         if proofs:
-            candidates = proof_candidates(questions, corpus, progress=progress)
+            candidates = proof_candidates(questions, corpus, depth, progress)
         else:
             texts = [q.question for q in questions]
-            candidates = question_candidates(bm25_top_k(corpus, texts, progress=progress),
-                                             dense_top_k(dense_encoder, dense_index, texts))
+            candidates = question_candidates(bm25_top_k(corpus, texts, depth, progress),
+                                             *(dense_top_k(encoder, index, texts, depth) for encoder, index in dense_retrievers))
         kept, reports[name] = map_gold_documents(questions, corpus, candidates)
         return kept
 
-    ambigqa = ambigqa_splits(mapped("ambigqa_train", read_ambigqa(raw / "train_light.json")),
-                             mapped("ambigqa_dev", read_ambigqa(raw / "dev_light.json")),
-                             mapped("nq_open", read_nq_open_multi(raw / "NQ-open.dev.jsonl")
-                                    + read_nq_open_multi(raw / "NQ-open.efficientqa.test.1.1.jsonl")), seed)
+    ambigqa, removed = ambigqa_splits(mapped("ambigqa_train", read_ambigqa(raw / "train_light.json")),
+                                      mapped("ambigqa_dev", read_ambigqa(raw / "dev_light.json")),
+                                      mapped("nq_open", read_nq_open_multi(raw / NQ_OPEN_FILES[0])
+                                             + read_nq_open_multi(raw / NQ_OPEN_FILES[1])), seed)
     qampari = qampari_splits(mapped("qampari_train", read_qampari(raw / "train_data.jsonl"), proofs=True),
                              mapped("qampari_dev", read_qampari(raw / "dev_data.jsonl"), proofs=True))
     mapping = {name: vars(report) for name, report in reports.items()}
+    mapping["ambigqa_train_removed_as_test_questions"] = removed
     benchmark = _write(Path(directory), {"ambigqa": ambigqa, "qampari": qampari}, Path(corpus_path).resolve(),
                        len(corpus), {"recipe": recipe, "mapping": mapping})
     return benchmark, mapping
@@ -153,8 +162,9 @@ def prepare_paper_data(raw_dir: str | Path, corpus_path: str | Path, directory: 
 def prepare(params: dict, progress: bool = True) -> tuple[Benchmark, dict]:
     """Notebook 03: the benchmark its parameters describe, with its corpus encoded.
 
-    Paper data: the corpus is encoded first, since the gold mapping searches it with the dense
-    retriever (the paper's inf-retriever) besides BM25.
+    Paper data: the corpus is encoded first with every `mapping_encoders` model (the paper:
+    Contriever and inf-retriever), since the gold mapping searches it with them besides BM25; the
+    document encoder's embeddings are reused when it is one of them.
     """
     device = None if params["device"] == "auto" else params["device"]
     encoder = DocumentEncoder(params["encoder"], device=device)
@@ -164,10 +174,14 @@ def prepare(params: dict, progress: bool = True) -> tuple[Benchmark, dict]:
                                     params["seed"])
         mapping = {}
     else:
-        shards = encode_corpus(encoder, iter_documents(params["corpus_path"]), directory / "embeddings" / encoder.spec.name,
-                               params["shard_size"], params["encode_batch_size"], progress=progress)
-        benchmark, mapping = prepare_paper_data(params["raw_dir"], params["corpus_path"], directory, encoder,
-                                                ShardedFlatIndex(shards), params["seed"], progress)
+        retrievers = []
+        for name in params["mapping_encoders"]:
+            mapper = encoder if name == encoder.spec.name else DocumentEncoder(name, device=device)
+            shards = encode_corpus(mapper, iter_documents(params["corpus_path"]), directory / "embeddings" / name,
+                                   params["shard_size"], params["encode_batch_size"], progress=progress)
+            retrievers.append((mapper, ShardedFlatIndex(shards)))
+        benchmark, mapping = prepare_paper_data(params["raw_dir"], params["corpus_path"], directory, retrievers,
+                                                params["seed"], progress)
     benchmark.encode(encoder, params["shard_size"], params["encode_batch_size"], progress)
     return benchmark, mapping
 
@@ -180,6 +194,40 @@ def statistics(benchmark: Benchmark) -> list[dict]:
         rows.append({"dataset": dataset, "train": len(train), "test": len(test),
                      "targets": round(float(np.mean([len(q.targets) for q in test])), 2)})
     return rows
+
+
+def example_questions(benchmark: Benchmark, per_dataset: int = 1, max_answers: int = 3, snippet: int = 160,
+                      seed: int = 0) -> list[dict]:
+    """Table 4: per dataset, `per_dataset` seeded test questions, each with up to `max_answers`
+    of its answers (the count of the others noted) and the start of each shown answer's first
+    gold document, the answer in **bold**."""
+    rng = np.random.default_rng(seed)
+    picked = []
+    for dataset in benchmark.datasets:
+        test = benchmark.questions(dataset, "test")
+        picked += [(dataset, test[i]) for i in sorted(rng.choice(len(test), min(per_dataset, len(test)), replace=False))]
+    wanted = {q.targets[i][0] for _, q in picked for i in range(min(max_answers, len(q.answers)))}
+    texts = {doc.id: doc.full_text for doc in benchmark.documents() if doc.id in wanted}
+    rows = []
+    for dataset, question in picked:
+        shown = list(zip(question.answers, question.targets))[:max_answers]
+        more = len(question.answers) - len(shown)
+        rows.append({"Dataset": dataset, "Question": question.question,
+                     "Answers": ", ".join(aliases[0] for aliases, _ in shown) + (f" (+{more} more)" if more else ""),
+                     "Evidence documents": " ".join(f"[{i + 1}] {_highlight(texts[targets[0]], aliases, snippet)}"
+                                                    for i, (aliases, targets) in enumerate(shown))})
+    return rows
+
+
+def _highlight(text: str, aliases: list[str], width: int) -> str:
+    """`text` cut to about `width` characters around the first alias found in it, that alias in bold."""
+    alias, start = next(((a, text.find(a)) for a in aliases if a in text), (None, 0))
+    begin = text.rfind(" ", 0, max(0, start - width // 2)) + 1 if alias else 0  # at a word's start
+    end = min(len(text), begin + width)
+    cut = text[begin:end]
+    if alias and alias in cut:
+        cut = cut.replace(alias, f"**{alias}**", 1)
+    return ("[...] " if begin else "") + cut + (" [...]" if end < len(text) else "")
 
 
 def target_similarity(benchmark: Benchmark, encoder: str, split: str = "test", n_random: int = 10_000,

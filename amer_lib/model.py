@@ -32,6 +32,28 @@ class Prompt:
         return self.mask.long().sum(-1) - 1
 
 
+@dataclass(frozen=True)
+class Position:
+    """One position of the sequence: what is fed there, and which output (if any) is read there."""
+
+    index: int
+    fed: str  # "prompt" (a token, or the projected input vector) or "output" (a fed-back embedding)
+    fed_output: int | None  # for fed == "output": which output j is fed back
+    read_output: int | None  # the output read from this position's last hidden state
+
+
+def sequence_layout(prompt_length: int, n_outputs: int) -> list[Position]:
+    """The sequence the model runs: `prompt_length` prompt positions, then outputs 0..n-2 fed
+    back; output j is read at position `prompt_length - 1 + j`. `_teacher_forced` reads its
+    outputs from exactly these positions, and Figure 2 is drawn from this list."""
+    if prompt_length < 1 or n_outputs < 1:
+        raise ValueError(f"a sequence needs prompt_length >= 1 and n_outputs >= 1, got {prompt_length}, {n_outputs}")
+    read = {prompt_length - 1 + j: j for j in range(n_outputs)}
+    positions = [Position(i, "prompt", None, read.get(i)) for i in range(prompt_length)]
+    positions += [Position(prompt_length + j, "output", j, read.get(prompt_length + j)) for j in range(n_outputs - 1)]
+    return positions
+
+
 class AMERQueryEncoder(nn.Module):
     """Backbone + input/output projections (no bias) between embedding and hidden space."""
 
@@ -98,7 +120,8 @@ class AMERQueryEncoder(nn.Module):
             positions = torch.cat([positions, prompt.last_position[:, None] + steps], dim=1)
         hidden = self.backbone(inputs_embeds=embeds, attention_mask=_padding_mask(mask), position_ids=positions,
                                use_cache=False, **self._prefix(prompt)).last_hidden_state
-        return self.output_projection(hidden[:, -n_outputs:])
+        read = [p.index for p in sequence_layout(prompt.embeds.shape[1], n_outputs) if p.read_output is not None]
+        return self.output_projection(hidden[:, read])
 
     # ----- autoregressive decoding ---------------------------------------------------------
     @torch.no_grad()

@@ -74,6 +74,7 @@ SCHEMAS: dict[str, dict[str, Param]] = {
         "raw_dir": Param(str),
         "corpus_path": Param(str),
         "encoder": Param(str, tuple(ENCODERS)),
+        "mapping_encoders": Param(str, tuple(ENCODERS), is_list=True),  # paper data: dense retrievers of the gold mapping
         "encode_batch_size": Param(int, minimum=1),
         "shard_size": Param(int, minimum=1),
         "ivfpq_factories": Param(str, is_list=True),
@@ -113,7 +114,7 @@ SCHEMAS: dict[str, dict[str, Param]] = {
     },
     "05_ablations": {
         "synthetic_params": Param(str),  # notebook 02's params.yaml (its runs are reused)
-        "real_params": Param(str),  # notebook 04's params_<tag>.yaml (its runs are reused)
+        "real_params": Param(str, is_list=True),  # notebook 04's params_<tag>.yaml, one per backbone (runs reused)
         "synthetic_transforms": Param(str, TRANSFORMS, is_list=True),
         "synthetic_setting": Param(str, tuple(SETTINGS)),
         "sampling_modes": Param(str, ("scheduled", "predicted", "teacher"), is_list=True),

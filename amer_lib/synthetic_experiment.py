@@ -18,7 +18,7 @@ from tqdm.auto import tqdm
 
 from . import distributed
 from .backbones import add_lora, get_backbone, load_backbone
-from .data.synthetic import N_TARGETS, SyntheticTask, make_task
+from .data.synthetic import N_TARGETS, TASK_VERSION, SyntheticTask, make_task
 from .io import git_commit, write_json
 from .metrics import mrecall_at_k, recall_at_k
 from .model import AMERQueryEncoder
@@ -125,7 +125,8 @@ def _cached(path: Path, params: dict) -> dict | None:
     if not path.exists():
         return None
     result = json.loads(path.read_text())
-    return result if run_params(result.get("params", {})) == run_params(params) else None
+    same_task = result.get("task_version") == TASK_VERSION
+    return result if same_task and run_params(result.get("params", {})) == run_params(params) else None
 
 
 def cached_run(params: dict, transform: str, setting: str, system: str) -> dict | None:
@@ -136,7 +137,8 @@ def cached_run(params: dict, transform: str, setting: str, system: str) -> dict 
 def run_dir(params: dict, transform: str, setting: str, system: str) -> Path:
     """Where a run's checkpoints are: keyed by the parameters that shape it, so that a rerun
     asking for other settings alongside resumes it."""
-    return Path(params["runs_dir"]) / f"{run_name(transform, setting, system, params['seed'])}-{params_digest(run_params(params))}"
+    digest = params_digest({**run_params(params), "task_version": TASK_VERSION})
+    return Path(params["runs_dir"]) / f"{run_name(transform, setting, system, params['seed'])}-{digest}"
 
 
 def load_trained(params: dict, transform: str, setting: str, device: torch.device) -> AMERQueryEncoder:
@@ -178,8 +180,8 @@ def run_setting(params: dict, transform: str, setting: str, progress: bool = Tru
             continue
         if system == "oracle" and not distributed.is_main():
             continue
-        result = dict(params=params, seed=params["seed"], git_commit=git_commit(), transform=transform,
-                      setting=setting, system=system)
+        result = dict(params=params, seed=params["seed"], task_version=TASK_VERSION, git_commit=git_commit(),
+                      transform=transform, setting=setting, system=system)
         if system == "oracle":
             result["metrics"] = retrieval_metrics(index, mean_of_targets(task), task.test_target_ids, params["search_depth"])
             result["geometry"] = target_geometry(task)

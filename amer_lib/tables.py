@@ -37,8 +37,18 @@ SYSTEM_ROWS = (("single", "Single-Query"), ("query_expansion", "+Query Expansion
 PENDING = "not run"  # rows whose system has no results
 
 
+FULL_RESULTS_TABLES = {"llama8b": 5, "qwen4b": 6, "llama3b": 7, "llama1b": 8}  # the paper's appendix
+
+
+def full_results_name(backbone: str, tag: str) -> str:
+    """The file name of one backbone's full results: `table5_<tag>` .. `table8_<tag>` for the
+    paper's backbones, `full_results_<tag>` for any other."""
+    number = FULL_RESULTS_TABLES.get(backbone)
+    return f"table{number}_{tag}" if number else f"full_results_{tag}"
+
+
 def real_results_table(summary_rows: list[dict], alpha: float = 0.05):
-    """Tables 3, 4, 6, 7, 8: per dataset, MRecall@100 (mean +- std over seeds) and the relative
+    """Tables 5-8 (one backbone each): per dataset, MRecall@100 (mean +- std over seeds) and the relative
     gain over single-query on the whole and the low-similarity test set; * marks p < alpha in
     the paired bootstrap against single-query."""
     import pandas as pd

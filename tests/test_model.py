@@ -2,6 +2,7 @@ import pytest
 import torch
 
 from amer_lib.backbones import BackboneUnavailableError, add_lora, get_backbone, load_backbone
+from amer_lib.model import sequence_layout
 
 
 def test_generate_with_cache_equals_recomputing_the_prefix(tiny_encoder):
@@ -94,3 +95,13 @@ def test_tiny_backbone_is_seeded():
     a = load_backbone("tiny", seed=3, config_overrides=dict(hidden_size=32, intermediate_size=64))
     b = load_backbone("tiny", seed=3, config_overrides=dict(hidden_size=32, intermediate_size=64))
     assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
+
+
+def test_sequence_layout_reads_output_j_after_the_jth_fed_back_vector():
+    layout = sequence_layout(3, 4)
+    assert [p.fed for p in layout] == ["prompt"] * 3 + ["output"] * 3
+    assert [p.fed_output for p in layout] == [None, None, None, 0, 1, 2]
+    assert [p.read_output for p in layout] == [None, None, 0, 1, 2, 3]
+    assert [p.read_output for p in sequence_layout(1, 1)] == [0]
+    with pytest.raises(ValueError, match="n_outputs >= 1"):
+        sequence_layout(2, 0)

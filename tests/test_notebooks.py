@@ -69,6 +69,11 @@ def test_real_data_notebooks_smoke(tmp_path):
     figures = tmp_path / "figures03"
     table1 = (figures / "table1.csv").read_text().splitlines()
     assert table1[0] == "dataset,train,test,targets" and table1[1].startswith("wordnet_senses,24,12,")
+    table4 = pd.read_csv(figures / "table4.csv")
+    assert table4["Dataset"].tolist() == ["wordnet_senses", "wordnet_kinds"]
+    for answers, evidence in zip(table4["Answers"], table4["Evidence documents"]):  # one document per shown answer
+        shown = len(answers.split(" (+")[0].split(", "))
+        assert evidence.startswith("[1] ") and f"[{shown}] " in evidence and f"[{shown + 1}] " not in evidence
     sweep = pd.read_csv(figures / "ivfpq_sweep.csv")
     assert sweep["index"].tolist() == ["exact (float16 shards)", "IVF4,PQ8x4", "IVF4,PQ8x4"]
     assert sweep["recall@100_vs_exact"].iloc[0] == 1.0 and sweep["bytes_per_doc"].tolist() == [768, 4, 4]

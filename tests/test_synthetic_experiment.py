@@ -1,7 +1,10 @@
 """The notebook-02 runner: parallel workers give the same results as one process."""
+import json
+from pathlib import Path
+
 import torch
 
-from amer_lib.synthetic_experiment import run_all
+from amer_lib.synthetic_experiment import cached_run, run_all
 
 
 def tiny_params(tmp_path, workers):
@@ -31,3 +34,12 @@ def test_workers_reproduce_a_single_process_run(tmp_path):
     assert [(r["setting"], r["system"]) for r in parallel] == [(s, m) for s in ("single", "ood")
                                                                  for m in ("single", "amer", "oracle")]
     assert strip(parallel) == strip(serial)
+
+
+def test_runs_cached_for_an_older_task_are_not_reused(tmp_path):
+    params = {**tiny_params(tmp_path, 1), "settings": ["single"], "systems": ["single"]}
+    [run, _] = run_all(params, progress=False)
+    assert cached_run(params, "linear", "single", "single") == run
+    path = Path(params["results_dir"]) / "linear_single_single_seed0.json"
+    path.write_text(json.dumps({**run, "task_version": run["task_version"] - 1}))
+    assert cached_run(params, "linear", "single", "single") is None

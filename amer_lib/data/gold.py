@@ -1,8 +1,9 @@
 """Gold-document mapping of the paper's appendix, and the train/test splits of its Table 1.
 
 Neither AmbigQA nor QAMPARI names gold passages. For each question, candidate passages are the
-union of the top 500 of BM25 and of a dense retriever (AmbigQA: queried with the question;
-QAMPARI: BM25 queried with each answer's evidence snippet). A candidate is a gold document of an
+union of the top 500 of BM25 and of the dense retrievers (appendix A.3: BM25, Contriever and
+inf-retriever-v1-1.5b, queried with the AmbigQA question; QAMPARI: BM25 queried with each
+answer's evidence snippet). A candidate is a gold document of an
 answer when its text contains the answer, or one of its aliases, as an exact substring. A
 question is kept only if every answer found a gold document.
 """
@@ -13,7 +14,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .corpus import Corpus
-from .questions import MultiAnswerQuestion
+from .questions import MultiAnswerQuestion, normalize_text
 
 DEPTH = 500
 QAMPARI_TARGETS = (5, 8)
@@ -86,14 +87,26 @@ def filter_target_count(questions: list[MultiAnswerQuestion], low: int, high: in
     return [q for q in questions if low <= len(q.targets) <= high]
 
 
+def without_test_questions(train: list[MultiAnswerQuestion],
+                           test: list[MultiAnswerQuestion]) -> tuple[list[MultiAnswerQuestion], int]:
+    """`train` without the questions whose text (in `normalize_text` form) is a test question's,
+    and how many were removed. AmbigQA's questions are NQ-open questions, so the multi-answer
+    NQ-open questions added to training hold AmbigQA test questions unless they are removed."""
+    test_texts = {normalize_text(q.question) for q in test}
+    kept = [q for q in train if normalize_text(q.question) not in test_texts]
+    return kept, len(train) - len(kept)
+
+
 def ambigqa_splits(train: list[MultiAnswerQuestion], dev: list[MultiAnswerQuestion],
-                   nq_open: list[MultiAnswerQuestion], seed: int = 0) -> dict[str, list[MultiAnswerQuestion]]:
+                   nq_open: list[MultiAnswerQuestion], seed: int = 0) -> tuple[dict[str, list[MultiAnswerQuestion]], int]:
     """Table 1: test = a seeded half of the mapped AmbigQA dev set; train = mapped AmbigQA train +
-    the other half of dev + the mapped multi-answer NQ-open questions."""
+    the other half of dev + the mapped multi-answer NQ-open questions, less every question that
+    is also a test question. Returns the splits and the number of training questions removed."""
     order = np.random.default_rng(seed).permutation(len(dev))
     half = len(dev) // 2
-    return {"train": train + [dev[i] for i in sorted(order[half:])] + nq_open,
-            "test": [dev[i] for i in sorted(order[:half])]}
+    test = [dev[i] for i in sorted(order[:half])]
+    train, removed = without_test_questions(train + [dev[i] for i in sorted(order[half:])] + nq_open, test)
+    return {"train": train, "test": test}, removed
 
 
 def qampari_splits(train: list[MultiAnswerQuestion], dev: list[MultiAnswerQuestion]) -> dict[str, list[MultiAnswerQuestion]]:

@@ -10,6 +10,8 @@ The readers below return questions without targets; `amer_lib.data.gold` maps th
 from __future__ import annotations
 
 import json
+import re
+import string
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -125,15 +127,65 @@ def read_ambigqa(path: str | Path) -> list[MultiAnswerQuestion]:
     return questions
 
 
+PUNCTUATION = frozenset(string.punctuation)
+
+
+def normalize_text(text: str) -> str:
+    """SQuAD-style normal form: lower case, no punctuation, no articles, single spaces."""
+    text = "".join(ch for ch in text.lower() if ch not in PUNCTUATION)
+    return " ".join(re.sub(r"\b(a|an|the)\b", " ", text).split())
+
+
+# words an annotator may put around the same answer ("in 1977", "about 50"); not content
+FUNCTION_WORDS = frozenset("in on at of by from to for about around approximately nearly over since until".split())
+
+
+def same_answer(first: str, second: str) -> bool:
+    """Whether two NQ answer strings name one answer: equal normal forms, or one normal form is
+    the other's tokens plus function words only ("1977" and "in 1977", not "2001" and "November 2001")."""
+    a, b = normalize_text(first).split(), normalize_text(second).split()
+    if a == b:
+        return True
+    short, long = sorted((a, b), key=len)
+    for start in range(len(long) - len(short) + 1):
+        if long[start : start + len(short)] == short:
+            extra = long[:start] + long[start + len(short):]
+            return bool(short) and all(word in FUNCTION_WORDS for word in extra)
+    return False
+
+
+def cluster_aliases(answers: list[str]) -> list[list[str]]:
+    """NQ-open lists every annotator's string; strings naming one answer (`same_answer`, taken
+    transitively) form one cluster, in order of first appearance."""
+    answers = [a.strip() for a in answers if a and a.strip()]
+    parent = list(range(len(answers)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            i = parent[i]
+        return i
+
+    for i in range(len(answers)):
+        for j in range(i):
+            if same_answer(answers[i], answers[j]):
+                parent[root(i)] = root(j)
+    clusters: dict[int, list[str]] = {}
+    for i, answer in enumerate(answers):
+        cluster = clusters.setdefault(root(i), [])
+        if answer not in cluster:
+            cluster.append(answer)
+    return list(clusters.values())
+
+
 def read_nq_open_multi(path: str | Path) -> list[MultiAnswerQuestion]:
-    """The multi-answer subset of NQ-open (jsonl `question`, `answer`): questions with two or
-    more distinct answers, each answer its own cluster."""
+    """The multi-answer subset of NQ-open (jsonl `question`, `answer`): questions whose answer
+    strings form two or more clusters (`cluster_aliases`), each cluster one answer with its aliases."""
     path = require_file(path, "nq_open")
     questions = []
     for number, record in _json_lines(path):
         if "question" not in record or "answer" not in record:
             raise DataFormatError(f"{path}:{number} lacks 'question' or 'answer'")
-        clusters = _unique_clusters([[answer] for answer in record["answer"]])
+        clusters = cluster_aliases(record["answer"])
         if len(clusters) >= 2:
             questions.append(MultiAnswerQuestion(f"nq-{path.stem}-{number}", record["question"], clusters))
     return questions
