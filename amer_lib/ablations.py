@@ -129,13 +129,12 @@ def real_sampling_table(rows: list[dict], alpha: float = 0.05):
 def synthetic_sweep(params02: dict, transform: str, setting: str, counts: tuple[int, ...],
                     merges: tuple[str, ...]) -> list[dict]:
     """The sweep on notebook 02's trained AMER model of one (transform, setting)."""
-    from .data.synthetic import make_task
     from .search import VectorIndex
-    from .synthetic_experiment import TASK_KEYS, generate_queries, load_trained, resolve_device
+    from .synthetic_experiment import build_task, generate_queries, load_trained, resolve_device
 
     device = resolve_device(params02["device"])
     model = load_trained(params02, transform, setting, device)
-    task = make_task(setting, transform, **{k: params02[k] for k in TASK_KEYS})
+    task = build_task(params02, transform, setting)
     vectors = generate_queries(model, task.test_inputs, max(counts), device)
     rows = vector_count_and_merge(vectors, VectorIndex(task.corpus), task.test_target_ids[:, :, None], counts, merges,
                                   depth=params02["search_depth"])

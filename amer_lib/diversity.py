@@ -13,10 +13,9 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from .benchmark import N_QUERIES, PAPER_SIMILARITY, Benchmark, target_similarity
-from .data.synthetic import make_task
 from .metrics import mean_pairwise_cosine, same_vs_random_cosine
 from .real_experiment import RunContext, figure_tag, load_trained, query_vectors
-from .synthetic_experiment import TASK_KEYS, cached_run, generate_queries, resolve_device
+from .synthetic_experiment import build_task, cached_run, generate_queries, resolve_device
 from .synthetic_experiment import load_trained as load_synthetic
 
 
@@ -26,7 +25,7 @@ def synthetic_target_similarity(params: dict, setting: str, split: str = "train"
     parameters, no training needed), per transform."""
     rows = []
     for transform in params["transforms"]:
-        task = make_task(setting, transform, **{key: params[key] for key in TASK_KEYS})
+        task = build_task(params, transform, setting)
         ids = {"train": task.train_target_ids, "test": task.test_target_ids}[split]
         found = same_vs_random_cosine(list(task.corpus[ids]), n_random, seed)
         rows.append({"data": f"synthetic, {transform}", "source": "synthetic", **found})
@@ -66,7 +65,7 @@ def synthetic_output_similarity(params: dict, setting: str) -> list[dict]:
     device = resolve_device(params["device"])
     rows = []
     for transform in params["transforms"]:
-        task = make_task(setting, transform, **{key: params[key] for key in TASK_KEYS})
+        task = build_task(params, transform, setting)
         model = load_synthetic(params, transform, setting, device)
         outputs = generate_queries(model, task.test_inputs, params["n_queries"], device)
         rows.append(_similarity_row(params["backbone"], f"synthetic, {transform}", params["seed"],

@@ -24,6 +24,7 @@ class Param:
     choices: tuple | None = None  # for lists: the allowed elements
     is_list: bool = False
     minimum: int | None = None
+    may_be_empty: bool = False  # lists only: [] switches the step it drives off
 
 
 SCHEMAS: dict[str, dict[str, Param]] = {
@@ -47,6 +48,9 @@ SCHEMAS: dict[str, dict[str, Param]] = {
         "n_test": Param(int, minimum=1),
         "corpus_size": Param(int, minimum=1),
         "mlp_layers": Param(int),
+        "mlp_sweep_dims": Param(int, is_list=True, minimum=1, may_be_empty=True),  # [] skips the MLP sweep
+        "mlp_sweep_depths": Param(int, is_list=True, minimum=1),
+        "mlp_sweep_authors_bug": Param(bool),
         "backbone": Param(str, tuple(BACKBONES)),
         "backbone_overrides": Param(dict),
         "finetune": Param(str, ("full", "lora")),
@@ -54,7 +58,9 @@ SCHEMAS: dict[str, dict[str, Param]] = {
         "steps": Param(int, minimum=1),
         "batch_size": Param(int, minimum=1),
         "lr": Param((float, int)),
+        "temperature": Param((float, int)),
         "sampling": Param(str, ("scheduled", "teacher", "predicted")),
+        "sampling_rate": Param((float, int)),
         "eval_every": Param(int, minimum=1),
         "search_depth": Param(int, minimum=1),
         "seed": Param(int),
@@ -97,6 +103,8 @@ SCHEMAS: dict[str, dict[str, Param]] = {
         "steps": Param(int, minimum=1),
         "batch_size": Param(int, minimum=1),
         "lr": Param((float, int)),
+        "temperature": Param((float, int)),
+        "tuning_grid": Param(dict),  # {} or lists of lr, batch_size, temperature, epochs (amer_lib.tuning)
         "sampling": Param(str, ("scheduled", "teacher", "predicted")),
         "exclude_fed_targets": Param(bool),
         "single_target_step": Param(bool),
@@ -187,7 +195,7 @@ def validate(notebook: str, params: dict[str, Any]) -> dict[str, Any]:
 
 def _check(name: str, value: Any, param: Param) -> None:
     values = value if param.is_list else [value]
-    if param.is_list and not (isinstance(value, (list, tuple)) and value):
+    if param.is_list and not (isinstance(value, (list, tuple)) and (value or param.may_be_empty)):
         raise ValueError(f"parameter {name!r} must be a non-empty list, got {value!r}")
     for item in values:
         if not isinstance(item, param.kind) or (param.kind is int and isinstance(item, bool)):

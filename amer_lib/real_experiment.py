@@ -25,7 +25,7 @@ from .model import AMERQueryEncoder
 from .parallel import run_parallel
 from .prompts import TextData, target_tensor, tokenize_prompts
 from .search import ShardedFlatIndex, multi_vector_search
-from .synthetic_experiment import params_digest, resolve_device
+from .synthetic_experiment import params_digest, resolve_device, run_key
 from .train import TrainConfig, load_trainable_state, split_train_validation, train
 
 K = 100
@@ -35,7 +35,7 @@ SYSTEMS = ("single", "amer")
 # parameters that do not change what one (dataset, system, seed) run trains and retrieves
 # (nproc_per_node shares each global batch among processes: the same run, up to float rounding)
 NON_RUN_KEYS = ("datasets", "systems", "seeds", "baselines", "expansion", "expansion_model", "bootstrap_resamples",
-                "figures_dir", "nproc_per_node")
+                "figures_dir", "nproc_per_node", "tuning_grid")
 
 
 def run_name(dataset: str, system: str, seed: int) -> str:
@@ -92,7 +92,7 @@ def figure_tag(params: dict) -> str:
 
 
 def run_params(params: dict) -> dict:
-    return {k: v for k, v in params.items() if k not in NON_RUN_KEYS}
+    return run_key(params, NON_RUN_KEYS)
 
 
 def cached_result(params: dict, dataset: str, system: str, seed: int) -> dict | None:
@@ -132,6 +132,7 @@ def run_one(params: dict, dataset: str, system: str, seed: int, progress: bool =
     config = TrainConfig(n_outputs=n_queries, steps=params["steps"], batch_size=params["batch_size"],
                          lr=float(params["lr"]), sampling=params["sampling"], eval_every=params["eval_every"],
                          checkpoint_every=params["eval_every"], seed=seed, group_by_targets=True,
+                         temperature=float(params["temperature"]),
                          exclude_fed_targets=params["exclude_fed_targets"],
                          single_target_step=params["single_target_step"],
                          mixed_precision=params["mixed_precision"] and device.type == "cuda")

@@ -32,6 +32,13 @@ METRIC_COLUMNS = tuple(f"{name}@{k}" for k in KS for name in ("mrecall", "recall
 TASK_KEYS = ("dim", "n_train", "n_test", "corpus_size", "mlp_layers", "seed")
 
 
+def build_task(params: dict, transform: str, setting: str) -> SyntheticTask:
+    """The task of one setting as `params` describe it; a `train_transform` key (set by the MLP
+    sweep, not a notebook parameter) builds the training targets with another transform."""
+    return make_task(setting, transform, train_transform=params.get("train_transform"),
+                     **{k: params[k] for k in TASK_KEYS})
+
+
 def resolve_device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -114,11 +121,21 @@ def params_digest(params: dict) -> str:
 
 # parameters that do not change what one (transform, setting, system) run trains and measures
 # (nproc_per_node shares each global batch among processes: the same run, up to float rounding)
-NON_RUN_KEYS = ("settings", "transforms", "systems", "figures_dir", "nproc_per_node")
+NON_RUN_KEYS = ("settings", "transforms", "systems", "figures_dir", "nproc_per_node", "mlp_sweep_dims",
+                "mlp_sweep_depths", "mlp_sweep_authors_bug")
+# parameters added after runs were cached, with the value those runs used: at that value a
+# parameter is left out of the run key, so the cached runs and their checkpoint folders stay valid
+ADDED_LATER = {"temperature": 0.05, "sampling_rate": 1}
+
+
+def run_key(params: dict, non_run_keys: tuple[str, ...]) -> dict:
+    """The parameters that shape one run (of notebook 02 or 04)."""
+    return {k: v for k, v in params.items()
+            if k not in non_run_keys and not (k in ADDED_LATER and v == ADDED_LATER[k])}
 
 
 def run_params(params: dict) -> dict:
-    return {k: v for k, v in params.items() if k not in NON_RUN_KEYS}
+    return run_key(params, NON_RUN_KEYS)
 
 
 def _cached(path: Path, params: dict) -> dict | None:
@@ -171,7 +188,7 @@ def run_setting(params: dict, transform: str, setting: str, progress: bool = Tru
     if all(cached):
         return cached
     device = device or resolve_device(params["device"])
-    task = make_task(setting, transform, **{k: params[k] for k in TASK_KEYS})
+    task = build_task(params, transform, setting)
     index = VectorIndex(task.corpus)
     results = []
     for system, name, hit in zip([*params["systems"], "oracle"], names, cached):
@@ -204,6 +221,7 @@ def _train_and_evaluate(params: dict, task: SyntheticTask, index: VectorIndex, s
     config = TrainConfig(n_outputs=n_queries, steps=params["steps"], batch_size=params["batch_size"],
                          lr=float(params["lr"]), sampling=params["sampling"], eval_every=params["eval_every"],
                          checkpoint_every=params["eval_every"], seed=params["seed"],
+                         temperature=float(params["temperature"]), sampling_rate=float(params["sampling_rate"]),
                          mixed_precision=params["mixed_precision"] and device.type == "cuda")
     trained = train(model, data.subset(train_idx.to(device)), data.subset(val_idx.to(device)), negative_pool, config,
                     run_dir=run_dir, progress=progress, on_step=on_step)
@@ -221,23 +239,31 @@ def run_all(params: dict, progress: bool = True) -> list[dict]:
     """All (transform, setting) pairs of `params`, in order: one after the other, in `workers`
     processes side by side, or each trained by `nproc_per_node` processes (torchrun; one GPU each)."""
     pairs = [(t, s) for t in params["transforms"] for s in params["settings"]]
-    results = {pair: cached for pair in pairs
-               if all(cached := _cached_setting(params, *pair)[1])}
-    todo = [pair for pair in pairs if pair not in results]
     distributed.check_processes(params["nproc_per_node"], params["batch_size"], params["workers"], params["device"])
     if params["nproc_per_node"] > 1:
-        for pair in todo:
-            distributed.launch("02_synthetic", params, pair, progress)
-            results[pair] = _cached_setting(params, *pair)[1]
-    elif params["workers"] == 1:
-        for transform, setting in tqdm(todo, desc="settings", disable=not progress or not todo):
-            results[transform, setting] = run_setting(params, transform, setting, progress)
+        results = []
+        for pair in pairs:
+            if not all(_cached_setting(params, *pair)[1]):
+                distributed.launch("02_synthetic", params, pair, progress)
+            results += _cached_setting(params, *pair)[1]
+        return results
+    return [r for job in run_jobs([(params, *pair) for pair in pairs], params["workers"], progress) for r in job]
+
+
+def run_jobs(jobs: list[tuple[dict, str, str]], workers: int, progress: bool = True) -> list[list[dict]]:
+    """Every (params, transform, setting) job's results: cached ones read back, the others
+    trained one after the other (`workers == 1`) or in `workers` processes side by side."""
+    results = [_cached_setting(*job)[1] for job in jobs]
+    todo = [i for i, cached in enumerate(results) if not all(cached)]
+    if workers == 1:
+        for i in tqdm(todo, desc="settings", disable=not progress or not todo):
+            results[i] = run_setting(*jobs[i], progress)
     elif todo:
-        total = len(todo) * len(params["systems"]) * params["steps"]
-        done = run_parallel(run_setting, [(params, *pair, False) for pair in todo], params["workers"], total,
-                            "training steps", progress)
-        results.update(zip(todo, done))
-    return [result for pair in pairs for result in results[pair]]
+        total = sum(len(jobs[i][0]["systems"]) * jobs[i][0]["steps"] for i in todo)
+        done = run_parallel(run_setting, [(*jobs[i], False) for i in todo], workers, total, "training steps", progress)
+        for i, result in zip(todo, done):
+            results[i] = result
+    return results
 
 
 GEOMETRY_COLUMNS = ("target_pair_cos", "oracle_target_cos", "oracle_min_target_cos", "oracle_best_negative_cos")

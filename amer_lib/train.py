@@ -89,8 +89,9 @@ class TrainConfig:
     weight_decay: float = 0.01
     warmup: float = 0.05
     grad_clip: float = 1.0
-    sampling: str = "scheduled"  # scheduled: p = min(max_p, step/steps); teacher: p = 0; predicted: p = 1
+    sampling: str = "scheduled"  # scheduled: p = min(max_p, rate * step/steps); teacher: p = 0; predicted: p = 1
     max_sampling_prob: float = 0.8
+    sampling_rate: float = 1.0  # the paper: 1; the authors' distributed code: 10 for QAMPARI
     temperature: float = TEMPERATURE
     eval_every: int = 100
     checkpoint_every: int = 100
@@ -112,7 +113,7 @@ class TrainConfig:
             return 0.0
         if self.sampling == "predicted":
             return 1.0
-        return min(self.max_sampling_prob, step / self.steps)
+        return min(self.max_sampling_prob, self.sampling_rate * step / self.steps)
 
     def lr_factor(self, step: int) -> float:
         warmup = max(1, math.ceil(self.warmup * self.steps))

@@ -118,7 +118,8 @@ def test_torchrun_trains_a_notebook04_run(tmp_path):
     params = validate("04_real_data", {
         "datasets": ["wordnet_senses"], "systems": ["amer"], "baselines": ["rerank"], "expansion": "prf",
         "expansion_model": "", "backbone": "minilm", "encoder": "minilm", "finetune": "full", "seeds": [0],
-        "steps": 2, "batch_size": 4, "lr": 3e-4, "sampling": "scheduled", "exclude_fed_targets": True,
+        "steps": 2, "batch_size": 4, "lr": 3e-4, "temperature": 0.05, "tuning_grid": {}, "sampling": "scheduled",
+        "exclude_fed_targets": True,
         "single_target_step": False, "eval_every": 1, "search_depth": 100, "bootstrap_resamples": 10, "workers": 1, "nproc_per_node": 2,
         "device": "cpu", "mixed_precision": False, "prepared_dir": str(tmp_path), "results_dir": str(tmp_path / "results"),
         "runs_dir": str(tmp_path / "runs"), "figures_dir": str(tmp_path / "figures")})

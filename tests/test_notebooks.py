@@ -22,19 +22,27 @@ def run_notebook(name, params, tmp_path):
 def tiny_synthetic(tmp_path):
     return {"settings": ["single"], "transforms": ["linear", "mlp"], "dim": 16, "n_train": 120, "n_test": 20,
             "corpus_size": 1000, "backbone_overrides": {"hidden_size": 32, "intermediate_size": 64}, "steps": 4,
-            "batch_size": 16, "eval_every": 2, "results_dir": str(tmp_path / "results"),
-            "runs_dir": str(tmp_path / "runs"), "figures_dir": str(tmp_path / "figures")}
+            "batch_size": 16, "eval_every": 2, "mlp_sweep_dims": [16, 8], "mlp_sweep_depths": [2],
+            "results_dir": str(tmp_path / "results"), "runs_dir": str(tmp_path / "runs"),
+            "figures_dir": str(tmp_path / "figures")}
 
 
 def test_synthetic_notebook_smoke(tmp_path):
     run = run_notebook("02_synthetic.ipynb", tiny_synthetic(tmp_path), tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
     figures = tmp_path / "figures"
-    for name in ("figure4.png", "figure4.pdf", "results.csv", "results.md", "results.tex", "params.yaml",
-                 "target_geometry.csv"):
+    for name in ("figure2.png", "figure3.png", "figure3.pdf", "results.csv", "results.md", "results.tex",
+                 "params.yaml", "target_geometry.csv"):
         assert (figures / name).exists(), name
     results = sorted((tmp_path / "results").glob("*.json"))
     assert len(results) == 6  # 2 transforms x (single, amer, oracle)
+    sweep = pd.read_csv(figures / "mlp_sweep.csv")
+    assert sweep[["d", "training data", "system"]].values.tolist() == [
+        [16, "MLP targets", "single"], [16, "MLP targets", "amer"], [16, "MLP targets", "oracle"],
+        [8, "MLP targets", "single"], [8, "MLP targets", "amer"], [8, "MLP targets", "oracle"],
+        [16, "linear targets (authors' bug)", "single"], [8, "linear targets (authors' bug)", "single"]]
+    main = json.loads((tmp_path / "results" / "mlp_single_amer_seed0.json").read_text())
+    assert sweep.loc[1, "mrecall@10"] == round(100 * main["metrics"]["mrecall@10"], 1)  # d = 16, depth 2: the main run
     amer = json.loads((tmp_path / "results" / "linear_single_amer_seed0.json").read_text())
     assert amer["params"]["steps"] == 4 and amer["n_queries"] == 5 and "git_commit" in amer
     assert 0.0 <= amer["metrics"]["mrecall@100"] <= 1.0
@@ -94,21 +102,21 @@ def test_real_data_notebooks_smoke(tmp_path):
     assert [r["questions"] for r in whole] == [3, 3, 3, 3]
     assert (tmp_path / "figures01" / "figure1.png").exists() and (tmp_path / "figures01" / "trends.md").exists()
 
-    real = run_notebook("04_real_data.ipynb", tiny_real(tmp_path), tmp_path)
+    real = run_notebook("04_real_data.ipynb", {**tiny_real(tmp_path), "tuning_grid": {"lr": [1e-3, 3e-4]}}, tmp_path)
     assert real.returncode == 0, real.stderr[-3000:]
     results = tmp_path / "results04"
     # 2 datasets x (single, AMER, query expansion, re-ranking) x 2 seeds
     assert len(list(results.glob("*.json"))) == len(list(results.glob("*.trec"))) == 2 * 4 * 2
     rerank = json.loads((results / "wordnet_senses_rerank_seed0.json").read_text())
     assert rerank["mmr_lambda"] in (0.5, 0.75, 0.9) and len(rerank["validation_mrecall"]) == 3
-    table = (tmp_path / "figures04" / "results_minilm_wordnet_senses+wordnet_kinds.csv").read_text()
+    table = (tmp_path / "figures04" / "full_results_minilm_wordnet_senses+wordnet_kinds.csv").read_text()
     assert "+Re-ranking" in table and "not run" not in table
     run = json.loads((results / "wordnet_kinds_amer_seed1.json").read_text())
     assert run["n_queries"] == 5 and len(run["mrecall"]) == 12 and run["seed"] == 1
     first = (results / "wordnet_kinds_amer_seed1.trec").read_text().splitlines()[0].split()
     assert first[1] == "Q0" and first[3] == "1" and first[5] == "wordnet_kinds_amer_seed1"
     tables = tmp_path / "figures04"
-    assert (tables / "figure3_minilm_wordnet_senses+wordnet_kinds.png").exists()
+    assert (tables / "figure4.png").exists()
     curves = pd.read_csv(tables / "learning_curves_minilm_wordnet_senses+wordnet_kinds.csv")
     assert curves.groupby(["dataset", "system"])["step"].apply(list).tolist() == [[1, 2]] * 4  # eval_every 1, 2 steps
     assert (curves["seeds"] == 2).all() and curves["whole_mean"].between(0, 100).all()
@@ -117,8 +125,12 @@ def test_real_data_notebooks_smoke(tmp_path):
     seed0 = json.loads((results / "wordnet_kinds_amer_seed0.json").read_text())["history"][-1]
     assert kinds_amer["whole_mean"].item() == pytest.approx(50 * (history["val_mrecall"] + seed0["val_mrecall"]), abs=0.01)
     assert (tables / "learning_curves_minilm_wordnet_senses+wordnet_kinds.png").exists()
-    table = (tables / "results_minilm_wordnet_senses+wordnet_kinds.md").read_text()
+    table = (tables / "full_results_minilm_wordnet_senses+wordnet_kinds.md").read_text()
     assert "| wordnet_kinds | +PRF keywords (RM3-style, no LLM) |" in table and "| wordnet_kinds | AMER |" in table
+    tuning = pd.read_csv(tables / "tuning_minilm_wordnet_senses+wordnet_kinds.csv")
+    assert tuning[["dataset", "lr", "steps"]].values.tolist() == [
+        ["wordnet_senses", 1e-3, 2], ["wordnet_senses", 3e-4, 2], ["wordnet_kinds", 1e-3, 2], ["wordnet_kinds", 3e-4, 2]]
+    assert tuning["val_mrecall"].between(0, 100).all() and set(tuning["best_step"]) <= {1, 2}
     table2 = (tables / "table2.csv").read_text()
     assert "+PRF keywords (RM3-style, no LLM)" in table2 and "not run" not in table2
 
@@ -127,18 +139,25 @@ def test_real_data_notebooks_smoke(tmp_path):
     assert synthetic.returncode == 0, synthetic.stderr[-3000:]
     ablations = run_notebook("05_ablations.ipynb", {
         "synthetic_params": str(tmp_path / "figures" / "params.yaml"),
-        "real_params": str(tables / "params_minilm_wordnet_senses+wordnet_kinds.yaml"),
+        "real_params": [str(tables / "params_minilm_wordnet_senses+wordnet_kinds.yaml")],
         "synthetic_setting": "single", "real_seeds": [1], "vector_counts": [1, 3, 6], "bootstrap_resamples": 100,
         "results_dir": str(tmp_path / "results05"), "runs_dir": str(tmp_path / "runs05"),
         "figures_dir": str(tmp_path / "figures05")}, tmp_path)
     assert ablations.returncode == 0, ablations.stderr[-3000:]
     figures05 = tmp_path / "figures05"
-    table5 = (figures05 / "table5_real.md").read_text()
-    for label in ("AMER (scheduled sampling)", "AMER (always predicted)", "AMER (teacher forcing only)"):
-        assert label in table5 and label in (figures05 / "table5_synthetic.md").read_text()
+    table3 = pd.read_csv(figures05 / "table3.csv")
+    detail = json.loads((figures05 / "table3_per_backbone.json").read_text())
+    assert table3["System"].tolist() == ["AMER (scheduled sampling)", "AMER (always predicted)",
+                                         "AMER (teacher forcing only)"]
+    for row in detail:  # one backbone: Table 3's macro-average is its own gain
+        column = f"{row['dataset']} (Whole Set)"
+        assert table3.loc[table3["System"] == row["label"], column].item() == f"{100 * row['whole_delta']:+.2f}%"
+    for label in table3["System"]:
+        assert label in (figures05 / "sampling_synthetic.md").read_text()
     # the scheduled runs were notebook 04's and 02's; only the two other modes were trained here
+    tag = "minilm_wordnet_senses+wordnet_kinds"
     assert sorted(p.name for p in (tmp_path / "results05").iterdir()) == [
-        "real_predicted", "real_teacher", "synthetic_predicted", "synthetic_teacher"]
+        f"real_{tag}_predicted", f"real_{tag}_teacher", "synthetic_predicted", "synthetic_teacher"]
     sweep = json.loads((figures05 / "vector_count_merge.json").read_text())
     assert len(sweep) == 3 * 3 * 3  # (synthetic + 2 datasets) x 3 counts x 3 merges
     assert (figures05 / "vector_count_merge.png").exists()
@@ -158,7 +177,9 @@ def test_real_data_notebooks_smoke(tmp_path):
     similarity = (figures06 / "similarity_and_gain.csv").read_text()
     for source in ("synthetic, linear", "synthetic, mlp", "wordnet_senses", "wordnet_kinds"):
         assert source in similarity
-    assert (figures06 / "figure5.png").exists() and (figures06 / "target_diversity.png").exists()
+    assert (figures06 / "figure5.png").exists() and (figures06 / "figure6.png").exists()
+    figure6 = pd.read_csv(figures06 / "figure6_data.csv")
+    assert ((figure6["same_question_distance"] - (1 - figure6["same_question_cos"])).abs() <= 0.0015).all()
     seen = json.loads((figures06 / "seen_and_unseen.json").read_text())
     assert len(seen) == 2 * 2 * 2 * 2  # datasets x seeds x systems x (train, test)
     kinds = {(r["system"], r["questions"]): r for r in seen if r["dataset"] == "wordnet_kinds" and r["seed"] == 1}

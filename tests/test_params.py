@@ -5,8 +5,10 @@ from amer_lib.params import SCHEMAS, collect, from_files, notebook_defaults, val
 
 def defaults():
     return {"settings": ["single"], "transforms": ["linear"], "systems": ["amer"], "dim": 8, "n_train": 10,
-            "n_test": 2, "corpus_size": 100, "mlp_layers": 2, "backbone": "tiny", "backbone_overrides": {},
-            "finetune": "full", "n_queries": 5, "steps": 1, "batch_size": 2, "lr": 1e-3, "sampling": "scheduled",
+            "n_test": 2, "corpus_size": 100, "mlp_layers": 2, "mlp_sweep_dims": [8], "mlp_sweep_depths": [2],
+            "mlp_sweep_authors_bug": True, "backbone": "tiny", "backbone_overrides": {},
+            "finetune": "full", "n_queries": 5, "steps": 1, "batch_size": 2, "lr": 1e-3, "temperature": 0.05,
+            "sampling": "scheduled", "sampling_rate": 1,
             "eval_every": 1, "search_depth": 10, "seed": 0, "device": "cpu", "mixed_precision": False,
             "workers": 1, "nproc_per_node": 1, "results_dir": "r", "runs_dir": "u", "figures_dir": "f"}
 

@@ -12,7 +12,8 @@ def tiny_params(tmp_path, workers):
             "n_train": 60, "n_test": 10, "corpus_size": 500, "mlp_layers": 2, "backbone": "tiny",
             "backbone_overrides": {"hidden_size": 16, "intermediate_size": 32, "num_attention_heads": 2,
                                    "num_key_value_heads": 2},
-            "finetune": "full", "n_queries": 5, "steps": 3, "batch_size": 8, "lr": 1e-3, "sampling": "scheduled",
+            "finetune": "full", "n_queries": 5, "steps": 3, "batch_size": 8, "lr": 1e-3, "temperature": 0.05,
+            "sampling": "scheduled", "sampling_rate": 1,
             "eval_every": 3, "search_depth": 20, "seed": 0, "device": "cpu", "mixed_precision": False,
             "workers": workers, "nproc_per_node": 1, "results_dir": str(tmp_path / f"results{workers}"),
             "runs_dir": str(tmp_path / f"runs{workers}"), "figures_dir": str(tmp_path / "figures")}
