@@ -6,6 +6,9 @@ consecutive two-threaded ones: the steps are too small to keep two threads busy.
 from __future__ import annotations
 
 import multiprocessing
+import os
+import threading
+import time
 from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
 from typing import Callable
 
@@ -30,6 +33,19 @@ class StepReporter:
             self.count = 0
 
 
+def _start_worker(threads: int, parent: int) -> None:
+    """A worker's set-up: its share of the CPU threads, and a watch that ends it when its parent
+    is gone (a killed notebook must not leave trainings running on)."""
+    torch.set_num_threads(threads)
+    threading.Thread(target=_exit_without_parent, args=(parent,), daemon=True).start()
+
+
+def _exit_without_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(1)
+
+
 def _call_reporting(function: Callable, args: tuple, queue):
     reporter = StepReporter(queue)
     try:
@@ -46,8 +62,8 @@ def run_parallel(function: Callable, jobs: list[tuple], workers: int, total_step
     context = multiprocessing.get_context("spawn")
     results = {}
     with context.Manager() as manager, \
-            ProcessPoolExecutor(workers, mp_context=context, initializer=torch.set_num_threads,
-                                initargs=(threads,)) as pool, \
+            ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker,
+                                initargs=(threads, os.getpid())) as pool, \
             tqdm(total=total_steps, desc=f"{desc}, {workers} workers", disable=not progress) as bar:
         queue = manager.Queue()
         futures = {pool.submit(_call_reporting, function, job, queue): i for i, job in enumerate(jobs)}

@@ -47,7 +47,7 @@ def figure2(layout, path: str | Path | None = None, prompt_labels: list[str] | N
     for p in outputs:
         j = p.read_output
         arrow((p.index, 1.85), (p.index, 2.45), color="black")
-        box(p.index, 2.7, 0.9, 0.5, f"$e_{{{j + 1}}}=W_{{out}}h$", MLP_COLOR + "80")
+        box(p.index, 2.7, 0.9, 0.5, f"$e_{{{j + 1}}}=W_{{out}}h$", "#aecbe0")
         arrow((p.index, 2.95), (p.index, 3.45), color="black")
         box(p.index, 3.7, 0.9, 0.5, f"top-k of $e_{{{j + 1}}}$", "white", fontsize=8)
         fed_at = [q for q in layout if q.fed_output == j]
