@@ -12,6 +12,7 @@ import numpy as np
 
 from .merge import MERGES, get_merge
 from .metrics import mrecall_at_k, recall_at_k
+from .tables import percent_change
 
 KS = (10, 100)
 
@@ -101,7 +102,7 @@ def sampling_gain_table(rows: list[dict]):
         for dataset in dict.fromkeys(r["dataset"] for r in rows):
             for subset, name in SUBSETS:
                 gains = [r[f"{subset}_delta"] for r in rows if r["sampling"] == mode and r["dataset"] == dataset]
-                row[f"{dataset} ({name})"] = f"{100 * np.mean(gains):+.2f}%"
+                row[f"{dataset} ({name})"] = percent_change(np.mean(gains))
         table.append(row)
     table = pd.DataFrame(table)
     table.attrs["backbones"] = sorted({r["backbone"] for r in rows})
@@ -119,7 +120,7 @@ def real_sampling_table(rows: list[dict], alpha: float = 0.05):
         for r in (r for r in rows if r["sampling"] == mode and r["backbone"] == backbone):
             for subset, name in (("whole", "Whole"), ("low_sim", "Low Sim.")):
                 star = "*" if r[f"{subset}_p"] < alpha else ""
-                row[f"{r['dataset']} {name} Δ"] = f"{100 * r[f'{subset}_delta']:+.2f}%{star}"
+                row[f"{r['dataset']} {name} Δ"] = percent_change(r[f"{subset}_delta"]) + star
                 row[f"{r['dataset']} {name} MRec@100"] = f"{r[f'{subset}_mean']:.2f}"
         table.append(row)
     return pd.DataFrame(table)

@@ -37,6 +37,11 @@ SYSTEM_ROWS = (("single", "Single-Query"), ("query_expansion", "+Query Expansion
 PENDING = "not run"  # rows whose system has no results
 
 
+def percent_change(fraction: float) -> str:
+    """A relative change as the paper prints it (+4.18%); rounding noise never shows as -0.00%."""
+    return f"{round(100 * fraction, 2) + 0.0:+.2f}%"
+
+
 FULL_RESULTS_TABLES = {"llama8b": 5, "qwen4b": 6, "llama3b": 7, "llama1b": 8}  # the paper's appendix
 
 
@@ -65,7 +70,7 @@ def real_results_table(summary_rows: list[dict], alpha: float = 0.05):
                     continue
                 star = "*" if result.get(f"{subset}_p", 1.0) < alpha else ""
                 row[f"{name} MRec@100"] = f"{result[f'{subset}_mean']:.2f}±{result[f'{subset}_std']:.2f}{star}"
-                row[f"{name} Δ"] = f"{100 * result[f'{subset}_delta']:+.2f}%"
+                row[f"{name} Δ"] = percent_change(result[f"{subset}_delta"])
             rows.append(row)
     return pd.DataFrame(rows)
 
@@ -84,7 +89,7 @@ def relative_gain_table(summaries: dict[str, list[dict]]):
             for subset, name in (("whole", "Whole Set"), ("low_sim", "Low Similarity Set")):
                 gains = [r[f"{subset}_delta"] for rs in summaries.values() for r in rs
                          if r["dataset"] == dataset and r["system"] == system]
-                row[f"{dataset} ({name})"] = f"{100 * np.mean(gains):+.2f}%" if gains else PENDING
+                row[f"{dataset} ({name})"] = percent_change(np.mean(gains)) if gains else PENDING
         rows.append(row)
     table = pd.DataFrame(rows)
     table.attrs["backbones"] = sorted(summaries)
