@@ -34,6 +34,9 @@ def cell_params(params: dict, dim: int, depth: int, train_transform: str) -> dic
 def mlp_sweep(params: dict, dims: list[int], depths: list[int], authors_bug: bool, progress: bool = True) -> list[dict]:
     """One row per (d, depth, training data, system): MRecall@10 / @100 and, for the oracle, how
     close one vector comes to the least similar target against the best random distractor."""
+    if params["nproc_per_node"] > 1:
+        raise ValueError("the MLP sweep trains its cells in `workers` processes, one device each; "
+                         f"nproc_per_node must be 1 for it, got {params['nproc_per_node']}")
     cells = [(dim, depth, "mlp") for dim in dims for depth in depths]
     if authors_bug:
         cells += [(dim, depth, "linear") for dim in dims for depth in depths]

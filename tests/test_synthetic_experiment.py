@@ -9,7 +9,8 @@ from amer_lib.synthetic_experiment import cached_run, run_all
 
 def tiny_params(tmp_path, workers):
     return {"settings": ["single", "ood"], "transforms": ["linear"], "systems": ["single", "amer"], "dim": 8,
-            "n_train": 60, "n_test": 10, "corpus_size": 500, "mlp_layers": 2, "backbone": "tiny",
+            "n_train": 60, "n_test": 10, "corpus_size": 500, "mlp_layers": 2, "mlp_sweep_dims": [],
+            "mlp_sweep_depths": [2], "mlp_sweep_authors_bug": False, "backbone": "tiny",
             "backbone_overrides": {"hidden_size": 16, "intermediate_size": 32, "num_attention_heads": 2,
                                    "num_key_value_heads": 2},
             "finetune": "full", "n_queries": 5, "steps": 3, "batch_size": 8, "lr": 1e-3, "temperature": 0.05,
