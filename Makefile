@@ -30,8 +30,14 @@ $(VENV)/.installed-%: pyproject.toml $(VENV)/.torch $(VENV)/.smollm2
 	$(PY) -m pip install -e ".[$*]"
 	touch $@
 
+# the tests marked slow (over ~20 s: the notebooks' papermill runs, torchrun) run in CI, which
+# calls `make test PYTEST_MARKERS=`; here `make test` takes a few minutes
+PYTEST_MARKERS ?= not slow
+
 test: $(VENV)/.installed-test
-	$(PY) -m pytest -q
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m pytest -q -m "$(PYTEST_MARKERS)"
 
 figures: $(VENV)/.installed-notebooks
 	mkdir -p build/executed

@@ -4,6 +4,7 @@ A notebook's `parameters` cell holds literal defaults (papermill injects overrid
 `collect` takes every name the parameters cells defined and checks it against the schema, so
 an unknown key or an invalid choice fails at once with the valid options.
 """
+
 from __future__ import annotations
 
 import json
@@ -11,11 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .backbones import BACKBONES
-from .benchmark import N_QUERIES
-from .data.synthetic import SETTINGS, TRANSFORMS
-from .encoders import ENCODERS
-from .failure import DISTANCES, RETRIEVERS
+from amer_lib.core.backbones import BACKBONES
+from amer_lib.core.metrics import DISTANCES
+from amer_lib.data.encoders import ENCODERS, RETRIEVERS
+from amer_lib.data.prepared import N_QUERIES
+from amer_lib.data.synthetic import SETTINGS, TRANSFORMS
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,9 @@ SCHEMAS: dict[str, dict[str, Param]] = {
         "raw_dir": Param(str),
         "corpus_path": Param(str),
         "encoder": Param(str, tuple(ENCODERS)),
-        "mapping_encoders": Param(str, tuple(ENCODERS), is_list=True),  # paper data: dense retrievers of the gold mapping
+        "mapping_encoders": Param(
+            str, tuple(ENCODERS), is_list=True
+        ),  # paper data: dense retrievers of the gold mapping
         "encode_batch_size": Param(int, minimum=1),
         "shard_size": Param(int, minimum=1),
         "ivfpq_factories": Param(str, is_list=True),
@@ -104,7 +107,7 @@ SCHEMAS: dict[str, dict[str, Param]] = {
         "batch_size": Param(int, minimum=1),
         "lr": Param((float, int)),
         "temperature": Param((float, int)),
-        "tuning_grid": Param(dict),  # {} or lists of lr, batch_size, temperature, epochs (amer_lib.tuning)
+        "tuning_grid": Param(dict),  # {} or lists of lr, batch_size, temperature, epochs (amer_lib.experiments.tuning)
         "sampling": Param(str, ("scheduled", "teacher", "predicted")),
         "exclude_fed_targets": Param(bool),
         "single_target_step": Param(bool),
@@ -201,6 +204,8 @@ def _check(name: str, value: Any, param: Param) -> None:
         if not isinstance(item, param.kind) or (param.kind is int and isinstance(item, bool)):
             raise TypeError(f"parameter {name!r} must be of type {param.kind}, got {item!r}")
         if param.choices is not None and item not in param.choices:
-            raise ValueError(f"invalid value {item!r} for parameter {name!r}; valid choices: {', '.join(map(str, param.choices))}")
+            raise ValueError(
+                f"invalid value {item!r} for parameter {name!r}; valid choices: {', '.join(map(str, param.choices))}"
+            )
         if param.minimum is not None and item < param.minimum:
             raise ValueError(f"parameter {name!r} must be >= {param.minimum}, got {item!r}")

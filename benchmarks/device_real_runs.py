@@ -6,6 +6,7 @@ Trains every (dataset, system, seed) run of notebook 04 with the files' paramete
 relative to notebooks/, as in the notebook), then writes the summary rows and the learning curves
 to OUT as JSON, and the results folder as a tarball, to be read back where the figures are made.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,21 +28,32 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=YAML", help="one more override")
     parser.add_argument("--out", required=True, type=Path)
     args = parser.parse_args()
+    from amer_lib.experiments.real import run_all
     from amer_lib.params import from_files, validate
-    from amer_lib.real_experiment import run_all, summary
+    from amer_lib.report.summaries import summary
 
     notebook = ROOT / "notebooks" / "04_real_data.ipynb"
     params = from_files(notebook, *[Path(f).resolve() for f in args.files])
-    params = validate("04_real_data", {**params, **{k: yaml.safe_load(v) for k, v in
-                                                     (item.split("=", 1) for item in args.set)}})
+    params = validate(
+        "04_real_data", {**params, **{k: yaml.safe_load(v) for k, v in (item.split("=", 1) for item in args.set)}}
+    )
     os.chdir(ROOT / "notebooks")
     began = time.perf_counter()
     results = run_all(params)
     seconds = time.perf_counter() - began
     args.out.mkdir(parents=True, exist_ok=True)
     device = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
-    curves = [dict(dataset=r["dataset"], system=r["system"], seed=r["seed"], train_seconds=r["train_seconds"],
-                   best_step=r["best_step"], history=r["history"]) for r in results]
+    curves = [
+        dict(
+            dataset=r["dataset"],
+            system=r["system"],
+            seed=r["seed"],
+            train_seconds=r["train_seconds"],
+            best_step=r["best_step"],
+            history=r["history"],
+        )
+        for r in results
+    ]
     report = dict(device=device, wall_seconds=seconds, params=params, summary=summary(results), curves=curves)
     (args.out / "report.json").write_text(json.dumps(report, indent=1))
     with tarfile.open(args.out / "results.tar.gz", "w:gz") as tar:

@@ -12,8 +12,8 @@ torch.set_num_threads(min(2, torch.get_num_threads()))
 
 @pytest.fixture
 def tiny_encoder():
-    from amer_lib.backbones import load_backbone
-    from amer_lib.model import AMERQueryEncoder
+    from amer_lib.core.backbones import load_backbone
+    from amer_lib.core.model import AMERQueryEncoder
 
     torch.manual_seed(0)
     backbone = load_backbone("tiny", config_overrides=dict(hidden_size=32, intermediate_size=64))

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from amer_lib.ablations import real_sampling_table, sampling_gain_table, vector_count_and_merge
-from amer_lib.search import VectorIndex, unit_norm
+from amer_lib.core.search import VectorIndex, unit_norm
+from amer_lib.experiments.ablations import real_sampling_table, sampling_gain_table, vector_count_and_merge
 
 
 def test_sweep_by_hand():
@@ -42,16 +42,38 @@ def test_more_vectors_than_generated_is_an_error():
 
 def test_table3_macro_averages_relative_gains_over_backbones():
     def row(backbone, mode, dataset, whole, low):
-        return {"backbone": backbone, "sampling": mode, "dataset": dataset, "whole_delta": whole, "low_sim_delta": low,
-                "whole_p": 0.5, "low_sim_p": 0.01, "whole_mean": 10.0, "low_sim_mean": 5.0}
+        return {
+            "backbone": backbone,
+            "sampling": mode,
+            "dataset": dataset,
+            "whole_delta": whole,
+            "low_sim_delta": low,
+            "whole_p": 0.5,
+            "low_sim_p": 0.01,
+            "whole_mean": 10.0,
+            "low_sim_mean": 5.0,
+        }
 
-    rows = [row("llama1b", "scheduled", "qampari", 0.10, 1.00), row("llama8b", "scheduled", "qampari", 0.30, 2.00),
-            row("llama1b", "predicted", "qampari", -0.05, 0.00), row("llama8b", "predicted", "qampari", 0.01, 0.50)]
+    rows = [
+        row("llama1b", "scheduled", "qampari", 0.10, 1.00),
+        row("llama8b", "scheduled", "qampari", 0.30, 2.00),
+        row("llama1b", "predicted", "qampari", -0.05, 0.00),
+        row("llama8b", "predicted", "qampari", 0.01, 0.50),
+    ]
     table = sampling_gain_table(rows)
     assert table.attrs["backbones"] == ["llama1b", "llama8b"]
     assert table.to_dict("records") == [
-        {"System": "AMER (scheduled sampling)", "qampari (Whole Set)": "+20.00%", "qampari (Low Similarity Set)": "+150.00%"},
-        {"System": "AMER (always predicted)", "qampari (Whole Set)": "-2.00%", "qampari (Low Similarity Set)": "+25.00%"}]
+        {
+            "System": "AMER (scheduled sampling)",
+            "qampari (Whole Set)": "+20.00%",
+            "qampari (Low Similarity Set)": "+150.00%",
+        },
+        {
+            "System": "AMER (always predicted)",
+            "qampari (Whole Set)": "-2.00%",
+            "qampari (Low Similarity Set)": "+25.00%",
+        },
+    ]
     detail = real_sampling_table(rows)
     assert list(detail["Backbone"]) == ["llama1b", "llama8b", "llama1b", "llama8b"]
     assert detail.loc[1, "qampari Low Sim. Δ"] == "+200.00%*"

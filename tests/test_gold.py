@@ -1,4 +1,5 @@
 """Gold-document mapping on a hand-made corpus, and the Table 1 splits."""
+
 import json
 import shutil
 from pathlib import Path
@@ -8,9 +9,15 @@ import numpy as np
 import pytest
 
 from amer_lib.data.corpus import Corpus
-from amer_lib.benchmark import prepare_paper_data
-from amer_lib.data.gold import (ambigqa_splits, bm25_top_k, map_gold_documents, qampari_splits, question_candidates,
-                                without_test_questions)
+from amer_lib.data.gold import (
+    ambigqa_splits,
+    bm25_top_k,
+    map_gold_documents,
+    qampari_splits,
+    question_candidates,
+    without_test_questions,
+)
+from amer_lib.data.prepared import prepare_paper_data
 from amer_lib.data.questions import MultiAnswerQuestion, normalize_text, read_ambigqa
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -41,8 +48,9 @@ def test_aliases_and_case_sensitivity():
 
 def test_table1_splits():
     make = lambda prefix, n, m=2: [MultiAnswerQuestion(f"{prefix}{i}", "?", [["a"]] * m, [["1"]] * m) for i in range(n)]
-    make_texts = lambda prefix, n: [MultiAnswerQuestion(f"{prefix}{i}", f"{prefix} question {i}?", [["a"]] * 2,
-                                                        [["1"]] * 2) for i in range(n)]
+    make_texts = lambda prefix, n: [
+        MultiAnswerQuestion(f"{prefix}{i}", f"{prefix} question {i}?", [["a"]] * 2, [["1"]] * 2) for i in range(n)
+    ]
     splits, removed = ambigqa_splits(make_texts("t", 3), make_texts("d", 10), make_texts("nq", 2), seed=0)
     assert len(splits["test"]) == 5 and len(splits["train"]) == 3 + 5 + 2 and removed == 0
     assert not {q.qid for q in splits["test"]} & {q.qid for q in splits["train"]}
@@ -53,8 +61,9 @@ def test_table1_splits():
 
 def test_candidate_lists_must_match_questions():
     with pytest.raises(ValueError, match="1 candidate lists for 2 questions"):
-        map_gold_documents([MultiAnswerQuestion("a", "?", [["x"]])] * 2, Corpus.read(FIXTURES / "corpus.tsv"),
-                           [np.arange(2)])
+        map_gold_documents(
+            [MultiAnswerQuestion("a", "?", [["x"]])] * 2, Corpus.read(FIXTURES / "corpus.tsv"), [np.arange(2)]
+        )
 
 
 def test_training_questions_that_are_test_questions_are_removed():
@@ -62,8 +71,10 @@ def test_training_questions_that_are_test_questions_are_removed():
     splits, _ = ambigqa_splits([], dev, [], seed=0)
     leaked = splits["test"][0]
     # NQ-open writes the same question in lower case without the question mark
-    nq = [MultiAnswerQuestion("nq1", leaked.question.lower().rstrip("?"), [["a"], ["b"]], [["1"], ["2"]]),
-          MultiAnswerQuestion("nq2", "who wrote another song", [["a"], ["b"]], [["1"], ["2"]])]
+    nq = [
+        MultiAnswerQuestion("nq1", leaked.question.lower().rstrip("?"), [["a"], ["b"]], [["1"], ["2"]]),
+        MultiAnswerQuestion("nq2", "who wrote another song", [["a"], ["b"]], [["1"], ["2"]]),
+    ]
     splits, removed = ambigqa_splits([], dev, nq, seed=0)
     assert removed == 1 and "nq1" not in {q.qid for q in splits["train"]} and "nq2" in {q.qid for q in splits["train"]}
     kept, removed = without_test_questions(nq, [leaked])
@@ -93,8 +104,19 @@ def test_paper_mapping_takes_the_union_of_bm25_and_both_dense_retrievers(tmp_pat
     raw = tmp_path / "raw"
     raw.mkdir()
     records = json.loads((FIXTURES / "ambigqa_light.json").read_text())
-    directors = {"id": "d2", "question": "Who directed the films?", "annotations": [{"type": "multipleQAs", "qaPairs": [
-        {"question": "2004?", "answer": ["Zack Snyder"]}, {"question": "2020?", "answer": ["Ariel Schulman"]}]}]}
+    directors = {
+        "id": "d2",
+        "question": "Who directed the films?",
+        "annotations": [
+            {
+                "type": "multipleQAs",
+                "qaPairs": [
+                    {"question": "2004?", "answer": ["Zack Snyder"]},
+                    {"question": "2020?", "answer": ["Ariel Schulman"]},
+                ],
+            }
+        ],
+    }
     (raw / "train_light.json").write_text(json.dumps(records))
     (raw / "dev_light.json").write_text(json.dumps(records + [directors]))
     for name in ("NQ-open.dev.jsonl", "NQ-open.efficientqa.test.1.1.jsonl"):
@@ -112,8 +134,9 @@ def test_paper_mapping_takes_the_union_of_bm25_and_both_dense_retrievers(tmp_pat
     inf = FixedRetriever("inf-retriever-v1-1.5b", {directors: [3]})  # Ariel Schulman's document
 
     def prepare(retrievers, name):
-        benchmark, mapping = prepare_paper_data(raw, FIXTURES / "corpus.tsv", tmp_path / name,
-                                                [(r, r) for r in retrievers], seed=0, progress=False, depth=1)
+        benchmark, mapping = prepare_paper_data(
+            raw, FIXTURES / "corpus.tsv", tmp_path / name, [(r, r) for r in retrievers], seed=0, progress=False, depth=1
+        )
         return benchmark, mapping
 
     benchmark, mapping = prepare([contriever, inf], "three")

@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from amer_lib.loss import candidate_log_probs, fed_target_pairs, info_nce, matched_info_nce, own_positive_block
+from amer_lib.core.loss import candidate_log_probs, fed_target_pairs, info_nce, matched_info_nce, own_positive_block
 
 
 def brute_force_matched(queries, positives, negatives, mask, tau=0.05, forbidden=None):
@@ -15,10 +15,12 @@ def brute_force_matched(queries, positives, negatives, mask, tau=0.05, forbidden
     candidates, valid = [], []
     for b in range(batch):
         for j in range(m):
-            candidates.append(positives[b, j]); valid.append(bool(mask[b, j]))
+            candidates.append(positives[b, j])
+            valid.append(bool(mask[b, j]))
     for b in range(batch):
         for j in range(m):
-            candidates.append(negatives[b, j]); valid.append(bool(mask[b, j]))
+            candidates.append(negatives[b, j])
+            valid.append(bool(mask[b, j]))
     total = 0.0
     for b in range(batch):
         count = int(mask[b].sum())
@@ -29,8 +31,11 @@ def brute_force_matched(queries, positives, negatives, mask, tau=0.05, forbidden
             own = math.exp(float(q @ F.normalize(positives[b, j], dim=0)) / tau)
             return -math.log(own / sum(scores))
 
-        allowed = [perm for perm in itertools.permutations(range(count))
-                   if forbidden is None or not any(forbidden[b][i][perm[i]] for i in range(count))]
+        allowed = [
+            perm
+            for perm in itertools.permutations(range(count))
+            if forbidden is None or not any(forbidden[b][i][perm[i]] for i in range(count))
+        ]
         best = min(sum(nll(i, perm[i]) for i in range(count)) for perm in allowed)
         total += best / count
     return total / batch

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from amer_lib.merge import get_merge, max_score_merge, reciprocal_rank_fusion, round_robin_merge
+from amer_lib.core.merge import get_merge, max_score_merge, reciprocal_rank_fusion, round_robin_merge
 
 
 def reference_round_robin(lists, k):
@@ -10,7 +10,8 @@ def reference_round_robin(lists, k):
         for ranked in lists:
             doc = ranked[rank]
             if doc >= 0 and doc not in seen:
-                seen.add(doc); merged.append(doc)
+                seen.add(doc)
+                merged.append(doc)
     merged = merged[:k]
     return merged + [-1] * (k - len(merged))
 

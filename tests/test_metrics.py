@@ -1,16 +1,18 @@
 import numpy as np
 import pytest
 
-from amer_lib.metrics import mrecall_at_k, pad_clusters, recall_at_k
+from amer_lib.core.metrics import mrecall_at_k, pad_clusters, recall_at_k
 
 
 def test_mrecall_when_all_clusters_fit_in_k():
     gold = pad_clusters([[[1], [2, 3]], [[4], [5]], [[6], [7]]])
-    retrieved = np.array([
-        [9, 3, 1, 8],  # both clusters hit (cluster 2 by its second document)
-        [4, 9, 8, 5],  # both hit, the second at rank 4
-        [6, 9, 8, 0],  # one of two
-    ])
+    retrieved = np.array(
+        [
+            [9, 3, 1, 8],  # both clusters hit (cluster 2 by its second document)
+            [4, 9, 8, 5],  # both hit, the second at rank 4
+            [6, 9, 8, 0],  # one of two
+        ]
+    )
     assert mrecall_at_k(retrieved, gold, 4).tolist() == [1.0, 1.0, 0.0]
     assert mrecall_at_k(retrieved, gold, 3).tolist() == [1.0, 0.0, 0.0]
     assert recall_at_k(retrieved, gold, 4).tolist() == [1.0, 1.0, 0.5]
@@ -37,20 +39,20 @@ def test_a_query_without_clusters_is_an_error():
 
 
 def test_mean_pairwise_cosine_by_hand():
-    from amer_lib.metrics import mean_pairwise_cosine
+    from amer_lib.core.metrics import mean_pairwise_cosine
 
     square = np.array([[1.0, 0.0], [0.0, 2.0], [-3.0, 0.0]])  # cosines 0, -1, 0 over the three pairs
     assert np.allclose(mean_pairwise_cosine([square, square[:2]]), [-1 / 3, 0.0])
 
 
 def test_low_similarity_subset_takes_the_least_similar_third():
-    from amer_lib.metrics import low_similarity_subset
+    from amer_lib.core.metrics import low_similarity_subset
 
     assert low_similarity_subset(np.array([0.9, 0.1, 0.5, 0.2, 0.8, 0.3])).tolist() == [1, 3]
 
 
 def test_paired_bootstrap_known_cases():
-    from amer_lib.metrics import paired_bootstrap
+    from amer_lib.core.metrics import paired_bootstrap
 
     base = np.array([0, 1, 0, 1, 0, 0, 1, 0], float)
     assert paired_bootstrap(base, base)["p_value"] == 1.0  # never better
@@ -67,7 +69,7 @@ def test_paired_bootstrap_known_cases():
 
 
 def test_same_vs_random_cosine_by_hand():
-    from amer_lib.metrics import same_vs_random_cosine
+    from amer_lib.core.metrics import same_vs_random_cosine
 
     e = np.eye(3)
     # question 0's targets are both e0, question 1's both e1, question 2's e2 and e2: same-question

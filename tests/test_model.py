@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from amer_lib.backbones import BackboneUnavailableError, add_lora, get_backbone, load_backbone
-from amer_lib.model import sequence_layout
+from amer_lib.core.backbones import BackboneUnavailableError, add_lora, get_backbone, load_backbone
+from amer_lib.core.model import sequence_layout
 
 
 def test_generate_with_cache_equals_recomputing_the_prefix(tiny_encoder):
@@ -67,7 +67,10 @@ def test_vectors_of_the_wrong_dimension_are_named(tiny_encoder):
 
 
 def test_unknown_backbone_lists_the_valid_ones():
-    with pytest.raises(KeyError, match="unknown backbone 'gpt5'; valid backbones: llama1b, llama3b, llama8b, minilm, qwen4b, smollm2, tiny"):
+    with pytest.raises(
+        KeyError,
+        match="unknown backbone 'gpt5'; valid backbones: llama1b, llama3b, llama8b, minilm, qwen4b, smollm2, tiny",
+    ):
         get_backbone("gpt5")
 
 
@@ -83,8 +86,9 @@ def test_registry_holds_the_papers_lora_recipe():
 
 
 def test_lora_wraps_the_seven_projections_and_freezes_the_rest():
-    model = add_lora(load_backbone("tiny", config_overrides=dict(hidden_size=32, intermediate_size=64)),
-                     get_backbone("tiny").lora)
+    model = add_lora(
+        load_backbone("tiny", config_overrides=dict(hidden_size=32, intermediate_size=64)), get_backbone("tiny").lora
+    )
     trainable = {n for n, p in model.named_parameters() if p.requires_grad}
     assert trainable and all("lora_" in n for n in trainable)
     wrapped = {n.split(".")[-4] for n in trainable if n.endswith("lora_A.default.weight")}

@@ -1,46 +1,97 @@
 """Papermill smoke runs of the notebooks with tiny parameters."""
+
 import json
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
+
+from amer_lib.core.metrics import low_similarity_subset
+from amer_lib.report.record import recorded
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_notebook(name, params, tmp_path):
+    tmp_path.mkdir(parents=True, exist_ok=True)
     params_file = tmp_path / "params.yaml"
     params_file.write_text(yaml.safe_dump(params))
-    return subprocess.run([sys.executable, "-m", "papermill", str(ROOT / "notebooks" / name), str(tmp_path / "out.ipynb"),
-                           "-f", str(params_file), "--cwd", str(ROOT / "notebooks"), "-k", "python3"],
-                          capture_output=True, text=True)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "papermill",
+            str(ROOT / "notebooks" / name),
+            str(tmp_path / "out.ipynb"),
+            "-f",
+            str(params_file),
+            "--cwd",
+            str(ROOT / "notebooks"),
+            "-k",
+            "python3",
+        ],
+        capture_output=True,
+        text=True,
+    )
 
 
 def tiny_synthetic(tmp_path):
-    return {"settings": ["single"], "transforms": ["linear", "mlp"], "dim": 16, "n_train": 120, "n_test": 20,
-            "corpus_size": 1000, "backbone_overrides": {"hidden_size": 32, "intermediate_size": 64}, "steps": 4,
-            "batch_size": 16, "eval_every": 2, "mlp_sweep_dims": [16, 8], "mlp_sweep_depths": [2],
-            "results_dir": str(tmp_path / "results"), "runs_dir": str(tmp_path / "runs"),
-            "figures_dir": str(tmp_path / "figures")}
+    return {
+        "settings": ["single"],
+        "transforms": ["linear", "mlp"],
+        "dim": 16,
+        "n_train": 120,
+        "n_test": 20,
+        "corpus_size": 1000,
+        "backbone_overrides": {"hidden_size": 32, "intermediate_size": 64},
+        "steps": 4,
+        "batch_size": 16,
+        "eval_every": 2,
+        "mlp_sweep_dims": [16, 8],
+        "mlp_sweep_depths": [2],
+        "results_dir": str(tmp_path / "results"),
+        "runs_dir": str(tmp_path / "runs"),
+        "figures_dir": str(tmp_path / "figures"),
+    }
 
 
 def test_synthetic_notebook_smoke(tmp_path):
     run = run_notebook("02_synthetic.ipynb", tiny_synthetic(tmp_path), tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
     figures = tmp_path / "figures"
-    for name in ("figure2.png", "figure3.png", "figure3.pdf", "results.csv", "results.md", "results.tex",
-                 "params.yaml", "target_geometry.csv"):
+    for name in (
+        "figure2.png",
+        "figure3.png",
+        "figure3.pdf",
+        "results.csv",
+        "results.md",
+        "results.tex",
+        "params.yaml",
+        "target_geometry.csv",
+    ):
         assert (figures / name).exists(), name
     results = sorted((tmp_path / "results").glob("*.json"))
     assert len(results) == 6  # 2 transforms x (single, amer, oracle)
+    # the numbers the notebook records are those of the runs' results files
+    for row in recorded(tmp_path / "out.ipynb")["results"]:
+        run = json.loads((tmp_path / "results" / f"{row['transform']}_single_{row['system']}_seed0.json").read_text())
+        for metric in ("mrecall@10", "mrecall@100", "recall@10", "recall@100"):
+            assert row[metric] == pytest.approx(run["metrics"][metric], abs=1e-12), (row, metric)
     sweep = pd.read_csv(figures / "mlp_sweep.csv")
     assert sweep[["d", "training data", "system"]].values.tolist() == [
-        [16, "MLP targets", "single"], [16, "MLP targets", "amer"], [16, "MLP targets", "oracle"],
-        [8, "MLP targets", "single"], [8, "MLP targets", "amer"], [8, "MLP targets", "oracle"],
-        [16, "linear targets (authors' bug)", "single"], [8, "linear targets (authors' bug)", "single"]]
+        [16, "MLP targets", "single"],
+        [16, "MLP targets", "amer"],
+        [16, "MLP targets", "oracle"],
+        [8, "MLP targets", "single"],
+        [8, "MLP targets", "amer"],
+        [8, "MLP targets", "oracle"],
+        [16, "linear targets (authors' bug)", "single"],
+        [8, "linear targets (authors' bug)", "single"],
+    ]
     main = json.loads((tmp_path / "results" / "mlp_single_amer_seed0.json").read_text())
     assert sweep.loc[1, "mrecall@10"] == round(100 * main["metrics"]["mrecall@10"], 1)  # d = 16, depth 2: the main run
     amer = json.loads((tmp_path / "results" / "linear_single_amer_seed0.json").read_text())
@@ -59,23 +110,79 @@ def test_unknown_parameter_stops_the_notebook(tmp_path):
 
 
 def tiny_prep(tmp_path):
-    return {"max_train": 24, "max_test": 12, "corpus_size": 400, "encode_batch_size": 64, "shard_size": 150,
-            "ivfpq_factories": ["IVF4,PQ8x4"], "ivfpq_nprobes": [1, 4], "device": "cpu",
-            "prepared_dir": str(tmp_path / "prepared"), "figures_dir": str(tmp_path / "figures03")}
+    return {
+        "max_train": 24,
+        "max_test": 12,
+        "corpus_size": 400,
+        "encode_batch_size": 64,
+        "shard_size": 150,
+        "ivfpq_factories": ["IVF4,PQ8x4"],
+        "ivfpq_nprobes": [1, 4],
+        "device": "cpu",
+        "prepared_dir": str(tmp_path / "prepared"),
+        "figures_dir": str(tmp_path / "figures03"),
+    }
 
 
 def tiny_real(tmp_path):
-    return {"seeds": [0, 1], "steps": 2, "batch_size": 4, "eval_every": 1, "workers": 1, "device": "cpu",
-            "bootstrap_resamples": 200, "prepared_dir": str(tmp_path / "prepared"),
-            "results_dir": str(tmp_path / "results04"), "runs_dir": str(tmp_path / "runs04"),
-            "figures_dir": str(tmp_path / "figures04")}
+    return {
+        "seeds": [0, 1],
+        "steps": 2,
+        "batch_size": 4,
+        "eval_every": 1,
+        "workers": 1,
+        "device": "cpu",
+        "bootstrap_resamples": 200,
+        "prepared_dir": str(tmp_path / "prepared"),
+        "results_dir": str(tmp_path / "results04"),
+        "runs_dir": str(tmp_path / "runs04"),
+        "figures_dir": str(tmp_path / "figures04"),
+    }
 
 
-def test_real_data_notebooks_smoke(tmp_path):
+# ----- the real-data chain: 03 prepares, 01 and 04 read it, 05 and 06 reuse 02's and 04's runs -----
+# Each notebook is its own test; the notebooks it depends on run once per module as fixtures, so
+# a failing notebook fails its own test and the tests that need its outputs, not the rest.
+@pytest.fixture(scope="module")
+def chain(tmp_path_factory):
+    return tmp_path_factory.mktemp("chain")
+
+
+def run_once(chain, name, params):
+    """Run `name` once per module (a fixture's notebook); fail with its error output."""
+    done = chain / f"{name}.done"
+    if not done.exists():
+        run = run_notebook(name, params, chain / name.replace(".ipynb", ""))
+        assert run.returncode == 0, f"{name} failed:\n" + run.stderr[-3000:]
+        done.touch()
+    return chain
+
+
+@pytest.fixture(scope="module")
+def prepared(chain):
+    return run_once(chain, "03_real_data_prep.ipynb", tiny_prep(chain))
+
+
+@pytest.fixture(scope="module")
+def real_runs(prepared):
+    return run_once(prepared, "04_real_data.ipynb", {**tiny_real(prepared), "tuning_grid": {"lr": [1e-3, 3e-4]}})
+
+
+@pytest.fixture(scope="module")
+def synthetic_runs(chain):
+    return run_once(chain, "02_synthetic.ipynb", tiny_synthetic(chain))
+
+
+def test_real_data_prep_notebook(prepared):
+    tmp_path = prepared
     prep = run_notebook("03_real_data_prep.ipynb", tiny_prep(tmp_path), tmp_path)
     assert prep.returncode == 0, prep.stderr[-3000:]
     figures = tmp_path / "figures03"
     table1 = (figures / "table1.csv").read_text().splitlines()
+    for row in recorded(tmp_path / "03_real_data_prep" / "out.ipynb")["table1"]:  # counted again from the files
+        for split in ("train", "test"):
+            lines = (tmp_path / "prepared" / f"{row['dataset']}_{split}.jsonl").read_text().splitlines()
+            assert row[split] == len(lines), (row, split)
     assert table1[0] == "dataset,train,test,targets" and table1[1].startswith("wordnet_senses,24,12,")
     table4 = pd.read_csv(figures / "table4.csv")
     assert table4["Dataset"].tolist() == ["wordnet_senses", "wordnet_kinds"]
@@ -89,21 +196,38 @@ def test_real_data_notebooks_smoke(tmp_path):
     manifest = json.loads((tmp_path / "prepared" / "embeddings" / "minilm" / "manifest.json").read_text())
     assert manifest["complete"] and manifest["n_shards"] >= 3
 
-    failure = run_notebook("01_failure_analysis.ipynb", {
-        "prepared_dir": str(tmp_path / "prepared"), "min_questions": 4, "device": "cpu",
-        "results_dir": str(tmp_path / "results01"), "figures_dir": str(tmp_path / "figures01")}, tmp_path)
+
+def test_failure_analysis_notebook(prepared):
+    tmp_path = prepared
+    failure = run_notebook(
+        "01_failure_analysis.ipynb",
+        {
+            "prepared_dir": str(tmp_path / "prepared"),
+            "min_questions": 4,
+            "device": "cpu",
+            "results_dir": str(tmp_path / "results01"),
+            "figures_dir": str(tmp_path / "figures01"),
+        },
+        tmp_path / "01",
+    )
     assert failure.returncode == 0, failure.stderr[-3000:]
     # 2 datasets x (MiniLM, BM25), each a TREC run and a results JSON of the 12 test questions
     assert len(list((tmp_path / "results01").glob("*.trec"))) == 4
     bm25 = json.loads((tmp_path / "results01" / "wordnet_kinds_bm25.json").read_text())
     assert len(bm25["mrecall"]) == len(bm25["cosine"]) == 12 and bm25["settings"]["distance_encoder"] == "minilm"
     figure1 = json.loads((tmp_path / "figures01" / "figure1.json").read_text())
-    whole = [r for r in figure1 if r["answers"] == "all" and r["retriever"] == "minilm" and r["dataset"] == "wordnet_kinds"]
+    whole = [
+        r for r in figure1 if r["answers"] == "all" and r["retriever"] == "minilm" and r["dataset"] == "wordnet_kinds"
+    ]
     assert [r["questions"] for r in whole] == [3, 3, 3, 3]
     assert (tmp_path / "figures01" / "figure1.png").exists() and (tmp_path / "figures01" / "trends.md").exists()
+    for row in recorded(tmp_path / "01" / "out.ipynb")["overall"]:  # recomputed from each run's results file
+        run = json.loads((tmp_path / "results01" / f"{row['dataset']}_{row['retriever']}.json").read_text())
+        assert row["MRecall@100 (%)"] == pytest.approx(100 * np.mean(run["mrecall"]), abs=0.005)
 
-    real = run_notebook("04_real_data.ipynb", {**tiny_real(tmp_path), "tuning_grid": {"lr": [1e-3, 3e-4]}}, tmp_path)
-    assert real.returncode == 0, real.stderr[-3000:]
+
+def test_real_data_notebook(real_runs):
+    tmp_path = real_runs
     results = tmp_path / "results04"
     # 2 datasets x (single, AMER, query expansion, re-ranking) x 2 seeds
     assert len(list(results.glob("*.json"))) == len(list(results.glob("*.trec"))) == 2 * 4 * 2
@@ -123,32 +247,66 @@ def test_real_data_notebooks_smoke(tmp_path):
     history = run["history"][-1]  # the last validation's retrieval, recomputed from the curve table
     kinds_amer = curves[(curves["dataset"] == "wordnet_kinds") & (curves["system"] == "amer") & (curves["step"] == 2)]
     seed0 = json.loads((results / "wordnet_kinds_amer_seed0.json").read_text())["history"][-1]
-    assert kinds_amer["whole_mean"].item() == pytest.approx(50 * (history["val_mrecall"] + seed0["val_mrecall"]), abs=0.01)
+    assert kinds_amer["whole_mean"].item() == pytest.approx(
+        50 * (history["val_mrecall"] + seed0["val_mrecall"]), abs=0.01
+    )
     assert (tables / "learning_curves_minilm_wordnet_senses+wordnet_kinds.png").exists()
     table = (tables / "full_results_minilm_wordnet_senses+wordnet_kinds.md").read_text()
     assert "| wordnet_kinds | +PRF keywords (RM3-style, no LLM) |" in table and "| wordnet_kinds | AMER |" in table
     tuning = pd.read_csv(tables / "tuning_minilm_wordnet_senses+wordnet_kinds.csv")
     assert tuning[["dataset", "lr", "steps"]].values.tolist() == [
-        ["wordnet_senses", 1e-3, 2], ["wordnet_senses", 3e-4, 2], ["wordnet_kinds", 1e-3, 2], ["wordnet_kinds", 3e-4, 2]]
+        ["wordnet_senses", 1e-3, 2],
+        ["wordnet_senses", 3e-4, 2],
+        ["wordnet_kinds", 1e-3, 2],
+        ["wordnet_kinds", 3e-4, 2],
+    ]
     assert tuning["val_mrecall"].between(0, 100).all() and set(tuning["best_step"]) <= {1, 2}
+    # the recorded summary, recomputed from the results files: mean over seeds of the per-question scores
+    summary = {(r["dataset"], r["system"]): r for r in recorded(tmp_path / "04_real_data" / "out.ipynb")["summary"]}
+    for dataset in ("wordnet_senses", "wordnet_kinds"):
+        runs = {
+            s: [json.loads((results / f"{dataset}_{s}_seed{k}.json").read_text()) for k in (0, 1)]
+            for s in ("single", "amer")
+        }
+        low = low_similarity_subset(np.array(runs["single"][0]["target_similarity"]))
+        for system, seeds in runs.items():
+            scores = np.array([r["mrecall"] for r in seeds])
+            assert summary[dataset, system]["whole_mean"] == pytest.approx(100 * scores.mean(), abs=1e-9)
+            assert summary[dataset, system]["low_sim_mean"] == pytest.approx(100 * scores[:, low].mean(), abs=1e-9)
+        single, amer = (100 * np.mean([r["mrecall"] for r in runs[s]]) for s in ("single", "amer"))
+        expected = (amer - single) / single if single else float("nan")
+        assert summary[dataset, "amer"]["whole_delta"] == pytest.approx(expected, abs=1e-9, nan_ok=True)
+        assert 0 <= summary[dataset, "amer"]["whole_p"] <= 1
     table2 = (tables / "table2.csv").read_text()
     assert "+PRF keywords (RM3-style, no LLM)" in table2 and "not run" not in table2
 
-    # notebook 05 on the runs above plus a tiny notebook 02
-    synthetic = run_notebook("02_synthetic.ipynb", tiny_synthetic(tmp_path), tmp_path)
-    assert synthetic.returncode == 0, synthetic.stderr[-3000:]
-    ablations = run_notebook("05_ablations.ipynb", {
-        "synthetic_params": str(tmp_path / "figures" / "params.yaml"),
-        "real_params": [str(tables / "params_minilm_wordnet_senses+wordnet_kinds.yaml")],
-        "synthetic_setting": "single", "real_seeds": [1], "vector_counts": [1, 3, 6], "bootstrap_resamples": 100,
-        "results_dir": str(tmp_path / "results05"), "runs_dir": str(tmp_path / "runs05"),
-        "figures_dir": str(tmp_path / "figures05")}, tmp_path)
+
+def test_ablations_notebook(real_runs, synthetic_runs):
+    tmp_path = real_runs
+    ablations = run_notebook(
+        "05_ablations.ipynb",
+        {
+            "synthetic_params": str(tmp_path / "results" / "params.yaml"),
+            "real_params": [str(tmp_path / "results04" / "params_minilm_wordnet_senses+wordnet_kinds.yaml")],
+            "synthetic_setting": "single",
+            "real_seeds": [1],
+            "vector_counts": [1, 3, 6],
+            "bootstrap_resamples": 100,
+            "results_dir": str(tmp_path / "results05"),
+            "runs_dir": str(tmp_path / "runs05"),
+            "figures_dir": str(tmp_path / "figures05"),
+        },
+        tmp_path / "05",
+    )
     assert ablations.returncode == 0, ablations.stderr[-3000:]
     figures05 = tmp_path / "figures05"
     table3 = pd.read_csv(figures05 / "table3.csv")
     detail = json.loads((figures05 / "table3_per_backbone.json").read_text())
-    assert table3["System"].tolist() == ["AMER (scheduled sampling)", "AMER (always predicted)",
-                                         "AMER (teacher forcing only)"]
+    assert table3["System"].tolist() == [
+        "AMER (scheduled sampling)",
+        "AMER (always predicted)",
+        "AMER (teacher forcing only)",
+    ]
     for row in detail:  # one backbone: Table 3's macro-average is its own gain
         column = f"{row['dataset']} (Whole Set)"
         assert table3.loc[table3["System"] == row["label"], column].item() == f"{100 * row['whole_delta']:+.2f}%"
@@ -157,21 +315,42 @@ def test_real_data_notebooks_smoke(tmp_path):
     # the scheduled runs were notebook 04's and 02's; only the two other modes were trained here
     tag = "minilm_wordnet_senses+wordnet_kinds"
     assert sorted(p.name for p in (tmp_path / "results05").iterdir()) == [
-        f"real_{tag}_predicted", f"real_{tag}_teacher", "synthetic_predicted", "synthetic_teacher"]
+        f"real_{tag}_predicted",
+        f"real_{tag}_teacher",
+        "synthetic_predicted",
+        "synthetic_teacher",
+    ]
     sweep = json.loads((figures05 / "vector_count_merge.json").read_text())
     assert len(sweep) == 3 * 3 * 3  # (synthetic + 2 datasets) x 3 counts x 3 merges
     assert (figures05 / "vector_count_merge.png").exists()
 
-    diversity = run_notebook("06_diversity_analysis.ipynb", {
-        "real_params": [str(tables / "params_minilm_wordnet_senses+wordnet_kinds.yaml")],
-        "synthetic_params": str(tmp_path / "figures" / "params.yaml"), "synthetic_setting": "single",
-        "seeds": [0, 1], "random_pairs": 500, "figures_dir": str(tmp_path / "figures06")}, tmp_path)
+
+def test_diversity_notebook(real_runs, synthetic_runs):
+    tmp_path = real_runs
+    run = json.loads((tmp_path / "results04" / "wordnet_kinds_amer_seed1.json").read_text())
+    diversity = run_notebook(
+        "06_diversity_analysis.ipynb",
+        {
+            "real_params": [str(tmp_path / "results04" / "params_minilm_wordnet_senses+wordnet_kinds.yaml")],
+            "synthetic_params": str(tmp_path / "results" / "params.yaml"),
+            "synthetic_setting": "single",
+            "seeds": [0, 1],
+            "random_pairs": 500,
+            "figures_dir": str(tmp_path / "figures06"),
+        },
+        tmp_path / "06",
+    )
     assert diversity.returncode == 0, diversity.stderr[-3000:]
     figures06 = tmp_path / "figures06"
     outputs = json.loads((figures06 / "output_similarity.json").read_text())
     assert [(r["dataset"], r["seed"]) for r in outputs] == [
-        ("wordnet_senses", 0), ("wordnet_senses", 1), ("wordnet_kinds", 0), ("wordnet_kinds", 1),
-        ("synthetic, linear", 0), ("synthetic, mlp", 0)]  # notebook 02's AMER runs as the reference
+        ("wordnet_senses", 0),
+        ("wordnet_senses", 1),
+        ("wordnet_kinds", 0),
+        ("wordnet_kinds", 1),
+        ("synthetic, linear", 0),
+        ("synthetic, mlp", 0),
+    ]  # notebook 02's AMER runs as the reference
     assert all(len(r["per_question_output_cos"]) == 12 and -1 <= r["output_cos"] <= 1 for r in outputs[:4])
     assert len(outputs[-1]["per_question_output_cos"]) == 20  # the tiny synthetic task's test inputs
     similarity = (figures06 / "similarity_and_gain.csv").read_text()
@@ -179,11 +358,17 @@ def test_real_data_notebooks_smoke(tmp_path):
         assert source in similarity
     assert (figures06 / "figure5.png").exists() and (figures06 / "figure6.png").exists()
     figure6 = pd.read_csv(figures06 / "figure6_data.csv")
+    record = {r["data"]: r for r in recorded(tmp_path / "06" / "out.ipynb")["figure6"]}
+    for row in figure6.itertuples():  # the table is the recorded values, rounded
+        assert row.same_question_cos == pytest.approx(record[row.data]["same_question_cos"], abs=0.0005)
+        assert -1 <= record[row.data]["random_pair_cos"] <= 1
     assert ((figure6["same_question_distance"] - (1 - figure6["same_question_cos"])).abs() <= 0.0015).all()
     seen = json.loads((figures06 / "seen_and_unseen.json").read_text())
     assert len(seen) == 2 * 2 * 2 * 2  # datasets x seeds x systems x (train, test)
     kinds = {(r["system"], r["questions"]): r for r in seen if r["dataset"] == "wordnet_kinds" and r["seed"] == 1}
     # the test split's MRecall@100 is what notebook 04 recorded for the same checkpoint
     assert kinds["amer", "test"]["mrecall"] == pytest.approx(sum(run["mrecall"]) / len(run["mrecall"]))
-    assert len(kinds["amer", "train"]["per_vector_recall"]) == 5 and len(kinds["single", "test"]["per_vector_recall"]) == 1
+    assert (
+        len(kinds["amer", "train"]["per_vector_recall"]) == 5 and len(kinds["single", "test"]["per_vector_recall"]) == 1
+    )
     assert kinds["amer", "test"]["n_questions"] == 12 and kinds["amer", "train"]["n_questions"] > 12

@@ -1,4 +1,5 @@
 """Worker processes: no training is left running when the parent dies (a killed notebook)."""
+
 import signal
 import subprocess
 import sys
@@ -10,7 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 SLEEPER = """
 import os, sys, time
-from amer_lib.parallel import run_parallel
+from amer_lib.runs.parallel import run_parallel
 
 def sleep_and_report(path, on_step=None):
     with open(path, "a") as out:

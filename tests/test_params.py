@@ -4,13 +4,39 @@ from amer_lib.params import SCHEMAS, collect, from_files, notebook_defaults, val
 
 
 def defaults():
-    return {"settings": ["single"], "transforms": ["linear"], "systems": ["amer"], "dim": 8, "n_train": 10,
-            "n_test": 2, "corpus_size": 100, "mlp_layers": 2, "mlp_sweep_dims": [8], "mlp_sweep_depths": [2],
-            "mlp_sweep_authors_bug": True, "backbone": "tiny", "backbone_overrides": {},
-            "finetune": "full", "n_queries": 5, "steps": 1, "batch_size": 2, "lr": 1e-3, "temperature": 0.05,
-            "sampling": "scheduled", "sampling_rate": 1,
-            "eval_every": 1, "search_depth": 10, "seed": 0, "device": "cpu", "mixed_precision": False,
-            "workers": 1, "nproc_per_node": 1, "results_dir": "r", "runs_dir": "u", "figures_dir": "f"}
+    return {
+        "settings": ["single"],
+        "transforms": ["linear"],
+        "systems": ["amer"],
+        "dim": 8,
+        "n_train": 10,
+        "n_test": 2,
+        "corpus_size": 100,
+        "mlp_layers": 2,
+        "mlp_sweep_dims": [8],
+        "mlp_sweep_depths": [2],
+        "mlp_sweep_authors_bug": True,
+        "backbone": "tiny",
+        "backbone_overrides": {},
+        "finetune": "full",
+        "n_queries": 5,
+        "steps": 1,
+        "batch_size": 2,
+        "lr": 1e-3,
+        "temperature": 0.05,
+        "sampling": "scheduled",
+        "sampling_rate": 1,
+        "eval_every": 1,
+        "search_depth": 10,
+        "seed": 0,
+        "device": "cpu",
+        "mixed_precision": False,
+        "workers": 1,
+        "nproc_per_node": 1,
+        "results_dir": "r",
+        "runs_dir": "u",
+        "figures_dir": "f",
+    }
 
 
 def test_defaults_cover_the_schema():
@@ -23,13 +49,20 @@ def test_unknown_key_lists_the_valid_ones():
         validate("02_synthetic", {**defaults(), "stpes": 3})
 
 
-@pytest.mark.parametrize("key,value,message", [
-    ("backbone", "gpt2", "valid choices: llama1b"),
-    ("settings", ["single", "mixed"], "invalid value 'mixed' for parameter 'settings'; valid choices: single, multi, ood"),
-    ("steps", "many", "must be of type"),
-    ("settings", [], "non-empty list"),
-    ("workers", 0, "'workers' must be >= 1"),
-])
+@pytest.mark.parametrize(
+    "key,value,message",
+    [
+        ("backbone", "gpt2", "valid choices: llama1b"),
+        (
+            "settings",
+            ["single", "mixed"],
+            "invalid value 'mixed' for parameter 'settings'; valid choices: single, multi, ood",
+        ),
+        ("steps", "many", "must be of type"),
+        ("settings", [], "non-empty list"),
+        ("workers", 0, "'workers' must be >= 1"),
+    ],
+)
 def test_invalid_values_are_named(key, value, message):
     with pytest.raises((ValueError, TypeError), match=message):
         validate("02_synthetic", {**defaults(), key: value})
@@ -53,4 +86,7 @@ def test_notebook_defaults_and_every_shipped_parameter_file_validate(notebook):
     assert validate(notebook, defaults)
     for path in sorted((root / "params" / notebook).glob("*.yaml")):
         validate(notebook, {**defaults, **yaml.safe_load(path.read_text())})
-        assert from_files(root / "notebooks" / f"{notebook}.ipynb", path) == {**defaults, **yaml.safe_load(path.read_text())}
+        assert from_files(root / "notebooks" / f"{notebook}.ipynb", path) == {
+            **defaults,
+            **yaml.safe_load(path.read_text()),
+        }

@@ -1,4 +1,5 @@
 """Readers of the published formats and of the library's own jsonl, on small fixtures."""
+
 import gzip
 import json
 from pathlib import Path
@@ -7,8 +8,16 @@ import pytest
 
 from amer_lib.data import wordnet
 from amer_lib.data.corpus import Corpus, iter_documents
-from amer_lib.data.questions import (DataFormatError, MultiAnswerQuestion, cluster_aliases, read_ambigqa, read_nq_open_multi,
-                                     read_qampari, read_questions, write_questions)
+from amer_lib.data.questions import (
+    DataFormatError,
+    MultiAnswerQuestion,
+    cluster_aliases,
+    read_ambigqa,
+    read_nq_open_multi,
+    read_qampari,
+    read_questions,
+    write_questions,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -31,8 +40,10 @@ def test_qampari_reads_answers_aliases_and_proofs():
 def test_nq_open_multi_answer_subset():
     questions = read_nq_open_multi(FIXTURES / "nq_open.jsonl")
     # "2017" / "2017 " and "1977" / "in 1977" / "the 1977" are one answer each: those questions are not multi-answer
-    assert [q.question for q in questions] == ["who plays the mom in the movie",
-                                               "when did harry potter and the sorcerer's stone movie come out"]
+    assert [q.question for q in questions] == [
+        "who plays the mom in the movie",
+        "when did harry potter and the sorcerer's stone movie come out",
+    ]
     assert questions[0].answers == [["Jennifer Garner"], ["Kathy Bates"]]
     assert questions[1].answers == [["4 November 2001"], ["16 November 2001", "on 16 November 2001"]]
 
@@ -42,7 +53,10 @@ def test_alias_clustering_by_hand():
     assert cluster_aliases(["November 2001", "2001"]) == [["November 2001"], ["2001"]]  # a content word differs
     assert cluster_aliases(["Slash", "slash", " Slash "]) == [["Slash", "slash"]]
     # transitive: "around 1990" ~ "1990" ~ "in 1990"
-    assert cluster_aliases(["around 1990", "Bruce", "in 1990", "1990"]) == [["around 1990", "in 1990", "1990"], ["Bruce"]]
+    assert cluster_aliases(["around 1990", "Bruce", "in 1990", "1990"]) == [
+        ["around 1990", "in 1990", "1990"],
+        ["Bruce"],
+    ]
 
 
 @pytest.mark.parametrize("name", ["corpus.tsv", "corpus.jsonl"])
@@ -74,8 +88,9 @@ def test_bad_corpus_row_and_suffix(tmp_path):
         Corpus.read(FIXTURES / "ambigqa_light.json")
 
 
-@pytest.mark.parametrize("reader,dataset", [(read_ambigqa, "AmbigQA"), (read_qampari, "QAMPARI"),
-                                            (read_nq_open_multi, "NQ-open")])
+@pytest.mark.parametrize(
+    "reader,dataset", [(read_ambigqa, "AmbigQA"), (read_qampari, "QAMPARI"), (read_nq_open_multi, "NQ-open")]
+)
 def test_missing_file_says_what_to_download(reader, dataset, tmp_path):
     with pytest.raises(FileNotFoundError, match=f"does not exist. Download {dataset}.* and put it at"):
         reader(tmp_path / "absent.json")

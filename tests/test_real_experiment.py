@@ -1,22 +1,33 @@
 """Aggregation of real-data runs: seeds, low-similarity subset, relative gains, bootstrap, tables."""
+
 import numpy as np
 import pytest
 
-from amer_lib.real_experiment import summary
-from amer_lib.tables import real_results_table, relative_gain_table
+from amer_lib.report.summaries import summary
+from amer_lib.report.tables import real_results_table, relative_gain_table
 
 
 def run(system, seed, mrecall, similarity):
-    return {"params": {"backbone": "minilm"}, "dataset": "d", "system": system, "seed": seed,
-            "mrecall": mrecall, "target_similarity": similarity}
+    return {
+        "params": {"backbone": "minilm"},
+        "dataset": "d",
+        "system": system,
+        "seed": seed,
+        "mrecall": mrecall,
+        "target_similarity": similarity,
+    }
 
 
 SIMILARITY = [0.9, 0.1, 0.5, 0.2, 0.8, 0.3]  # low-similarity third: questions 1 and 3
 
 
 def test_summary_by_hand():
-    results = [run("single", 0, [1, 0, 1, 0, 1, 0], SIMILARITY), run("single", 1, [1, 0, 1, 1, 1, 0], SIMILARITY),
-               run("amer", 0, [1, 1, 1, 1, 1, 0], SIMILARITY), run("amer", 1, [1, 1, 1, 1, 0, 0], SIMILARITY)]
+    results = [
+        run("single", 0, [1, 0, 1, 0, 1, 0], SIMILARITY),
+        run("single", 1, [1, 0, 1, 1, 1, 0], SIMILARITY),
+        run("amer", 0, [1, 1, 1, 1, 1, 0], SIMILARITY),
+        run("amer", 1, [1, 1, 1, 1, 0, 0], SIMILARITY),
+    ]
     single, amer = summary(results, n_resamples=2000)
     assert single["whole_mean"] == pytest.approx(100 * (3 / 6 + 4 / 6) / 2)
     assert single["whole_std"] == pytest.approx(100 * np.std([3 / 6, 4 / 6]))
@@ -39,27 +50,22 @@ def test_results_table_layout():
     assert gains.loc[gains["System"] == "AMER", "d (Whole Set)"].item() == "+50.00%"
 
 
-def test_a_run_keeps_its_checkpoint_folder_when_other_datasets_or_seeds_are_asked_for():
-    from amer_lib.real_experiment import run_dir
-
-    params = {"datasets": ["a"], "seeds": [0], "steps": 10, "runs_dir": "runs"}
-    here = run_dir(dict(params=params, dataset="a", system="amer", seed=0))
-    assert run_dir(dict(params={**params, "datasets": ["a", "b"], "seeds": [0, 1]}, dataset="a", system="amer",
-                        seed=0)) == here
-    assert run_dir(dict(params={**params, "steps": 20}, dataset="a", system="amer", seed=0)) != here
-
-
 def test_learning_curves_average_the_seeds_at_each_validation_step():
-    from amer_lib.real_experiment import learning_curves
+    from amer_lib.report.summaries import learning_curves
 
     def curve_run(system, seed, values):
-        history = [{"step": 10 * (i + 1), "val_loss": 1.0 + seed, "val_mrecall": whole, "val_mrecall_low_sim": low}
-                   for i, (whole, low) in enumerate(values)]
+        history = [
+            {"step": 10 * (i + 1), "val_loss": 1.0 + seed, "val_mrecall": whole, "val_mrecall_low_sim": low}
+            for i, (whole, low) in enumerate(values)
+        ]
         return {"dataset": "d", "system": system, "seed": seed, "history": history}
 
-    results = [curve_run("amer", 0, [(0.2, 0.0), (0.4, 0.1)]), curve_run("amer", 1, [(0.4, 0.2), (0.6, 0.3)]),
-               curve_run("single", 0, [(0.5, 0.5)]), {"dataset": "d", "system": "single", "seed": 1,
-                                                      "history": [{"step": 10, "val_loss": 3.0}]}]  # no curve: skipped
+    results = [
+        curve_run("amer", 0, [(0.2, 0.0), (0.4, 0.1)]),
+        curve_run("amer", 1, [(0.4, 0.2), (0.6, 0.3)]),
+        curve_run("single", 0, [(0.5, 0.5)]),
+        {"dataset": "d", "system": "single", "seed": 1, "history": [{"step": 10, "val_loss": 3.0}]},
+    ]  # no curve: skipped
     rows = learning_curves(results)
     assert [(r["system"], r["step"], r["seeds"]) for r in rows] == [("single", 10, 1), ("amer", 10, 2), ("amer", 20, 2)]
     assert rows[1]["whole_mean"] == pytest.approx(30.0) and rows[1]["whole_std"] == pytest.approx(10.0)

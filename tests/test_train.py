@@ -1,9 +1,10 @@
 import pytest
 import torch
 
-from amer_lib.backbones import load_backbone
-from amer_lib.model import AMERQueryEncoder
-from amer_lib.train import CheckpointError, TrainConfig, VectorData, batch_indices, train
+from amer_lib.core.backbones import load_backbone
+from amer_lib.core.model import AMERQueryEncoder
+from amer_lib.core.train import CheckpointError, TrainConfig, batch_indices, train
+from amer_lib.data.datasets import VectorData
 
 DIM = 8
 
@@ -19,7 +20,9 @@ def make_problem(n=64, m=3, seed=0):
 
 def make_model(seed=0):
     torch.manual_seed(seed)
-    return AMERQueryEncoder(load_backbone("tiny", seed=seed, config_overrides=dict(hidden_size=16, intermediate_size=32)), DIM)
+    return AMERQueryEncoder(
+        load_backbone("tiny", seed=seed, config_overrides=dict(hidden_size=16, intermediate_size=32)), DIM
+    )
 
 
 CONFIG = dict(n_outputs=3, steps=12, batch_size=16, lr=1e-3, eval_every=4, checkpoint_every=4, seed=0)
@@ -31,8 +34,14 @@ def state(model):
 
 def test_training_lowers_the_validation_loss():
     data, pool = make_problem()
-    result = train(make_model(), data, make_problem(seed=1)[0], pool,
-                   TrainConfig(**{**CONFIG, "steps": 40, "lr": 3e-3, "eval_every": 10}), progress=False)
+    result = train(
+        make_model(),
+        data,
+        make_problem(seed=1)[0],
+        pool,
+        TrainConfig(**{**CONFIG, "steps": 40, "lr": 3e-3, "eval_every": 10}),
+        progress=False,
+    )
     assert result.history[-1]["val_loss"] < result.history[0]["val_loss"]
     assert result.best_val_loss == min(h["val_loss"] for h in result.history)
 
@@ -121,7 +130,7 @@ def test_examples_without_targets_are_refused():
 
 
 def test_grouped_batches_hold_one_target_count_and_cover_the_epoch():
-    from amer_lib.train import batch_indices
+    from amer_lib.core.train import batch_indices
 
     sizes = torch.tensor([2] * 40 + [3] * 24 + [7] * 16)
     epoch = [batch_indices(80, 8, seed=1, step=s, group_sizes=sizes) for s in range(10)]
@@ -133,7 +142,7 @@ def test_grouped_batches_hold_one_target_count_and_cover_the_epoch():
 
 
 def test_amer_decodes_only_as_many_vectors_as_the_batch_needs():
-    from amer_lib.train import example_loss
+    from amer_lib.core.train import example_loss
 
     inputs, targets, pool = torch.randn(8, DIM), torch.randn(8, 6, DIM), torch.randn(50, DIM)
     mask = torch.zeros(8, 6, dtype=torch.bool)
@@ -142,16 +151,30 @@ def test_amer_decodes_only_as_many_vectors_as_the_batch_needs():
     model, calls = make_model(), []
     model.register_forward_hook(lambda module, args, output: calls.append(output.shape[1]))
     config = TrainConfig(n_outputs=5, steps=1, batch_size=4)
-    example_loss(model, VectorData(inputs, targets, mask), torch.tensor([0, 1, 2, 4]), pool, config, 0.5,
-                 torch.Generator().manual_seed(0))
-    example_loss(model, VectorData(inputs, targets, mask), torch.tensor([0, 3]), pool, config, 0.5,
-                 torch.Generator().manual_seed(0))
+    example_loss(
+        model,
+        VectorData(inputs, targets, mask),
+        torch.tensor([0, 1, 2, 4]),
+        pool,
+        config,
+        0.5,
+        torch.Generator().manual_seed(0),
+    )
+    example_loss(
+        model,
+        VectorData(inputs, targets, mask),
+        torch.tensor([0, 3]),
+        pool,
+        config,
+        0.5,
+        torch.Generator().manual_seed(0),
+    )
     assert calls == [2, 3]
 
 
 def test_lora_checkpoints_hold_only_what_training_changes(tmp_path):
-    from amer_lib.backbones import add_lora, get_backbone, load_backbone
-    from amer_lib.train import load_trainable_state
+    from amer_lib.core.backbones import add_lora, get_backbone, load_backbone
+    from amer_lib.core.train import load_trainable_state
 
     def lora_model():
         torch.manual_seed(0)
@@ -174,12 +197,17 @@ def test_lora_checkpoints_hold_only_what_training_changes(tmp_path):
 
 
 def test_single_target_step_adds_a_single_query_step_per_iteration(monkeypatch):
-    import amer_lib.train as training
+    import amer_lib.core.train as training
 
     calls = []
     original = training.example_loss
-    monkeypatch.setattr(training, "example_loss", lambda model, data, indices, pool, config, *rest: (
-        calls.append((config.n_outputs, indices.tolist())) or original(model, data, indices, pool, config, *rest)))
+    monkeypatch.setattr(
+        training,
+        "example_loss",
+        lambda model, data, indices, pool, config, *rest: (
+            calls.append((config.n_outputs, indices.tolist())) or original(model, data, indices, pool, config, *rest)
+        ),
+    )
     data, pool = make_problem()
     model = make_model()
     config = TrainConfig(**{**CONFIG, "steps": 3, "eval_every": 10, "single_target_step": True})

@@ -4,17 +4,18 @@ optional) or BEIR `corpus.jsonl` (`_id`, `title`, `text`), plain or gzipped.
 `iter_documents` streams (for a 25M-passage corpus); `Corpus` holds a small one in memory.
 The text a document encoder sees is `title + " " + text`.
 """
+
 from __future__ import annotations
 
 import csv
 import json
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
-from ..io import open_text
-from .questions import DataFormatError, require_file
+from amer_lib.data.questions import DataFormatError, require_file
+from amer_lib.io import open_text
 
 FORMATS = (".tsv", ".jsonl")
 
@@ -34,8 +35,10 @@ def corpus_format(path: Path) -> str:
     suffixes = path.suffixes[-2:] if path.suffix == ".gz" else path.suffixes[-1:]
     kind = suffixes[0] if suffixes else ""
     if kind not in FORMATS:
-        raise ValueError(f"cannot tell the corpus format of {path}; valid suffixes: "
-                         f"{', '.join(FORMATS)} (optionally followed by .gz)")
+        raise ValueError(
+            f"cannot tell the corpus format of {path}; valid suffixes: "
+            f"{', '.join(FORMATS)} (optionally followed by .gz)"
+        )
     return kind
 
 
@@ -77,12 +80,13 @@ class Corpus:
         self.row_of: dict[str, int] = {}
         for row, document in enumerate(documents):
             if document.id in self.row_of:
-                raise DataFormatError(f"{source} holds the document id {document.id!r} twice "
-                                      f"(rows {self.row_of[document.id]} and {row})")
+                raise DataFormatError(
+                    f"{source} holds the document id {document.id!r} twice (rows {self.row_of[document.id]} and {row})"
+                )
             self.row_of[document.id] = row
 
     @classmethod
-    def read(cls, path: str | Path) -> "Corpus":
+    def read(cls, path: str | Path) -> Corpus:
         return cls(list(iter_documents(path)), str(path))
 
     def __len__(self) -> int:

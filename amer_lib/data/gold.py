@@ -7,14 +7,15 @@ answer's evidence snippet). A candidate is a gold document of an
 answer when its text contains the answer, or one of its aliases, as an exact substring. A
 question is kept only if every answer found a gold document.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .corpus import Corpus
-from .questions import MultiAnswerQuestion, normalize_text
+from amer_lib.data.corpus import Corpus
+from amer_lib.data.questions import MultiAnswerQuestion, normalize_text
 
 DEPTH = 500
 QAMPARI_TARGETS = (5, 8)
@@ -26,8 +27,9 @@ def bm25_top_k(corpus: Corpus, queries: list[str], k: int = DEPTH, progress: boo
 
     retriever = bm25s.BM25()
     retriever.index(bm25s.tokenize(corpus.texts(), stopwords="en", show_progress=progress), show_progress=progress)
-    rows, _ = retriever.retrieve(bm25s.tokenize(queries, stopwords="en", show_progress=False),
-                                 k=min(k, len(corpus)), show_progress=progress)
+    rows, _ = retriever.retrieve(
+        bm25s.tokenize(queries, stopwords="en", show_progress=False), k=min(k, len(corpus)), show_progress=progress
+    )
     return np.asarray(rows)
 
 
@@ -44,12 +46,15 @@ class MappingReport:
     answers_without_gold: int
 
     def __str__(self) -> str:
-        return (f"{self.kept} of {self.questions} questions kept; {self.answers_without_gold} answers "
-                "found no gold document")
+        return (
+            f"{self.kept} of {self.questions} questions kept; {self.answers_without_gold} answers "
+            "found no gold document"
+        )
 
 
-def map_gold_documents(questions: list[MultiAnswerQuestion], corpus: Corpus,
-                       candidates: list[np.ndarray]) -> tuple[list[MultiAnswerQuestion], MappingReport]:
+def map_gold_documents(
+    questions: list[MultiAnswerQuestion], corpus: Corpus, candidates: list[np.ndarray]
+) -> tuple[list[MultiAnswerQuestion], MappingReport]:
     """Targets for each question from its candidate rows (`candidates[i]`, any union of result
     lists, -1 ignored); questions with an answer left without a gold document are dropped."""
     if len(candidates) != len(questions):
@@ -58,8 +63,10 @@ def map_gold_documents(questions: list[MultiAnswerQuestion], corpus: Corpus,
     for question, rows in zip(questions, candidates):
         rows = [int(r) for r in dict.fromkeys(np.asarray(rows).reshape(-1).tolist()) if r >= 0]
         texts = [(corpus.documents[r].id, corpus.documents[r].full_text) for r in rows]
-        targets = [[doc_id for doc_id, text in texts if any(alias in text for alias in aliases)]
-                   for aliases in question.answers]
+        targets = [
+            [doc_id for doc_id, text in texts if any(alias in text for alias in aliases)]
+            for aliases in question.answers
+        ]
         unmatched = sum(not t for t in targets)
         missing += unmatched
         if not unmatched:
@@ -72,8 +79,9 @@ def question_candidates(*ranked: np.ndarray) -> list[np.ndarray]:
     return [np.concatenate([r[i] for r in ranked]) for i in range(len(ranked[0]))]
 
 
-def proof_candidates(questions: list[MultiAnswerQuestion], corpus: Corpus, k: int = DEPTH,
-                     progress: bool = True) -> list[np.ndarray]:
+def proof_candidates(
+    questions: list[MultiAnswerQuestion], corpus: Corpus, k: int = DEPTH, progress: bool = True
+) -> list[np.ndarray]:
     """QAMPARI: per question, the union of the BM25 top-k of each answer's evidence snippet."""
     snippets = [(i, proof) for i, q in enumerate(questions) for proof in q.proofs if proof]
     rows = bm25_top_k(corpus, [s for _, s in snippets], k, progress) if snippets else np.zeros((0, k), int)
@@ -87,8 +95,9 @@ def filter_target_count(questions: list[MultiAnswerQuestion], low: int, high: in
     return [q for q in questions if low <= len(q.targets) <= high]
 
 
-def without_test_questions(train: list[MultiAnswerQuestion],
-                           test: list[MultiAnswerQuestion]) -> tuple[list[MultiAnswerQuestion], int]:
+def without_test_questions(
+    train: list[MultiAnswerQuestion], test: list[MultiAnswerQuestion]
+) -> tuple[list[MultiAnswerQuestion], int]:
     """`train` without the questions whose text (in `normalize_text` form) is a test question's,
     and how many were removed. AmbigQA's questions are NQ-open questions, so the multi-answer
     NQ-open questions added to training hold AmbigQA test questions unless they are removed."""
@@ -97,8 +106,9 @@ def without_test_questions(train: list[MultiAnswerQuestion],
     return kept, len(train) - len(kept)
 
 
-def ambigqa_splits(train: list[MultiAnswerQuestion], dev: list[MultiAnswerQuestion],
-                   nq_open: list[MultiAnswerQuestion], seed: int = 0) -> tuple[dict[str, list[MultiAnswerQuestion]], int]:
+def ambigqa_splits(
+    train: list[MultiAnswerQuestion], dev: list[MultiAnswerQuestion], nq_open: list[MultiAnswerQuestion], seed: int = 0
+) -> tuple[dict[str, list[MultiAnswerQuestion]], int]:
     """Table 1: test = a seeded half of the mapped AmbigQA dev set; train = mapped AmbigQA train +
     the other half of dev + the mapped multi-answer NQ-open questions, less every question that
     is also a test question. Returns the splits and the number of training questions removed."""
@@ -109,6 +119,8 @@ def ambigqa_splits(train: list[MultiAnswerQuestion], dev: list[MultiAnswerQuesti
     return {"train": train, "test": test}, removed
 
 
-def qampari_splits(train: list[MultiAnswerQuestion], dev: list[MultiAnswerQuestion]) -> dict[str, list[MultiAnswerQuestion]]:
+def qampari_splits(
+    train: list[MultiAnswerQuestion], dev: list[MultiAnswerQuestion]
+) -> dict[str, list[MultiAnswerQuestion]]:
     """Table 1: the mapped train and dev sets, each kept to questions with 5-8 targets."""
     return {"train": filter_target_count(train, *QAMPARI_TARGETS), "test": filter_target_count(dev, *QAMPARI_TARGETS)}

@@ -7,22 +7,23 @@ The library's format (one JSON object per line)::
 `answers[i]` are the surface forms of answer cluster i and `targets[i]` its gold documents.
 The readers below return questions without targets; `amer_lib.data.gold` maps them.
 """
+
 from __future__ import annotations
 
 import json
 import re
 import string
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
 
-from ..io import atomic_path, open_text
+from amer_lib.io import atomic_path, open_text
 
 DOWNLOADS = {
     "ambigqa": "AmbigQA light JSON (train_light.json, dev_light.json) from https://nlp.cs.washington.edu/ambigqa/",
     "qampari": "QAMPARI jsonl (train_data.jsonl, dev_data.jsonl) from https://samsam3232.github.io/qampari/",
     "nq_open": "NQ-open jsonl (NQ-open.dev.jsonl, NQ-open.efficientqa.test.1.1.jsonl) from "
-               "https://github.com/google-research-datasets/natural-questions/tree/master/nq_open",
+    "https://github.com/google-research-datasets/natural-questions/tree/master/nq_open",
     "corpus": "the QAMPARI / DPR Wikipedia chunks as TSV (id<TAB>text<TAB>title) or a BEIR corpus.jsonl",
 }
 
@@ -74,9 +75,13 @@ def read_questions(path: str | Path) -> list[MultiAnswerQuestion]:
         missing = {"qid", "question", "answers", "targets"} - set(record)
         if missing:
             raise DataFormatError(f"{path}:{number} lacks the key(s) {sorted(missing)}")
-        question = MultiAnswerQuestion(str(record["qid"]), record["question"], record["answers"],
-                                       [[str(d) for d in docs] for docs in record["targets"]],
-                                       record.get("proofs", []))
+        question = MultiAnswerQuestion(
+            str(record["qid"]),
+            record["question"],
+            record["answers"],
+            [[str(d) for d in docs] for docs in record["targets"]],
+            record.get("proofs", []),
+        )
         if question.qid in seen:
             raise DataFormatError(f"{path}:{number} repeats the qid {question.qid!r}")
         seen.add(question.qid)
@@ -89,12 +94,16 @@ def _check_targets(question: MultiAnswerQuestion, where: str) -> None:
     if not question.targets:
         raise DataFormatError(f"{where}: question {question.qid!r} has no gold documents")
     if len(question.targets) != len(question.answers):
-        raise DataFormatError(f"{where}: question {question.qid!r} has {len(question.answers)} answers but "
-                              f"{len(question.targets)} target lists")
+        raise DataFormatError(
+            f"{where}: question {question.qid!r} has {len(question.answers)} answers but "
+            f"{len(question.targets)} target lists"
+        )
     empty = [i for i, docs in enumerate(question.targets) if not docs]
     if empty:
-        raise DataFormatError(f"{where}: question {question.qid!r} has no gold document for answer(s) "
-                              f"{[question.answers[i][0] for i in empty]}")
+        raise DataFormatError(
+            f"{where}: question {question.qid!r} has no gold document for answer(s) "
+            f"{[question.answers[i][0] for i in empty]}"
+        )
 
 
 def write_questions(path: str | Path, questions: Iterable[MultiAnswerQuestion]) -> None:
@@ -149,7 +158,7 @@ def same_answer(first: str, second: str) -> bool:
     short, long = sorted((a, b), key=len)
     for start in range(len(long) - len(short) + 1):
         if long[start : start + len(short)] == short:
-            extra = long[:start] + long[start + len(short):]
+            extra = long[:start] + long[start + len(short) :]
             return bool(short) and all(word in FUNCTION_WORDS for word in extra)
     return False
 
@@ -205,8 +214,9 @@ def read_qampari(path: str | Path) -> list[MultiAnswerQuestion]:
             answers.append(aliases)
             proof = answer.get("proof") or []
             proofs.append(proof[0].get("proof_text", "") if proof else "")
-        questions.append(MultiAnswerQuestion(str(record.get("qid", number)), record["question_text"], answers,
-                                             proofs=proofs))
+        questions.append(
+            MultiAnswerQuestion(str(record.get("qid", number)), record["question_text"], answers, proofs=proofs)
+        )
     return questions
 
 

@@ -9,6 +9,7 @@ A task draws its random structure once from its seed: the transforms (shared by 
 settings of one transform) and the correlated Gaussian's covariance (shared by every setting, so
 train and test inputs of that distribution come from one law).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -47,8 +48,9 @@ def nearest_rotation(matrix: np.ndarray) -> np.ndarray:
     return u @ vt
 
 
-def frobenius_orthogonal_rotations(d: int, count: int, rng: np.random.Generator,
-                                   tol: float = 1e-10, max_iter: int = 10_000) -> list[np.ndarray]:
+def frobenius_orthogonal_rotations(
+    d: int, count: int, rng: np.random.Generator, tol: float = 1e-10, max_iter: int = 10_000
+) -> list[np.ndarray]:
     """`count` rotations, pairwise orthogonal in the Frobenius inner product <P, Q> = tr(P^T Q).
 
     Each new rotation alternates Gram-Schmidt against the earlier ones (in Frobenius space) with
@@ -117,8 +119,9 @@ def correlated_covariance(d: int, rng: np.random.Generator) -> np.ndarray:
     return 0.5 * a @ a.T + 0.1 * np.eye(d)
 
 
-def sample_inputs(distribution: str, n: int, d: int, rng: np.random.Generator,
-                  covariance: np.ndarray | None = None) -> np.ndarray:
+def sample_inputs(
+    distribution: str, n: int, d: int, rng: np.random.Generator, covariance: np.ndarray | None = None
+) -> np.ndarray:
     """`n` inputs of one distribution; `correlated_gaussian` needs the task's `covariance`."""
     if distribution == "gaussian":
         return rng.standard_normal((n, d))
@@ -126,9 +129,11 @@ def sample_inputs(distribution: str, n: int, d: int, rng: np.random.Generator,
         return 2.0 * rng.standard_normal((n, d))
     if distribution == "correlated_gaussian":
         if covariance is None or covariance.shape != (d, d):
-            raise ValueError("correlated_gaussian inputs need the task's covariance, a (d, d) matrix drawn once per "
-                             "task (correlated_covariance); got "
-                             f"{None if covariance is None else covariance.shape}")
+            raise ValueError(
+                "correlated_gaussian inputs need the task's covariance, a (d, d) matrix drawn once per "
+                "task (correlated_covariance); got "
+                f"{None if covariance is None else covariance.shape}"
+            )
         return rng.multivariate_normal(np.zeros(d), covariance, size=n, method="cholesky")
     if distribution == "uniform":
         return rng.uniform(-2.0, 2.0, (n, d))
@@ -137,8 +142,9 @@ def sample_inputs(distribution: str, n: int, d: int, rng: np.random.Generator,
     raise ValueError(f"unknown input distribution {distribution!r}; valid: {', '.join(INPUT_DISTRIBUTIONS)}")
 
 
-def sample_mixture(distributions: tuple[str, ...], n: int, d: int, rng: np.random.Generator,
-                   covariance: np.ndarray | None = None) -> np.ndarray:
+def sample_mixture(
+    distributions: tuple[str, ...], n: int, d: int, rng: np.random.Generator, covariance: np.ndarray | None = None
+) -> np.ndarray:
     """`n` inputs split evenly over `distributions`, shuffled."""
     sizes = np.diff(np.linspace(0, n, len(distributions) + 1).round().astype(int))
     x = np.concatenate([sample_inputs(name, size, d, rng, covariance) for name, size in zip(distributions, sizes)])
@@ -168,8 +174,18 @@ class SyntheticTask:
         return np.setdiff1d(np.arange(len(self.corpus)), self.test_target_ids.ravel())
 
 
-def make_task(setting: str, transform: str, *, dim: int, n_train: int, n_test: int, corpus_size: int,
-              seed: int, mlp_layers: int = 2, train_transform: str | None = None) -> SyntheticTask:
+def make_task(
+    setting: str,
+    transform: str,
+    *,
+    dim: int,
+    n_train: int,
+    n_test: int,
+    corpus_size: int,
+    seed: int,
+    mlp_layers: int = 2,
+    train_transform: str | None = None,
+) -> SyntheticTask:
     """Build one of the six settings. The transforms depend on (transform, dim, seed) only, so
     Single / Multi / OOD share them, as in the paper.
 
@@ -186,8 +202,10 @@ def make_task(setting: str, transform: str, *, dim: int, n_train: int, n_test: i
     train_transform = train_transform or transform
     if train_transform not in TRANSFORMS:
         raise ValueError(f"unknown train_transform {train_transform!r}; valid transforms: {', '.join(TRANSFORMS)}")
-    transforms = {name: make_transforms(name, dim, np.random.default_rng([seed, TRANSFORMS.index(name)]), mlp_layers)
-                  for name in {transform, train_transform}}
+    transforms = {
+        name: make_transforms(name, dim, np.random.default_rng([seed, TRANSFORMS.index(name)]), mlp_layers)
+        for name in {transform, train_transform}
+    }
     covariance = correlated_covariance(dim, np.random.default_rng([seed, COVARIANCE_STREAM]))
     rng = np.random.default_rng([seed, TRANSFORMS.index(transform), list(SETTINGS).index(setting) + 1])
     train_dists, test_dists = SETTINGS[setting]
@@ -198,5 +216,18 @@ def make_task(setting: str, transform: str, *, dim: int, n_train: int, n_test: i
     corpus = np.concatenate([targets, negatives])
     corpus = (corpus / np.linalg.norm(corpus, axis=1, keepdims=True)).astype(np.float32)
     ids = np.arange(n_targets).reshape(-1, N_TARGETS)
-    return SyntheticTask(setting, transform, train_x.astype(np.float32), test_x.astype(np.float32),
-                         ids[:n_train], ids[n_train:], corpus)
+    return SyntheticTask(
+        setting, transform, train_x.astype(np.float32), test_x.astype(np.float32), ids[:n_train], ids[n_train:], corpus
+    )
+
+
+TASK_KEYS = ("dim", "n_train", "n_test", "corpus_size", "mlp_layers", "seed")
+
+
+def task_from_params(params: dict, transform: str, setting: str) -> SyntheticTask:
+    """The task of one setting as notebook 02's parameters describe it; a `train_transform` key
+    (set by the MLP sweep, not a notebook parameter) builds the training targets with another
+    transform."""
+    return make_task(
+        setting, transform, train_transform=params.get("train_transform"), **{k: params[k] for k in TASK_KEYS}
+    )

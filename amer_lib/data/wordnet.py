@@ -12,6 +12,7 @@ its word against a title. The repository ships the derived copy under `amer_lib/
 (with WordNet's licence); `python -m amer_lib.data.wordnet /usr/share/wordnet` (Debian's
 `wordnet-base`) derives it again, byte for byte.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,9 +23,9 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..io import atomic_path
-from .corpus import Corpus
-from .questions import MultiAnswerQuestion, read_questions
+from amer_lib.data.corpus import Corpus
+from amer_lib.data.questions import MultiAnswerQuestion, read_questions
+from amer_lib.io import atomic_path
 
 SHIPPED = Path(__file__).with_name("wordnet")
 POS_FILES = {"n": "noun", "v": "verb", "a": "adj", "r": "adv"}  # satellites ('s') live in data.adj
@@ -66,8 +67,10 @@ def read_synsets(wordnet_dir: str | Path) -> dict[str, Synset]:
     for pos, name in POS_FILES.items():
         path = wordnet_dir / f"data.{name}"
         if not path.exists():
-            raise FileNotFoundError(f"{path} does not exist; install Debian's wordnet-base (WordNet 3.0) "
-                                    "or point at a WordNet 3.0 'dict' directory")
+            raise FileNotFoundError(
+                f"{path} does not exist; install Debian's wordnet-base (WordNet 3.0) "
+                "or point at a WordNet 3.0 'dict' directory"
+            )
         with open(path, encoding="utf-8") as lines:
             for line in lines:
                 if not line.startswith("  "):  # the licence header lines start with two spaces
@@ -94,12 +97,16 @@ def _split(qid: str) -> str:
     return "test" if bucket < TEST_PERCENT else "train"
 
 
+def _question(qid: str, text: str, ids: list[str], synsets: dict[str, Synset]) -> MultiAnswerQuestion:
+    """A question whose answers are the synsets `ids`, each its own gold document (its gloss)."""
+    return MultiAnswerQuestion(qid, text, [synsets[i].lemmas for i in ids], [[i] for i in ids])
+
+
 def sense_questions(synsets: dict[str, Synset], senses: dict[str, list[str]]) -> list[MultiAnswerQuestion]:
     questions = []
     for lemma, ids in senses.items():
         if SENSE_RANGE[0] <= len(ids) <= SENSE_RANGE[1] and lemma.replace(" ", "").isalpha():
-            questions.append(MultiAnswerQuestion(f"senses:{lemma}", f'What does the word "{lemma}" mean?',
-                                                 [synsets[i].lemmas for i in ids], [[i] for i in ids]))
+            questions.append(_question(f"senses:{lemma}", f'What does the word "{lemma}" mean?', ids, synsets))
     return questions
 
 
@@ -109,8 +116,7 @@ def kind_questions(synsets: dict[str, Synset], senses: dict[str, list[str]]) -> 
         name = synset.lemmas[0]
         unique = list(dict.fromkeys(synset.hyponyms))
         if KINDS_RANGE[0] <= len(unique) <= KINDS_RANGE[1] and len(senses.get(name.lower(), [])) == 1:
-            questions.append(MultiAnswerQuestion(f"kinds:{synset.id}", f"What are examples of {name}?",
-                                                 [synsets[i].lemmas for i in unique], [[i] for i in unique]))
+            questions.append(_question(f"kinds:{synset.id}", f"What are examples of {name}?", unique, synsets))
     return questions
 
 
@@ -126,8 +132,10 @@ def derive(wordnet_dir: str | Path, out_dir: str | Path = SHIPPED) -> dict[str, 
     for kind, questions in (("senses", sense_questions(synsets, senses)), ("kinds", kind_questions(synsets, senses))):
         for split in SPLITS:
             chosen = sorted((q for q in questions if _split(q.qid) == split), key=lambda q: q.qid)
-            _write_gz(out_dir / f"{kind}_{split}.jsonl.gz",
-                      "".join(json.dumps(q.to_json(), ensure_ascii=False) + "\n" for q in chosen))
+            _write_gz(
+                out_dir / f"{kind}_{split}.jsonl.gz",
+                "".join(json.dumps(q.to_json(), ensure_ascii=False) + "\n" for q in chosen),
+            )
             counts[f"{kind}_{split}"] = len(chosen)
     return counts
 

@@ -4,9 +4,10 @@
 
 RESULTS_DIR is a notebook-04 results folder (relative to notebooks/, as in its parameters) that
 holds both systems' runs of DATASET for the seeds; their checkpoints must still be in runs_dir.
-Writes `amer_lib.generalisation.seen_and_unseen`'s rows and, on the test questions, both systems'
+Writes `amer_lib.experiments.diversity.seen_and_unseen`'s rows and, on the test questions, both systems'
 round-robin MRecall at depths 10 ... 1000.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,16 +31,21 @@ def main() -> None:
     args = parser.parse_args()
     out = args.out.resolve()
     os.chdir(ROOT / "notebooks")
-    from amer_lib.generalisation import seen_and_unseen, seen_and_unseen_table
+    from amer_lib.experiments.diversity import seen_and_unseen, seen_and_unseen_table
 
     result = Path(args.results_dir) / f"{args.dataset}_amer_seed{args.seeds[0]}.json"
     params = {**json.loads(result.read_text())["params"], "datasets": [args.dataset]}
     seen = seen_and_unseen(params, args.seeds, args.limit, DEPTHS)
-    depths = [{"seed": r["seed"], "system": r["system"], "depth": k, "mrecall": value}
-              for r in seen if r["questions"] == "test" for k, value in r.pop("mrecall_at_depth").items()]
+    depths = [
+        {"seed": r["seed"], "system": r["system"], "depth": k, "mrecall": value}
+        for r in seen
+        if r["questions"] == "test"
+        for k, value in r.pop("mrecall_at_depth").items()
+    ]
     out.write_text(json.dumps({"params": params, "seen_and_unseen": seen, "depths": depths}, indent=1))
     print(pd.DataFrame(seen_and_unseen_table(seen)).round(1).to_string())
     print(pd.DataFrame(depths).pivot_table(index="system", columns="depth", values="mrecall").mul(100).round(1))
+
 
 if __name__ == "__main__":
     main()

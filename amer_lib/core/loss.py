@@ -1,0 +1,127 @@
+"""InfoNCE and the Hungarian-matched InfoNCE of the paper (Section 4.1, Eq. 2).
+
+Candidates in a batch are every valid positive plus one random negative per positive; scores
+are cosine similarities over a temperature. A query's own other positives stay in its
+denominator. Variable numbers of targets are padded at the end and masked.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from scipy.optimize import linear_sum_assignment
+
+TEMPERATURE = 0.05
+
+
+def candidate_log_probs(
+    queries: torch.Tensor,
+    positives: torch.Tensor,
+    negatives: torch.Tensor,
+    target_mask: torch.Tensor,
+    temperature: float = TEMPERATURE,
+) -> torch.Tensor:
+    """Log-softmax `[b, n, B*M + B*M]` of every query against every valid candidate of the batch.
+
+    Columns `e*M .. e*M+M-1` are example e's positives; the negatives follow. Padded candidates
+    get probability zero.
+    """
+    batch, max_targets, dim = positives.shape
+    candidates = torch.cat([positives.reshape(-1, dim), negatives.reshape(-1, dim)])
+    valid = torch.cat([target_mask.reshape(-1), target_mask.reshape(-1)])
+    scores = (F.normalize(queries, dim=-1) / temperature) @ F.normalize(candidates, dim=-1).T
+    if not bool(valid.all()):
+        scores = scores.masked_fill(~valid, float("-inf"))
+    return scores.log_softmax(dim=-1)
+
+
+def own_positive_block(log_probs: torch.Tensor, max_targets: int, first: int = 0) -> torch.Tensor:
+    """`[b, n, M]`: each example's queries against its own positives. The b queries belong to
+    the candidate batch's examples `first .. first + b - 1` (a rank's share of a distributed batch)."""
+    queries, n_queries, columns = log_probs.shape
+    batch = columns // (2 * max_targets)
+    positives = log_probs[..., : batch * max_targets].reshape(queries, n_queries, batch, max_targets)
+    index = torch.arange(queries, device=log_probs.device)
+    return positives[index, :, first + index, :]
+
+
+def info_nce(
+    queries: torch.Tensor,
+    positives: torch.Tensor,
+    negatives: torch.Tensor,
+    temperature: float = TEMPERATURE,
+    first: int = 0,
+) -> torch.Tensor:
+    """Plain InfoNCE for one query `[b, d]` per example against one positive `[B, d]` and one
+    negative per example of the batch; the queries are examples `first ..` of the batch."""
+    mask = torch.ones(positives.shape[0], 1, dtype=torch.bool, device=positives.device)
+    log_probs = candidate_log_probs(queries[:, None], positives[:, None], negatives[:, None], mask, temperature)
+    return -own_positive_block(log_probs, 1, first)[:, 0, 0].mean()
+
+
+def hungarian_assignment(block: np.ndarray, counts: np.ndarray, forbidden: np.ndarray | None = None) -> np.ndarray:
+    """For each example, the target matched to each of its first `counts[b]` queries
+    (maximising the summed log-probability), never a `forbidden [B, n, M]` pair. Unused rows
+    point at column 0."""
+    if forbidden is not None:
+        block = np.where(forbidden, -np.inf, block)
+    assignment = np.zeros(block.shape[:2], dtype=np.int64)
+    for b, count in enumerate(counts):
+        rows, cols = linear_sum_assignment(block[b, :count, :count], maximize=True)
+        assignment[b, rows] = cols
+    return assignment
+
+
+def fed_target_pairs(sample_mask: torch.Tensor, n_queries: int, max_targets: int) -> torch.Tensor:
+    """`[B, n, M]`, True where query j would be matched to target t although the gold target t
+    was fed to the model before query j (teacher forcing feeds target t at position t + 1 unless
+    `sample_mask [B, n-1]` put the model's own output there).
+
+    Matching such a pair rewards copying the input: a model whose residual stream carries the fed
+    vector to the output (a pretrained encoder with identity projections) learns to repeat it
+    (measured in notebook 04's notes), and at inference stays near its own previous query.
+    """
+    batch = sample_mask.shape[0]
+    fed = torch.zeros(batch, max_targets, dtype=torch.bool, device=sample_mask.device)
+    fed[:, : n_queries - 1] = ~sample_mask[:, : n_queries - 1]
+    query = torch.arange(n_queries, device=sample_mask.device)[:, None]
+    target = torch.arange(max_targets, device=sample_mask.device)[None, :]
+    return fed[:, None, :] & (target < query)[None]
+
+
+def matched_info_nce(
+    queries: torch.Tensor,
+    positives: torch.Tensor,
+    negatives: torch.Tensor,
+    target_mask: torch.Tensor,
+    temperature: float = TEMPERATURE,
+    forbidden: torch.Tensor | None = None,
+    first: int = 0,
+) -> torch.Tensor:
+    """Hungarian-matched InfoNCE.
+
+    queries `[b, M, d]` (query j of an example is valid when its target j is), positives and
+    negatives `[B, M, d]`, target_mask `[B, M]` with the valid targets first; the queries are
+    those of the batch's examples `first .. first + b - 1` (all of them unless the batch is
+    shared among ranks). The matching is solved on the detached block of log-probabilities; the
+    loss is the mean matched negative log-probability per example, averaged over the b examples.
+    `forbidden [b, n, M]` excludes pairs from the matching (see `fed_target_pairs`); a perfect
+    matching must remain.
+    """
+    own_mask = target_mask[first : first + queries.shape[0]]
+    counts = own_mask.sum(-1)
+    if bool((counts == 0).any()):
+        empty = (torch.nonzero(counts == 0).flatten() + first).tolist()
+        raise ValueError(f"examples at batch positions {empty} have no targets")
+    max_targets = positives.shape[1]
+    log_probs = candidate_log_probs(queries, positives, negatives, target_mask, temperature)
+    block = own_positive_block(log_probs, max_targets, first)
+    assignment = hungarian_assignment(
+        block.detach().float().cpu().numpy(),
+        counts.cpu().numpy(),
+        None if forbidden is None else forbidden.cpu().numpy(),
+    )
+    matched = block.gather(-1, torch.as_tensor(assignment, device=block.device)[..., None]).squeeze(-1)
+    per_example = -(matched * own_mask).sum(-1) / counts
+    return per_example.mean()

@@ -1,0 +1,222 @@
+"""The AMER query encoder: a decoder LM that emits a sequence of query embeddings.
+
+Sequence layout (paper, Section 4): the prompt (text tokens, or one input vector projected by
+`input_projection` in the synthetic task), then one position per fed-back embedding. Output j is
+the last hidden state read at position `prompt_len - 1 + j`, passed through `output_projection`.
+During training position j > 0 holds `input_projection(y_j)` for the j-th gold target, or, with
+scheduled sampling, `input_projection(output_{j-1})`, the model's own previous output.
+The single-query baseline is the same class asked for one output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from transformers import DynamicCache, PreTrainedModel
+
+
+@dataclass
+class Prompt:
+    """Prompt embeddings `[B, P, H]` with a left-padded attention mask `[B, P]`."""
+
+    embeds: torch.Tensor
+    mask: torch.Tensor
+
+    @property
+    def positions(self) -> torch.Tensor:
+        return (self.mask.long().cumsum(-1) - 1).clamp(min=0)
+
+    @property
+    def last_position(self) -> torch.Tensor:
+        return self.mask.long().sum(-1) - 1
+
+
+@dataclass(frozen=True)
+class Position:
+    """One position of the sequence: what is fed there, and which output (if any) is read there."""
+
+    index: int
+    fed: str  # "prompt" (a token, or the projected input vector) or "output" (a fed-back embedding)
+    fed_output: int | None  # for fed == "output": which output j is fed back
+    read_output: int | None  # the output read from this position's last hidden state
+
+
+def sequence_layout(prompt_length: int, n_outputs: int) -> list[Position]:
+    """The sequence the model runs: `prompt_length` prompt positions, then outputs 0..n-2 fed
+    back; output j is read at position `prompt_length - 1 + j`. `_teacher_forced` reads its
+    outputs from exactly these positions, and Figure 2 is drawn from this list."""
+    if prompt_length < 1 or n_outputs < 1:
+        raise ValueError(f"a sequence needs prompt_length >= 1 and n_outputs >= 1, got {prompt_length}, {n_outputs}")
+    read = {prompt_length - 1 + j: j for j in range(n_outputs)}
+    positions = [Position(i, "prompt", None, read.get(i)) for i in range(prompt_length)]
+    positions += [Position(prompt_length + j, "output", j, read.get(prompt_length + j)) for j in range(n_outputs - 1)]
+    return positions
+
+
+class AMERQueryEncoder(nn.Module):
+    """Backbone + input/output projections (no bias) between embedding and hidden space."""
+
+    def __init__(self, backbone: PreTrainedModel, embedding_dim: int):
+        super().__init__()
+        hidden = backbone.config.hidden_size
+        self.backbone = backbone
+        self.embedding_dim = embedding_dim
+        self.input_projection = nn.Linear(embedding_dim, hidden, bias=False)
+        self.output_projection = nn.Linear(hidden, embedding_dim, bias=False)
+        # a prefix LM (bidirectional over the prompt) is told the prompt length
+        self.prefix_lm = bool(getattr(backbone, "is_prefix_lm", False))
+
+    @torch.no_grad()
+    def identity_projections(self) -> None:
+        """Start both projections as the identity (embedding size == hidden size only), so that
+        output 0 is the backbone's own last hidden state: for a pretrained sentence encoder used
+        as the backbone, training starts near the off-the-shelf retriever."""
+        if self.embedding_dim != self.backbone.config.hidden_size:
+            raise ValueError(
+                f"identity projections need embedding dimension == hidden size, got "
+                f"{self.embedding_dim} and {self.backbone.config.hidden_size}"
+            )
+        eye = torch.eye(self.embedding_dim, dtype=self.input_projection.weight.dtype)
+        self.input_projection.weight.copy_(eye)
+        self.output_projection.weight.copy_(eye)
+
+    # ----- prompts -------------------------------------------------------------------------
+    def prompt_from_vectors(self, vectors: torch.Tensor) -> Prompt:
+        """Synthetic task: the prompt is one input vector `[B, d]`."""
+        self._check_dim(vectors, "input vectors")
+        embeds = self.input_projection(vectors).unsqueeze(1)
+        return Prompt(embeds, torch.ones(embeds.shape[:2], dtype=torch.long, device=embeds.device))
+
+    def prompt_from_tokens(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> Prompt:
+        """Text task: left-padded token ids `[B, P]`."""
+        embeds = self.backbone.get_input_embeddings()(input_ids)
+        return Prompt(embeds, attention_mask)
+
+    # ----- training-time pass --------------------------------------------------------------
+    def forward(
+        self,
+        prompt: Prompt,
+        n_outputs: int,
+        teacher_inputs: torch.Tensor | None = None,
+        sample_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Outputs `[B, n_outputs, d]` with the gold targets `teacher_inputs [B, >= n-1, d]` fed in.
+
+        `sample_mask [B, n-1]` (bool) marks the positions where the model's own previous output
+        is fed instead of the gold one (scheduled sampling). Without any such position the whole
+        sequence runs in one teacher-forced pass.
+        """
+        if n_outputs < 1:
+            raise ValueError(f"n_outputs must be >= 1, got {n_outputs}")
+        if n_outputs > 1:
+            if teacher_inputs is None or teacher_inputs.shape[1] < n_outputs - 1:
+                raise ValueError(f"{n_outputs} outputs need teacher_inputs with at least {n_outputs - 1} vectors")
+            self._check_dim(teacher_inputs, "teacher inputs")
+        teacher = None if teacher_inputs is None else teacher_inputs[:, : n_outputs - 1]
+        if n_outputs == 1 or sample_mask is None or not bool(sample_mask.any()):
+            return self._teacher_forced(prompt, teacher, n_outputs)
+        return self._decode(prompt, n_outputs, teacher, sample_mask[:, : n_outputs - 1])
+
+    def _teacher_forced(self, prompt: Prompt, teacher: torch.Tensor | None, n_outputs: int) -> torch.Tensor:
+        embeds, mask, positions = prompt.embeds, prompt.mask, prompt.positions
+        if n_outputs > 1:
+            steps = torch.arange(1, n_outputs, device=mask.device)
+            embeds = torch.cat([embeds, self.input_projection(teacher)], dim=1)
+            mask = torch.cat([mask, mask.new_ones(mask.shape[0], n_outputs - 1)], dim=1)
+            positions = torch.cat([positions, prompt.last_position[:, None] + steps], dim=1)
+        hidden = self.backbone(
+            inputs_embeds=embeds,
+            attention_mask=_padding_mask(mask),
+            position_ids=positions,
+            use_cache=False,
+            **self._prefix(prompt),
+        ).last_hidden_state
+        read = [p.index for p in sequence_layout(prompt.embeds.shape[1], n_outputs) if p.read_output is not None]
+        return self.output_projection(hidden[:, read])
+
+    # ----- autoregressive decoding ---------------------------------------------------------
+    @torch.no_grad()
+    def generate(self, prompt: Prompt, n: int, use_cache: bool = True) -> torch.Tensor:
+        """`n` query embeddings `[B, n, d]`, each output fed back as the next input.
+
+        `use_cache=False` recomputes the whole prefix at every step (the authors' approach); it is
+        kept for the benchmark and the equivalence test.
+        """
+        return self._decode(prompt, n, None, None, use_cache)
+
+    def _decode(
+        self,
+        prompt: Prompt,
+        n: int,
+        teacher: torch.Tensor | None,
+        sample_mask: torch.Tensor | None,
+        use_cache: bool = True,
+    ) -> torch.Tensor:
+        """Step-by-step pass; feeds back own outputs where `sample_mask` is True (everywhere when
+        `teacher` is None)."""
+        if not use_cache:
+            return self._decode_recomputing(prompt, n, teacher, sample_mask)
+        cache = DynamicCache(config=self.backbone.config)
+        mask = prompt.mask
+        prefix = self._prefix(prompt)
+        hidden = self.backbone(
+            inputs_embeds=prompt.embeds,
+            attention_mask=_padding_mask(mask),
+            position_ids=prompt.positions,
+            past_key_values=cache,
+            use_cache=True,
+            **prefix,
+        ).last_hidden_state[:, -1:]
+        outputs = [self.output_projection(hidden)]
+        for step in range(1, n):
+            fed = _next_input(outputs[-1], teacher, sample_mask, step)
+            mask = torch.cat([mask, mask.new_ones(mask.shape[0], 1)], dim=1)
+            position = (prompt.last_position + step)[:, None]
+            hidden = self.backbone(
+                inputs_embeds=self.input_projection(fed),
+                attention_mask=_padding_mask(mask),
+                position_ids=position,
+                past_key_values=cache,
+                use_cache=True,
+                **prefix,
+            ).last_hidden_state
+            outputs.append(self.output_projection(hidden))
+        return torch.cat(outputs, dim=1)
+
+    def _decode_recomputing(
+        self, prompt: Prompt, n: int, teacher: torch.Tensor | None, sample_mask: torch.Tensor | None
+    ) -> torch.Tensor:
+        """The same as `_decode` without a KV cache: every step runs the whole prefix again."""
+        outputs = self._teacher_forced(prompt, None, 1)
+        fed = outputs[:, :0]
+        for step in range(1, n):
+            fed = torch.cat([fed, _next_input(outputs[:, -1:], teacher, sample_mask, step)], dim=1)
+            outputs = torch.cat([outputs, self._teacher_forced(prompt, fed, step + 1)[:, -1:]], dim=1)
+        return outputs
+
+    def _prefix(self, prompt: Prompt) -> dict:
+        return {"prefix_length": prompt.embeds.shape[1]} if self.prefix_lm else {}
+
+    def _check_dim(self, vectors: torch.Tensor, what: str) -> None:
+        if vectors.shape[-1] != self.embedding_dim:
+            raise ValueError(
+                f"{what} have dimension {vectors.shape[-1]}, but the encoder's embedding "
+                f"dimension is {self.embedding_dim}"
+            )
+
+
+def _next_input(
+    previous: torch.Tensor, teacher: torch.Tensor | None, sample_mask: torch.Tensor | None, step: int
+) -> torch.Tensor:
+    """The vector fed at `step`: the previous output, or the gold one where not sampled."""
+    if teacher is None:
+        return previous
+    return torch.where(sample_mask[:, step - 1, None, None], previous, teacher[:, step - 1 : step])
+
+
+def _padding_mask(mask: torch.Tensor) -> torch.Tensor | None:
+    """The attention mask, or None when nothing is padded (lets the backbone take its fast
+    causal path)."""
+    return None if bool(mask.all()) else mask

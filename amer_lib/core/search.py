@@ -1,0 +1,166 @@
+"""FAISS inner-product search over unit-norm vectors and multi-vector search.
+
+Three indexes with one interface (`.dim`, `.search(queries, k) -> (scores, rows)`):
+`VectorIndex` (exact, in memory), `ShardedFlatIndex` (exact, shard by shard over memory-mapped
+float16 embeddings, top-k merged by score) and `IVFPQIndex` (approximate, for corpora too large
+for exact search; measure it with `recall_against_exact`).
+"""
+
+from __future__ import annotations
+
+import faiss
+import numpy as np
+
+from amer_lib.core.merge import get_merge
+
+NORM_TOLERANCE = 1e-3
+
+
+def unit_norm(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    return vectors / np.maximum(np.linalg.norm(vectors, axis=-1, keepdims=True), 1e-12)
+
+
+class VectorIndex:
+    """Exact inner-product (= cosine) index; moved to every GPU when faiss reports GPUs."""
+
+    def __init__(self, vectors: np.ndarray, use_gpu: bool | None = None):
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        if vectors.ndim != 2:
+            raise ValueError(f"index vectors must be a 2-D array [N, d], got shape {vectors.shape}")
+        norms = np.linalg.norm(vectors, axis=1)
+        if not np.allclose(norms, 1.0, atol=NORM_TOLERANCE):
+            worst = int(np.argmax(np.abs(norms - 1)))
+            raise ValueError(
+                f"index vectors must be unit-norm (row {worst} has norm {norms[worst]:.4f}); "
+                "normalise them with amer_lib.core.search.unit_norm"
+            )
+        self.dim = vectors.shape[1]
+        index = faiss.IndexFlatIP(self.dim)
+        if _use_gpu(use_gpu):
+            index = faiss.index_cpu_to_all_gpus(index)
+        index.add(vectors)
+        self.index = index
+
+    def __len__(self) -> int:
+        return self.index.ntotal
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k of each query. `queries` is `[N, d]` or `[N, n, d]` (several vectors per query);
+        returns scores and ids of shape `[..., k]`. Queries are normalised first."""
+        scores, ids = self.index.search(_query_matrix(queries, self.dim), k)
+        shape = np.shape(queries)[:-1]
+        return scores.reshape(*shape, k), ids.reshape(*shape, k)
+
+
+def _query_matrix(queries: np.ndarray, dim: int) -> np.ndarray:
+    queries = np.asarray(queries, dtype=np.float32)
+    if queries.shape[-1] != dim:
+        raise ValueError(f"query vectors have dimension {queries.shape[-1]}, but the index holds dimension {dim}")
+    return np.ascontiguousarray(unit_norm(queries.reshape(-1, dim)))
+
+
+def _use_gpu(use_gpu: bool | None) -> bool:
+    if use_gpu is None:
+        return hasattr(faiss, "get_num_gpus") and faiss.get_num_gpus() > 0
+    return use_gpu
+
+
+class ShardedFlatIndex:
+    """Exact inner-product search over `EmbeddingShards`, `block_rows` rows at a time (so a
+    corpus larger than memory streams from its memory-mapped shards); per-block top-k lists are
+    merged by score into the global top-k. Rows are global corpus rows."""
+
+    def __init__(self, shards, block_rows: int = 500_000, use_gpu: bool | None = None):
+        self.shards, self.dim, self.block_rows = shards, shards.dim, block_rows
+        self.gpu = faiss.StandardGpuResources() if _use_gpu(use_gpu) else None
+
+    def __len__(self) -> int:
+        return len(self.shards)
+
+    def _blocks(self):
+        offset = 0
+        for shard in self.shards.shards:
+            for start in range(0, len(shard), self.block_rows):
+                yield offset + start, np.ascontiguousarray(shard[start : start + self.block_rows], dtype=np.float32)
+            offset += len(shard)
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        flat = _query_matrix(queries, self.dim)
+        best_scores = np.full((len(flat), k), -np.inf, dtype=np.float32)
+        best_rows = np.full((len(flat), k), -1, dtype=np.int64)
+        for offset, block in self._blocks():
+            if self.gpu is not None:
+                scores, rows = faiss.knn_gpu(
+                    self.gpu, flat, block, min(k, len(block)), metric=faiss.METRIC_INNER_PRODUCT
+                )
+            else:
+                scores, rows = faiss.knn(flat, block, min(k, len(block)), metric=faiss.METRIC_INNER_PRODUCT)
+            best_scores, best_rows = _merge_top_k(best_scores, best_rows, scores, rows + offset, k)
+        shape = np.shape(queries)[:-1]
+        return best_scores.reshape(*shape, k), best_rows.reshape(*shape, k)
+
+
+def _merge_top_k(scores_a, rows_a, scores_b, rows_b, k):
+    scores = np.concatenate([scores_a, scores_b], axis=1)
+    rows = np.concatenate([rows_a, rows_b], axis=1)
+    order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(scores, order, axis=1), np.take_along_axis(rows, order, axis=1)
+
+
+class IVFPQIndex:
+    """Approximate inner-product search: a FAISS `IVF<nlist>,PQ<m>` index trained on a sample of
+    the embeddings (the paper-scale corpus: e.g. IVF65536,PQ96 over 25M x 1536)."""
+
+    def __init__(
+        self,
+        shards,
+        factory: str = "IVF1024,PQ32",
+        train_size: int = 100_000,
+        nprobe: int = 32,
+        seed: int = 0,
+        use_gpu: bool | None = None,
+    ):
+        self.dim = shards.dim
+        index = faiss.index_factory(self.dim, factory, faiss.METRIC_INNER_PRODUCT)
+        rng = np.random.default_rng(seed)
+        sample = np.sort(rng.choice(len(shards), min(train_size, len(shards)), replace=False))
+        index.train(np.ascontiguousarray(shards.rows(sample)))
+        for _, block in ShardedFlatIndex(shards, use_gpu=False)._blocks():
+            index.add(block)
+        self.code_size = int(faiss.extract_index_ivf(index).code_size)  # bytes per document
+        self.on_gpu = _use_gpu(use_gpu)
+        self.index = faiss.index_cpu_to_all_gpus(index) if self.on_gpu else index
+        self.factory = factory
+        self.set_nprobe(nprobe)
+
+    def __len__(self) -> int:
+        return self.index.ntotal
+
+    def set_nprobe(self, nprobe: int) -> None:
+        """How many inverted lists a query visits (more: higher recall, slower search)."""
+        space = faiss.GpuParameterSpace() if self.on_gpu else faiss.ParameterSpace()
+        space.set_index_parameter(self.index, "nprobe", nprobe)
+        self.nprobe = nprobe
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        scores, rows = self.index.search(_query_matrix(queries, self.dim), k)
+        shape = np.shape(queries)[:-1]
+        return scores.reshape(*shape, k), rows.reshape(*shape, k)
+
+
+def recall_against_exact(approximate_rows: np.ndarray, exact_rows: np.ndarray) -> float:
+    """Mean fraction of the exact top-k that the approximate top-k also returns."""
+    k = exact_rows.shape[-1]
+    a, e = approximate_rows.reshape(-1, k), exact_rows.reshape(-1, k)
+    return float(np.mean([len(np.intersect1d(x, y)) / k for x, y in zip(a, e)]))
+
+
+def multi_vector_search(
+    index: VectorIndex, queries: np.ndarray, k: int, depth: int | None = None, merge: str = "round_robin"
+) -> np.ndarray:
+    """Search every vector of `queries [N, n, d]` to `depth` (default k) and merge the lists to k
+    (`merge`: one of `amer_lib.core.merge.MERGES`; the paper's is round-robin)."""
+    merger = get_merge(merge)
+    scores, ids = index.search(queries, depth or k)
+    return merger(ids, scores, k)

@@ -1,0 +1,83 @@
+"""The datasets the training loop reads (`amer_lib.core.train.MultiTargetData`): row-aligned
+tensors of prompts (input vectors or tokenised questions) and padded target embeddings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+import torch
+
+from amer_lib.core.model import AMERQueryEncoder, Prompt
+from amer_lib.data.questions import MultiAnswerQuestion
+
+
+class PaddedTargetData:
+    """Base of the datasets: dataclasses of row-aligned tensors holding padded targets
+    `target_vectors [N, M, d]` and their `mask [N, M]`; the first field sets the length."""
+
+    target_vectors: torch.Tensor
+    mask: torch.Tensor
+
+    def __post_init__(self):
+        empty = torch.nonzero(self.mask.sum(-1) == 0).flatten()
+        if len(empty):
+            raise ValueError(f"examples {empty[:10].tolist()} have no targets")
+
+    def _tensors(self) -> list[torch.Tensor]:
+        return [getattr(self, f.name) for f in fields(self)]
+
+    def __len__(self) -> int:
+        return len(self._tensors()[0])
+
+    def targets(self, indices: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.target_vectors[indices], self.mask[indices]
+
+    def subset(self, indices: torch.Tensor):
+        return type(self)(*(t[indices] for t in self._tensors()))
+
+    def to(self, device: torch.device | str):
+        return type(self)(*(t.to(device) for t in self._tensors()))
+
+
+@dataclass
+class VectorData(PaddedTargetData):
+    """Synthetic data: one input vector per example, `targets [N, M, d]`, `mask [N, M]`."""
+
+    inputs: torch.Tensor
+    target_vectors: torch.Tensor
+    mask: torch.Tensor
+
+    def prompt(self, model: AMERQueryEncoder, indices: torch.Tensor) -> Prompt:
+        return model.prompt_from_vectors(self.inputs[indices])
+
+
+@dataclass
+class TextData(PaddedTargetData):
+    """Tokenised prompts `[N, P]` (left-padded) and padded target embeddings `[N, M, d]`."""
+
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    target_vectors: torch.Tensor
+    mask: torch.Tensor
+
+    def prompt(self, model: AMERQueryEncoder, indices: torch.Tensor) -> Prompt:
+        ids, mask = self.input_ids[indices], self.attention_mask[indices]
+        first = int(mask.any(0).long().argmax())  # drop the columns that are padding in every row
+        return model.prompt_from_tokens(ids[:, first:], mask[:, first:])
+
+
+def target_tensor(questions: list[MultiAnswerQuestion], embedding_of) -> tuple[torch.Tensor, torch.Tensor]:
+    """Padded targets `[N, M, d]` and mask: the first gold document of each answer cluster,
+    embedded by `embedding_of(list_of_doc_ids) -> [n, d]`."""
+    width = max(len(q.targets) for q in questions)
+    firsts = [[docs[0] for docs in q.targets] for q in questions]
+    vectors = embedding_of([d for ids in firsts for d in ids])
+    out = np.zeros((len(questions), width, vectors.shape[1]), dtype=np.float32)
+    mask = np.zeros((len(questions), width), dtype=bool)
+    cursor = 0
+    for i, ids in enumerate(firsts):
+        out[i, : len(ids)] = vectors[cursor : cursor + len(ids)]
+        mask[i, : len(ids)] = True
+        cursor += len(ids)
+    return torch.from_numpy(out), torch.from_numpy(mask)

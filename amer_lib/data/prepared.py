@@ -1,0 +1,394 @@
+"""A prepared retrieval benchmark on disk: questions per dataset and split, the corpus, and the
+corpus embeddings of each document encoder (notebook 03 writes it, notebook 04 reads it).
+
+    <dir>/manifest.json                 {"corpus": <path of the corpus file>, "datasets": [...]}
+    <dir>/<dataset>_<split>.jsonl       the library's multi-answer format
+    <dir>/embeddings/<encoder>/         float16 shards + ids (amer_lib.data.encoders)
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from amer_lib.core.metrics import same_vs_random_cosine
+from amer_lib.core.search import IVFPQIndex, ShardedFlatIndex, recall_against_exact
+from amer_lib.data import wordnet
+from amer_lib.data.corpus import Corpus, iter_documents
+from amer_lib.data.encoders import DocumentEncoder, EmbeddingShards, encode_corpus
+from amer_lib.data.gold import (
+    DEPTH,
+    ambigqa_splits,
+    bm25_top_k,
+    dense_top_k,
+    map_gold_documents,
+    proof_candidates,
+    qampari_splits,
+    question_candidates,
+)
+from amer_lib.data.questions import (
+    MultiAnswerQuestion,
+    read_ambigqa,
+    read_nq_open_multi,
+    read_qampari,
+    read_questions,
+    write_questions,
+)
+from amer_lib.io import write_json, write_text
+
+SPLITS = ("train", "test")
+# NQ-open's development and test sets (google-research-datasets/natural-questions, nq_open/): the
+# paper's "development set and test set" of NQ-open, whose multi-answer questions join training
+NQ_OPEN_FILES = ("NQ-open.dev.jsonl", "NQ-open.efficientqa.test.1.1.jsonl")
+# the paper's number of query vectors per dataset; the offline ones mirror AmbigQA and QAMPARI
+N_QUERIES = {"ambigqa": 2, "qampari": 5, "wordnet_senses": 2, "wordnet_kinds": 5}
+
+
+class Benchmark:
+    def __init__(self, directory: str | Path):
+        self.directory = Path(directory)
+        manifest = self.directory / "manifest.json"
+        if not manifest.exists():
+            raise FileNotFoundError(
+                f"{self.directory} holds no prepared benchmark; run notebooks/03_real_data_prep.ipynb first"
+            )
+        self.manifest = json.loads(manifest.read_text())
+
+    @property
+    def datasets(self) -> list[str]:
+        return self.manifest["datasets"]
+
+    def questions(self, dataset: str, split: str) -> list[MultiAnswerQuestion]:
+        if dataset not in self.datasets:
+            raise KeyError(f"dataset {dataset!r} is not in {self.directory}; it holds: {', '.join(self.datasets)}")
+        return read_questions(self.directory / f"{dataset}_{split}.jsonl")
+
+    def documents(self):
+        return iter_documents(self.manifest["corpus"])
+
+    def embeddings(self, encoder: str) -> EmbeddingShards:
+        return EmbeddingShards(self.directory / "embeddings" / encoder)
+
+    def encode(
+        self, encoder, shard_size: int = 100_000, batch_size: int = 64, progress: bool = True
+    ) -> EmbeddingShards:
+        return encode_corpus(
+            encoder,
+            self.documents(),
+            self.directory / "embeddings" / encoder.spec.name,
+            shard_size,
+            batch_size,
+            total=self.manifest.get("corpus_size"),
+            progress=progress,
+        )
+
+
+def _write(
+    directory: Path,
+    splits: dict[str, dict[str, list[MultiAnswerQuestion]]],
+    corpus: str,
+    corpus_size: int,
+    extra: dict | None = None,
+) -> Benchmark:
+    for dataset, by_split in splits.items():
+        for split, questions in by_split.items():
+            write_questions(directory / f"{dataset}_{split}.jsonl", questions)
+    write_json(
+        directory / "manifest.json",
+        {"corpus": str(corpus), "corpus_size": corpus_size, "datasets": list(splits), **(extra or {})},
+    )
+    return Benchmark(directory)
+
+
+def existing(directory: str | Path, recipe: dict) -> Benchmark | None:
+    """The benchmark already prepared in `directory` from the same `recipe`, or None if there is
+    none; one from another recipe is an error (its embeddings would silently mismatch)."""
+    manifest = Path(directory) / "manifest.json"
+    if not manifest.exists():
+        return None
+    found = json.loads(manifest.read_text()).get("recipe")
+    if found != recipe:
+        raise ValueError(
+            f"{directory} holds a benchmark prepared with {found}, not {recipe}; "
+            "choose another prepared_dir or delete that one"
+        )
+    return Benchmark(directory)
+
+
+def prepare_wordnet(directory: str | Path, max_train: int, max_test: int, corpus_size: int, seed: int = 0) -> Benchmark:
+    """The offline benchmark, cut to CPU size: at most `max_train` / `max_test` questions per
+    dataset (a seeded sample), and a corpus of every gold gloss of those questions plus random
+    other glosses up to `corpus_size` documents."""
+    directory = Path(directory)
+    recipe = {
+        "source": "wordnet",
+        "max_train": max_train,
+        "max_test": max_test,
+        "corpus_size": corpus_size,
+        "seed": seed,
+    }
+    if (found := existing(directory, recipe)) is not None:
+        return found
+    rng = np.random.default_rng(seed)
+    splits = {}
+    for kind in wordnet.KINDS:
+        splits[f"wordnet_{kind}"] = {
+            split: _sample(wordnet.load_questions(kind, split), limit, rng)
+            for split, limit in (("train", max_train), ("test", max_test))
+        }
+    corpus = wordnet.load_corpus()
+    gold = {
+        d for by_split in splits.values() for qs in by_split.values() for q in qs for docs in q.targets for d in docs
+    }
+    others = [d.id for d in corpus.documents if d.id not in gold]
+    extra = rng.choice(len(others), max(0, min(len(others), corpus_size - len(gold))), replace=False)
+    keep = gold | {others[i] for i in extra}
+    chosen = [d for d in corpus.documents if d.id in keep]
+    path = directory / "corpus.tsv"
+    write_text(path, "id\ttext\ttitle\n" + "".join(f"{d.id}\t{d.text}\t{d.title}\n" for d in chosen))
+    return _write(directory, splits, path, len(chosen), {"recipe": recipe})
+
+
+def _sample(questions: list, limit: int, rng: np.random.Generator) -> list:
+    if len(questions) <= limit:
+        return questions
+    return [questions[i] for i in sorted(rng.choice(len(questions), limit, replace=False))]
+
+
+def prepare_paper_data(
+    raw_dir: str | Path,
+    corpus_path: str | Path,
+    directory: str | Path,
+    dense_retrievers: list[tuple],
+    seed: int = 0,
+    progress: bool = True,
+    depth: int = DEPTH,
+) -> tuple[Benchmark, dict]:
+    """AmbigQA (+ NQ-open multi-answer) and QAMPARI mapped to gold passages, in Table 1's splits.
+
+    `raw_dir` holds the published files (AmbigQA train_light.json / dev_light.json, NQ-open
+    NQ-open.dev.jsonl / NQ-open.efficientqa.test.1.1.jsonl, QAMPARI train_data.jsonl /
+    dev_data.jsonl); `dense_retrievers` are (encoder, index of its corpus embeddings) pairs whose
+    top `depth` (the paper: 500) join BM25's for the AmbigQA and NQ-open questions (the paper: Contriever and
+    inf-retriever). Returns the benchmark and the mapping reports, with the number of training
+    questions removed because they are AmbigQA test questions.
+    """
+    recipe = {
+        "source": "paper",
+        "raw_dir": str(raw_dir),
+        "corpus": str(corpus_path),
+        "seed": seed,
+        "depth": depth,
+        "dense_retrievers": [encoder.spec.name for encoder, _ in dense_retrievers],
+    }
+    if (found := existing(directory, recipe)) is not None:
+        return found, found.manifest["mapping"]
+    raw = Path(raw_dir)
+    corpus = Corpus.read(corpus_path)
+    reports = {}
+
+    def mapped(name: str, questions: list[MultiAnswerQuestion], proofs: bool = False) -> list[MultiAnswerQuestion]:
+        if proofs:
+            candidates = proof_candidates(questions, corpus, depth, progress)
+        else:
+            texts = [q.question for q in questions]
+            candidates = question_candidates(
+                bm25_top_k(corpus, texts, depth, progress),
+                *(dense_top_k(encoder, index, texts, depth) for encoder, index in dense_retrievers),
+            )
+        kept, reports[name] = map_gold_documents(questions, corpus, candidates)
+        return kept
+
+    ambigqa, removed = ambigqa_splits(
+        mapped("ambigqa_train", read_ambigqa(raw / "train_light.json")),
+        mapped("ambigqa_dev", read_ambigqa(raw / "dev_light.json")),
+        mapped("nq_open", read_nq_open_multi(raw / NQ_OPEN_FILES[0]) + read_nq_open_multi(raw / NQ_OPEN_FILES[1])),
+        seed,
+    )
+    qampari = qampari_splits(
+        mapped("qampari_train", read_qampari(raw / "train_data.jsonl"), proofs=True),
+        mapped("qampari_dev", read_qampari(raw / "dev_data.jsonl"), proofs=True),
+    )
+    mapping = {name: vars(report) for name, report in reports.items()}
+    mapping["ambigqa_train_removed_as_test_questions"] = removed
+    benchmark = _write(
+        Path(directory),
+        {"ambigqa": ambigqa, "qampari": qampari},
+        Path(corpus_path).resolve(),
+        len(corpus),
+        {"recipe": recipe, "mapping": mapping},
+    )
+    return benchmark, mapping
+
+
+def prepare(params: dict, progress: bool = True) -> tuple[Benchmark, dict]:
+    """Notebook 03: the benchmark its parameters describe, with its corpus encoded.
+
+    Paper data: the corpus is encoded first with every `mapping_encoders` model (the paper:
+    Contriever and inf-retriever), since the gold mapping searches it with them besides BM25; the
+    document encoder's embeddings are reused when it is one of them.
+    """
+    device = None if params["device"] == "auto" else params["device"]
+    encoder = DocumentEncoder(params["encoder"], device=device)
+    directory = Path(params["prepared_dir"])
+    if params["source"] == "wordnet":
+        benchmark = prepare_wordnet(
+            directory, params["max_train"], params["max_test"], params["corpus_size"], params["seed"]
+        )
+        mapping = {}
+    else:
+        retrievers = []
+        for name in params["mapping_encoders"]:
+            mapper = encoder if name == encoder.spec.name else DocumentEncoder(name, device=device)
+            shards = encode_corpus(
+                mapper,
+                iter_documents(params["corpus_path"]),
+                directory / "embeddings" / name,
+                params["shard_size"],
+                params["encode_batch_size"],
+                progress=progress,
+            )
+            retrievers.append((mapper, ShardedFlatIndex(shards)))
+        benchmark, mapping = prepare_paper_data(
+            params["raw_dir"], params["corpus_path"], directory, retrievers, params["seed"], progress
+        )
+    benchmark.encode(encoder, params["shard_size"], params["encode_batch_size"], progress)
+    return benchmark, mapping
+
+
+def statistics(benchmark: Benchmark) -> list[dict]:
+    """Table 1: questions per split and the mean number of targets in the test set."""
+    rows = []
+    for dataset in benchmark.datasets:
+        train, test = (benchmark.questions(dataset, split) for split in SPLITS)
+        rows.append(
+            {
+                "dataset": dataset,
+                "train": len(train),
+                "test": len(test),
+                "targets": round(float(np.mean([len(q.targets) for q in test])), 2),
+            }
+        )
+    return rows
+
+
+def example_questions(
+    benchmark: Benchmark, per_dataset: int = 1, max_answers: int = 3, snippet: int = 160, seed: int = 0
+) -> list[dict]:
+    """Table 4: per dataset, `per_dataset` seeded test questions, each with up to `max_answers`
+    of its answers (the count of the others noted) and the start of each shown answer's first
+    gold document, the answer in **bold**."""
+    rng = np.random.default_rng(seed)
+    picked = []
+    for dataset in benchmark.datasets:
+        test = benchmark.questions(dataset, "test")
+        picked += [
+            (dataset, test[i]) for i in sorted(rng.choice(len(test), min(per_dataset, len(test)), replace=False))
+        ]
+    wanted = {q.targets[i][0] for _, q in picked for i in range(min(max_answers, len(q.answers)))}
+    texts = {doc.id: doc.full_text for doc in benchmark.documents() if doc.id in wanted}
+    rows = []
+    for dataset, question in picked:
+        shown = list(zip(question.answers, question.targets))[:max_answers]
+        more = len(question.answers) - len(shown)
+        rows.append(
+            {
+                "Dataset": dataset,
+                "Question": question.question,
+                "Answers": ", ".join(aliases[0] for aliases, _ in shown) + (f" (+{more} more)" if more else ""),
+                "Evidence documents": " ".join(
+                    f"[{i + 1}] {_highlight(texts[targets[0]], aliases, snippet)}"
+                    for i, (aliases, targets) in enumerate(shown)
+                ),
+            }
+        )
+    return rows
+
+
+def _highlight(text: str, aliases: list[str], width: int) -> str:
+    """`text` cut to about `width` characters around the first alias found in it, that alias in bold."""
+    alias, start = next(((a, text.find(a)) for a in aliases if a in text), (None, 0))
+    begin = text.rfind(" ", 0, max(0, start - width // 2)) + 1 if alias else 0  # at a word's start
+    end = min(len(text), begin + width)
+    cut = text[begin:end]
+    if alias and alias in cut:
+        cut = cut.replace(alias, f"**{alias}**", 1)
+    return ("[...] " if begin else "") + cut + (" [...]" if end < len(text) else "")
+
+
+def target_similarity(
+    benchmark: Benchmark, encoder: str, split: str = "test", n_random: int = 10_000, seed: int = 0
+) -> list[dict]:
+    """Cosine between targets of one question vs between targets of two random questions (the
+    paper's appendix figure), with the first gold document of each answer."""
+    shards = benchmark.embeddings(encoder)
+    row_of = {doc_id: row for row, doc_id in enumerate(shards.ids)}
+    rows = []
+    for number, dataset in enumerate(benchmark.datasets):
+        questions = benchmark.questions(dataset, split)
+        vectors = [shards.rows(np.array([row_of[docs[0]] for docs in q.targets])) for q in questions]
+        found = same_vs_random_cosine(vectors, n_random, seed + number)
+        rows.append({"dataset": dataset, **{name: round(value, 3) for name, value in found.items()}})
+    return rows
+
+
+PAPER_SIMILARITY = [  # the paper's appendix figure: cosine among targets (inf-retriever embeddings)
+    {"dataset": "AmbigQA (paper)", "same_question_cos": 0.90, "random_pair_cos": 0.77},
+    {"dataset": "QAMPARI (paper)", "same_question_cos": 0.86, "random_pair_cos": 0.74},
+]
+
+
+def index_check(
+    benchmark: Benchmark,
+    encoder: DocumentEncoder,
+    factories: list[str],
+    nprobes: list[int],
+    k: int = 100,
+    seed: int = 0,
+) -> list[dict]:
+    """IVF-PQ against exact search, one row per (factory, nprobe): recall of the exact top-k for
+    the test questions (each encoded as one query by the document encoder), bytes per document,
+    and search time per query beside exact search's, measured in the same run."""
+    shards = benchmark.embeddings(encoder.spec.name)
+    questions = [q.question for dataset in benchmark.datasets for q in benchmark.questions(dataset, "test")]
+    queries = encoder.encode_queries(questions)
+    # once: over a 25M-passage corpus exact search streams 77 GB of shards
+    exact_ms, (_, exact) = _timed(ShardedFlatIndex(shards).search, queries, k, repeats=1)
+    rows = []
+    for factory in factories:
+        approximate = IVFPQIndex(shards, factory, nprobe=nprobes[0], seed=seed)
+        for nprobe in nprobes:
+            approximate.set_nprobe(nprobe)
+            ms, (_, found) = _timed(approximate.search, queries, k)
+            rows.append(
+                {
+                    "index": factory,
+                    "nprobe": nprobe,
+                    f"recall@{k}_vs_exact": round(recall_against_exact(found, exact), 4),
+                    "bytes_per_doc": approximate.code_size,
+                    "ms_per_query": round(ms / len(questions), 4),
+                    "speedup_vs_exact": round(exact_ms / ms, 1),
+                }
+            )
+    exact_row = {
+        "index": "exact (float16 shards)",
+        "nprobe": "-",
+        f"recall@{k}_vs_exact": 1.0,
+        "bytes_per_doc": 2 * shards.dim,
+        "ms_per_query": round(exact_ms / len(questions), 4),
+        "speedup_vs_exact": 1.0,
+    }
+    return [exact_row, *rows]
+
+
+def _timed(search, queries: np.ndarray, k: int, repeats: int = 3) -> tuple[float, tuple]:
+    """Milliseconds of `search(queries, k)` (best of `repeats`) and its result."""
+    times = []
+    for _ in range(repeats):
+        began = time.perf_counter()
+        found = search(queries, k)
+        times.append(1000 * (time.perf_counter() - began))
+    return min(times), found

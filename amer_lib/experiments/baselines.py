@@ -1,0 +1,106 @@
+"""The single-query model's diversity baselines of Tables 2-4 and 6-8: query expansion and MMR
+re-ranking, evaluated like a trained run (TREC run file and results JSON per dataset and seed).
+
+Both reuse the trained single-query checkpoint of the same seed; nothing is trained here.
+Re-ranking: MMR over the top 500, lambda tuned on the run's own validation split (the 10% of
+the training questions it held out). Query expansion: the question followed by keywords from the
+chosen source (`expansion`: `chat` endpoint, local `hf` model, or offline `prf`, which is
+pseudo-relevance feedback, not an LLM, and is labelled so).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from amer_lib.core.expansion import (
+    ChatEndpointGenerator,
+    GenerationCache,
+    HFGenerator,
+    PseudoRelevanceFeedback,
+    expanded_query,
+    generate_keywords,
+)
+from amer_lib.core.metrics import K
+from amer_lib.core.rerank import mmr_rerank, tune_lambda
+from amer_lib.core.search import ShardedFlatIndex
+from amer_lib.core.train import split_train_validation
+from amer_lib.runs.models import resolve_device
+from amer_lib.runs.text import RunContext, cached_result, query_vectors, write_result
+
+BASELINES = ("query_expansion", "rerank")
+EXPANSION_SOURCES = ("prf", "chat", "hf")
+RERANK_DEPTH = 500  # |R| in the paper
+
+
+def keyword_source(params: dict, context: RunContext):
+    source, model = params["expansion"], params["expansion_model"]
+    if source == "prf":
+        return PseudoRelevanceFeedback([doc.full_text for doc in context.benchmark.documents()])
+    if source == "chat":
+        return ChatEndpointGenerator.from_env(model)
+    if source == "hf":
+        if not model:
+            raise ValueError("expansion='hf' needs expansion_model (a Hugging Face model id or directory)")
+        return HFGenerator(model, device=str(resolve_device(params["device"])))
+    raise ValueError(f"unknown expansion source {source!r}; valid: {', '.join(EXPANSION_SOURCES)}")
+
+
+def run_baseline(params: dict, dataset: str, system: str, seed: int, progress: bool = True) -> dict:
+    """One baseline on one dataset and seed; its results JSON is reused when the params match."""
+    if system not in BASELINES:
+        raise ValueError(f"unknown baseline {system!r}; valid: {', '.join(BASELINES)}")
+    cached = cached_result(params, dataset, system, seed)
+    if cached is not None and cached.get("expansion") == _expansion_key(params, system):
+        return cached
+    context = RunContext(params)
+    device = resolve_device(params["device"])
+    model = context.trained_encoder(dataset, "single", seed, device)
+    index = ShardedFlatIndex(context.shards)
+    test = context.benchmark.questions(dataset, "test")
+    if system == "rerank":
+        train_questions = context.benchmark.questions(dataset, "train")
+        _, val_idx = split_train_validation(len(train_questions), seed)
+        val = [train_questions[i] for i in val_idx.tolist()]
+
+        def candidates(questions):
+            vectors = query_vectors(model, context, questions, 1, device)[:, 0]
+            return vectors, index.search(vectors, RERANK_DEPTH)[1]
+
+        lam, scores = tune_lambda(*candidates(val), context.shards.rows, context.gold(val), K)
+        ranked = mmr_rerank(*candidates(test), context.shards.rows, lam, K)
+        return write_result(
+            context, dataset, system, seed, test, ranked, mmr_lambda=lam, validation_mrecall=scores, expansion=None
+        )
+    source = keyword_source(params, context)
+    if isinstance(source, PseudoRelevanceFeedback):
+        keywords = source.keywords([q.question for q in test], progress=progress)
+    else:
+        cache = GenerationCache(Path(params["results_dir"]) / "expansion_cache.jsonl")
+        keywords = generate_keywords([q.question for q in test], source, cache, progress=progress)
+    texts = [expanded_query(q.question, words) for q, words in zip(test, keywords)]
+    ranked = index.search(query_vectors(model, context, test, 1, device, texts=texts)[:, 0], K)[1]
+    return write_result(
+        context,
+        dataset,
+        system,
+        seed,
+        test,
+        ranked,
+        label=f"+{source.label}",
+        expansion=_expansion_key(params, system),
+        keyword_source=source.name,
+        keywords=keywords,
+    )
+
+
+def _expansion_key(params: dict, system: str) -> str | None:
+    return f"{params['expansion']}:{params['expansion_model']}" if system == "query_expansion" else None
+
+
+def run_baselines(params: dict, progress: bool = True) -> list[dict]:
+    return [
+        run_baseline(params, dataset, system, seed, progress)
+        for dataset in params["datasets"]
+        for system in params["baselines"]
+        for seed in params["seeds"]
+    ]

@@ -1,0 +1,219 @@
+"""Notebook 04: single-query and AMER query encoders on a prepared text benchmark.
+
+Each (dataset, system, seed) run trains a query encoder against the frozen document
+embeddings, keeps the best checkpoint by validation loss, retrieves the top 100 for every test
+question (AMER: round-robin over its n vectors) and writes a TREC run file and a results JSON
+with per-question scores, so that the tables, the bootstrap and the figures are recomputed
+from files (`amer_lib.report.summaries`). A rerun with the same parameters reads the results back
+(`amer_lib.runs.store.REAL_RUNS`). The paper's hyperparameter search ends the module.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+
+import torch
+from tqdm.auto import tqdm
+
+from amer_lib.core import distributed
+from amer_lib.core.metrics import (
+    K,
+    evaluate,
+    low_similarity_subset,
+)
+from amer_lib.core.model import AMERQueryEncoder
+from amer_lib.core.search import ShardedFlatIndex, multi_vector_search
+from amer_lib.core.train import VALIDATION_FRACTION, split_train_validation, train
+from amer_lib.data.datasets import TextData
+from amer_lib.data.prepared import N_QUERIES, Benchmark
+from amer_lib.data.questions import MultiAnswerQuestion
+from amer_lib.runs import torchrun
+from amer_lib.runs.models import build_query_encoder, resolve_device, train_config
+from amer_lib.runs.parallel import run_parallel
+from amer_lib.runs.store import REAL_RUNS, real_run_name
+from amer_lib.runs.text import RunContext, cached_result, generated_vectors, query_vectors, write_result
+
+
+def run_one(
+    params: dict,
+    dataset: str,
+    system: str,
+    seed: int,
+    progress: bool = True,
+    on_step: Callable[[], None] | None = None,
+    device: torch.device | None = None,
+) -> dict | None:
+    """Train, retrieve and score one run; its results JSON is reused when the params match.
+
+    On every rank of a torch.distributed group (`amer_lib.core.distributed`, with this rank's
+    `device`): the ranks train together, rank 0 retrieves and writes, the others return None."""
+    cached = REAL_RUNS.cached(params, real_run_name(dataset, system, seed))
+    if cached is not None:
+        return cached
+    context = RunContext(params)
+    device = device or resolve_device(params["device"])
+    n_queries = 1 if system == "single" else N_QUERIES[dataset]
+    train_questions = context.benchmark.questions(dataset, "train")
+    data = context.text_data(train_questions).to(device)
+    train_idx, val_idx = split_train_validation(len(data), seed)
+    model = build_query_encoder(params, seed, context.shards.dim, device)
+    config = train_config(
+        params,
+        n_queries,
+        seed,
+        device,
+        group_by_targets=True,
+        exclude_fed_targets=params["exclude_fed_targets"],
+        single_target_step=params["single_target_step"],
+    )
+    curve = validation_retrieval(
+        context, [train_questions[i] for i in val_idx.tolist()], data.subset(val_idx.to(device)), n_queries
+    )
+    trained = train(
+        model,
+        data.subset(train_idx.to(device)),
+        data.subset(val_idx.to(device)),
+        context.negatives.to(device),
+        config,
+        run_dir=REAL_RUNS.run_dir(params, real_run_name(dataset, system, seed)),
+        progress=progress,
+        on_step=on_step,
+        evaluate=curve,
+    )
+    if not distributed.is_main():
+        return None
+    test_questions = context.benchmark.questions(dataset, "test")
+    vectors = query_vectors(model, context, test_questions, n_queries, device)
+    ranked = multi_vector_search(ShardedFlatIndex(context.shards), vectors, K, depth=max(params["search_depth"], K))
+    return write_result(
+        context,
+        dataset,
+        system,
+        seed,
+        test_questions,
+        ranked,
+        n_queries=n_queries,
+        train_seconds=trained.seconds,
+        best_step=trained.best_step,
+        best_val_loss=trained.best_val_loss,
+        history=trained.history,
+    )
+
+
+def validation_retrieval(
+    context: RunContext, questions: list[MultiAnswerQuestion], data: TextData, n_queries: int
+) -> Callable[[AMERQueryEncoder], dict]:
+    """The learning curves' metric: MRecall@100 of the validation questions (`data`: their
+    prompts, tokenised once; fully autoregressive, round-robin), on all of them and on their
+    low-similarity third."""
+    index = ShardedFlatIndex(context.shards)
+    gold = context.gold(questions)
+    low = low_similarity_subset(context.target_similarity(questions))
+
+    def score(model: AMERQueryEncoder) -> dict:
+        ranked = multi_vector_search(index, generated_vectors(model, data, n_queries), K)
+        scores = evaluate(ranked, gold, (K,))[f"mrecall@{K}"]
+        return {"val_mrecall": float(scores.mean()), "val_mrecall_low_sim": float(scores[low].mean())}
+
+    return score
+
+
+def run_all(params: dict, progress: bool = True) -> list[dict]:
+    """Every (dataset, system, seed) run: one after the other, in `workers` processes side by side,
+    or each trained by `nproc_per_node` processes (torchrun; one GPU each)."""
+    jobs = [
+        (params, dataset, system, seed)
+        for dataset in params["datasets"]
+        for system in params["systems"]
+        for seed in params["seeds"]
+    ]
+    distributed.check_processes(params["nproc_per_node"], params["batch_size"], params["workers"], params["device"])
+    if params["nproc_per_node"] > 1:
+        for job in jobs:
+            if cached_result(*job) is None:
+                torchrun.launch(run_one, job[0], job[1:], progress)
+        return [cached_result(*job) for job in jobs]
+    if params["workers"] == 1:
+        return [run_one(*job, progress=progress) for job in jobs]
+    # multi-vector runs first: the longest jobs start early, so no worker idles at the end
+    order = sorted(range(len(jobs)), key=lambda i: jobs[i][2] == "single")
+    done = run_parallel(
+        run_one,
+        [(*jobs[i], False) for i in order],
+        params["workers"],
+        len(jobs) * params["steps"],
+        "training steps",
+        progress,
+    )
+    return [done[order.index(i)] for i in range(len(jobs))]
+
+
+# ----- the hyperparameter search ---------------------------------------------------------------------
+# The paper's hyperparameter search (appendix A.5 and A.6): every point of a grid over learning
+# rate, batch size, temperature and epochs is trained on one seed, and the point with the best
+# validation MRecall@100 (at the checkpoint chosen by validation loss) is picked.
+#
+# Notebook 04 runs it when `tuning_grid` is set, e.g. with the paper's grid for one dataset:
+# `papermill notebooks/04_real_data.ipynb out.ipynb -f params/04_real_data/qampari_llama1b.yaml
+# -f params/04_real_data/tuning_qampari.yaml`.
+
+TUNABLE = ("lr", "batch_size", "temperature", "epochs")
+
+
+def grid_points(grid: dict[str, list]) -> list[dict]:
+    """Every combination of the grid's values, in the order the grid lists them."""
+    unknown = sorted(set(grid) - set(TUNABLE))
+    if unknown:
+        raise ValueError(f"unknown tuning parameter(s) {unknown}; valid: {', '.join(TUNABLE)}")
+    empty = [name for name, values in grid.items() if not values]
+    if empty:
+        raise ValueError(f"tuning parameter(s) {empty} have no values")
+    return [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
+
+
+def point_params(params: dict, point: dict, n_train: int) -> dict:
+    """`params` at one grid point, in folders of its own; `epochs` becomes steps over the
+    `n_train` training questions (validation split excluded) at the point's batch size."""
+    tuned = {**params, **{k: v for k, v in point.items() if k != "epochs"}}
+    if "epochs" in point:
+        tuned["steps"] = point["epochs"] * max(1, math.floor(n_train / tuned["batch_size"]))
+    name = "_".join(f"{key}{value}" for key, value in point.items())
+    tuned["results_dir"] = f"{params['results_dir']}/tuning/{name}"
+    tuned["runs_dir"] = f"{params['runs_dir']}/tuning/{name}"
+    return tuned
+
+
+def tune(params: dict, grid: dict[str, list], seed: int = 0, system: str = "amer", progress: bool = True) -> list[dict]:
+    """One row per dataset and grid point: the point, its steps, the selected checkpoint's step,
+    validation loss and validation MRecall@100 (in %)."""
+    benchmark = Benchmark(params["prepared_dir"])
+    rows = []
+    jobs = [(dataset, point) for dataset in params["datasets"] for point in grid_points(grid)]
+    for dataset, point in tqdm(jobs, desc="tuning grid", disable=not progress):
+        questions = len(benchmark.questions(dataset, "train"))
+        n_train = questions - max(1, round(VALIDATION_FRACTION * questions))  # as split_train_validation
+        tuned = point_params(params, point, n_train)
+        result = run_one(tuned, dataset, system, seed, progress=False)
+        selected = next(h for h in result["history"] if h["step"] == result["best_step"])
+        rows.append(
+            {
+                "dataset": dataset,
+                **point,
+                "steps": tuned["steps"],
+                "best_step": result["best_step"],
+                "val_loss": round(selected["val_loss"], 4),
+                "val_mrecall": round(100 * selected["val_mrecall"], 2),
+            }
+        )
+    return rows
+
+
+def best_points(rows: list[dict]) -> dict[str, dict]:
+    """Per dataset, the row with the highest validation MRecall@100 (the first such on ties)."""
+    best: dict[str, dict] = {}
+    for row in rows:
+        if row["dataset"] not in best or row["val_mrecall"] > best[row["dataset"]]["val_mrecall"]:
+            best[row["dataset"]] = row
+    return best

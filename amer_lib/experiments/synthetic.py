@@ -1,0 +1,339 @@
+"""Notebook 02: train and evaluate single-query and AMER on the six synthetic settings.
+
+Each (transform, setting, system) run writes one results JSON; a rerun with the same
+parameters loads it instead of training again, and an interrupted training resumes from its
+checkpoint (`amer_lib.runs.store.SYNTHETIC_RUNS`). Settings can run in parallel worker processes
+(`amer_lib.runs.parallel`). The MLP sweep at the end of the module asks where single-query's
+failure on MLP targets begins.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from amer_lib.core import distributed
+from amer_lib.core.metrics import KS, evaluate, mean_scores
+from amer_lib.core.search import VectorIndex, multi_vector_search, unit_norm
+from amer_lib.core.train import split_train_validation, train
+from amer_lib.data.datasets import VectorData
+from amer_lib.data.synthetic import N_TARGETS, SyntheticTask, task_from_params
+from amer_lib.io import git_commit
+from amer_lib.runs import torchrun
+from amer_lib.runs.models import build_query_encoder, generate_queries, resolve_device, train_config
+from amer_lib.runs.parallel import run_parallel
+from amer_lib.runs.store import SYNTHETIC_RUNS, synthetic_run_name
+
+METRIC_COLUMNS = tuple(f"{name}@{k}" for k in KS for name in ("mrecall", "recall"))
+
+
+def task_data(task: SyntheticTask, device: torch.device) -> tuple[torch.Tensor]:
+    """The training examples and the pool their negatives are drawn from (no test target)."""
+    corpus = torch.from_numpy(task.corpus).to(device)
+    ids = torch.from_numpy(task.train_target_ids).to(device)
+    data = VectorData(
+        torch.from_numpy(task.train_inputs).to(device),
+        corpus[ids],
+        torch.ones(ids.shape, dtype=torch.bool, device=device),
+    )
+    return data, corpus[torch.from_numpy(task.training_negative_ids).to(device)]
+
+
+def retrieval_metrics(index: VectorIndex, queries: np.ndarray, gold_ids: np.ndarray, depth: int) -> dict:
+    """MRecall and Recall at 10 and 100 of round-robin-merged lists. `gold_ids [N, m]`: one
+    corpus id per target (each target is its own cluster)."""
+    retrieved = multi_vector_search(index, queries, max(KS), depth=depth)
+    return mean_scores(evaluate(retrieved, gold_ids[:, :, None], KS))
+
+
+def mean_of_targets(task: SyntheticTask) -> np.ndarray:
+    """The oracle single vector: normalised sum of a test input's normalised targets `[N, 1, d]`."""
+    return unit_norm(task.corpus[task.test_target_ids].sum(1))[:, None]
+
+
+def target_geometry(task: SyntheticTask, n_sample: int = 200, seed: int = 0) -> dict:
+    """How far apart a question's targets are, how close the oracle vector is to each, and how
+    close the oracle's best random distractor comes (cosines)."""
+    rng = np.random.default_rng(seed)
+    rows = rng.choice(len(task.test_target_ids), min(n_sample, len(task.test_target_ids)), replace=False)
+    targets = task.corpus[task.test_target_ids[rows]]
+    pair = np.einsum("nid,njd->nij", targets, targets)[:, ~np.eye(N_TARGETS, dtype=bool)]
+    oracle = mean_of_targets(task)[rows, 0]
+    to_targets = np.einsum("nd,nid->ni", oracle, targets)
+    negatives = task.corpus[(task.train_target_ids.size + task.test_target_ids.size) :]
+    best_negative = (oracle @ negatives.T).max(1) if len(negatives) else np.full(len(rows), np.nan)
+    return {
+        "target_pair_cos": float(pair.mean()),
+        "oracle_target_cos": float(to_targets.mean()),
+        "oracle_min_target_cos": float(to_targets.min(1).mean()),
+        "oracle_best_negative_cos": float(best_negative.mean()),
+    }
+
+
+def _cached_setting(params: dict, transform: str, setting: str) -> tuple[list[str], list[dict | None]]:
+    names = [synthetic_run_name(transform, setting, s, params["seed"]) for s in [*params["systems"], "oracle"]]
+    return names, [SYNTHETIC_RUNS.cached(params, name) for name in names]
+
+
+def run_setting(
+    params: dict,
+    transform: str,
+    setting: str,
+    progress: bool = True,
+    on_step: Callable[[], None] | None = None,
+    device: torch.device | None = None,
+) -> list[dict] | None:
+    """Every system of one setting, plus the mean-of-targets oracle; one results JSON each.
+
+    On every rank of a torch.distributed group (`amer_lib.core.distributed`, with this rank's
+    `device`): the ranks train together, rank 0 evaluates and writes, the others return None."""
+    names, cached = _cached_setting(params, transform, setting)
+    if all(cached):
+        return cached
+    device = device or resolve_device(params["device"])
+    task = task_from_params(params, transform, setting)
+    index = VectorIndex(task.corpus)
+    results = []
+    for system, name, hit in zip([*params["systems"], "oracle"], names, cached):
+        if hit:
+            results.append(hit)
+            continue
+        if system == "oracle" and not distributed.is_main():
+            continue
+        result = dict(
+            params=params,
+            seed=params["seed"],
+            git_commit=git_commit(),
+            transform=transform,
+            setting=setting,
+            system=system,
+        )
+        if system == "oracle":
+            result["metrics"] = retrieval_metrics(
+                index, mean_of_targets(task), task.test_target_ids, params["search_depth"]
+            )
+            result["geometry"] = target_geometry(task)
+        else:
+            result.update(
+                _train_and_evaluate(
+                    params, task, index, system, device, SYNTHETIC_RUNS.run_dir(params, name), progress, on_step
+                )
+            )
+        if distributed.is_main():
+            results.append(SYNTHETIC_RUNS.write(params, name, result))
+    return results if distributed.is_main() else None
+
+
+def _train_and_evaluate(
+    params: dict,
+    task: SyntheticTask,
+    index: VectorIndex,
+    system: str,
+    device: torch.device,
+    run_dir: Path,
+    progress: bool,
+    on_step: Callable[[], None] | None,
+) -> dict:
+    n_queries = 1 if system == "single" else params["n_queries"]
+    data, negative_pool = task_data(task, device)
+    train_idx, val_idx = split_train_validation(len(data), params["seed"])
+    model = build_query_encoder(params, params["seed"], params["dim"], device)
+    config = train_config(params, n_queries, params["seed"], device, sampling_rate=float(params["sampling_rate"]))
+    trained = train(
+        model,
+        data.subset(train_idx.to(device)),
+        data.subset(val_idx.to(device)),
+        negative_pool,
+        config,
+        run_dir=run_dir,
+        progress=progress,
+        on_step=on_step,
+    )
+    if not distributed.is_main():
+        return {}
+    began = time.perf_counter()
+    queries = generate_queries(model, task.test_inputs, n_queries, device)
+    metrics = retrieval_metrics(index, queries, task.test_target_ids, params["search_depth"])
+    return dict(
+        metrics=metrics,
+        n_queries=n_queries,
+        train_seconds=trained.seconds,
+        eval_seconds=time.perf_counter() - began,
+        best_step=trained.best_step,
+        best_val_loss=trained.best_val_loss,
+        history=trained.history,
+    )
+
+
+def run_all(params: dict, progress: bool = True) -> list[dict]:
+    """All (transform, setting) pairs of `params`, in order: one after the other, in `workers`
+    processes side by side, or each trained by `nproc_per_node` processes (torchrun; one GPU each)."""
+    pairs = [(t, s) for t in params["transforms"] for s in params["settings"]]
+    distributed.check_processes(params["nproc_per_node"], params["batch_size"], params["workers"], params["device"])
+    if params["nproc_per_node"] > 1:
+        results = []
+        for pair in pairs:
+            if not all(_cached_setting(params, *pair)[1]):
+                torchrun.launch(run_setting, params, pair, progress)
+            results += _cached_setting(params, *pair)[1]
+        return results
+    return [r for job in run_jobs([(params, *pair) for pair in pairs], params["workers"], progress) for r in job]
+
+
+def run_jobs(jobs: list[tuple[dict, str, str]], workers: int, progress: bool = True) -> list[list[dict]]:
+    """Every (params, transform, setting) job's results: cached ones read back, the others
+    trained one after the other (`workers == 1`) or in `workers` processes side by side."""
+    results = [_cached_setting(*job)[1] for job in jobs]
+    todo = [i for i, cached in enumerate(results) if not all(cached)]
+    if workers == 1:
+        for i in tqdm(todo, desc="settings", disable=not progress or not todo):
+            results[i] = run_setting(*jobs[i], progress)
+    elif todo:
+        total = sum(len(jobs[i][0]["systems"]) * jobs[i][0]["steps"] for i in todo)
+        done = run_parallel(run_setting, [(*jobs[i], False) for i in todo], workers, total, "training steps", progress)
+        for i, result in zip(todo, done):
+            results[i] = result
+    return results
+
+
+GEOMETRY_COLUMNS = ("target_pair_cos", "oracle_target_cos", "oracle_min_target_cos", "oracle_best_negative_cos")
+
+
+def geometry_table(results: list[dict]):
+    """The target geometry recorded with each oracle run, one row per setting."""
+    import pandas as pd
+
+    return pd.DataFrame(
+        [
+            {
+                "transform": r["transform"],
+                "setting": r["setting"],
+                **{key: round(r["geometry"][key], 3) for key in GEOMETRY_COLUMNS},
+            }
+            for r in results
+            if r["system"] == "oracle"
+        ]
+    )
+
+
+def summary_table(results: list[dict]):
+    """One row per run: transform, setting, system, MRecall and Recall at 10 / 100, train time."""
+    import pandas as pd
+
+    rows = []
+    for r in results:
+        rows.append(
+            {
+                "transform": r["transform"],
+                "setting": r["setting"],
+                "system": r["system"],
+                **{m: round(r["metrics"][m], 4) for m in METRIC_COLUMNS},
+                "train_seconds": round(r.get("train_seconds", 0.0), 1),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+# ----- the MLP sweep ---------------------------------------------------------------------------------
+# Notebook 02's MLP sweep: is the paper's "single-query <= 21% on MLP targets" a limit of one
+# vector, or of what a model learns?
+#
+# For each dimension d and MLP depth (the paper's text: two layers; the authors' code: three
+# weights), the Single setting is trained with single-query and AMER at notebook 02's budget, next
+# to the mean-of-targets oracle (one vector, no training). A last group reproduces the authors'
+# data-path bug: both systems trained on the *linear* task's targets and tested on the MLP's.
+# Every cell is an ordinary notebook-02 run in a folder of its own, so it is cached and resumed
+# like the main runs.
+
+SETTING = "single"
+TRAINING_DATA = {"mlp": "MLP targets", "linear": "linear targets (authors' bug)"}
+
+
+def cell_params(params: dict, dim: int, depth: int, train_transform: str) -> dict:
+    """Notebook 02's parameters for one sweep cell, with its own results and run folders; the
+    notebook's own (d, depth) on MLP data is its main run, reused. Cells trained on the linear
+    targets (the bug) train single-query only: the paper's 21% is single-query's."""
+    if (dim, depth, train_transform) == (params["dim"], params["mlp_layers"], "mlp"):
+        return {**params, "transforms": ["mlp"], "settings": [SETTING]}
+    name = f"d{dim}_depth{depth}_train_{train_transform}"
+    systems = ["single"] if train_transform == "linear" else params["systems"]
+    return {
+        **params,
+        "dim": dim,
+        "mlp_layers": depth,
+        "train_transform": train_transform,
+        "transforms": ["mlp"],
+        "settings": [SETTING],
+        "systems": systems,
+        "results_dir": str(Path(params["results_dir"]) / "mlp_sweep" / name),
+        "runs_dir": str(Path(params["runs_dir"]) / "mlp_sweep" / name),
+    }
+
+
+def mlp_sweep(params: dict, dims: list[int], depths: list[int], authors_bug: bool, progress: bool = True) -> list[dict]:
+    """One row per (d, depth, training data, system): MRecall@10 / @100 and, for the oracle, how
+    close one vector comes to the least similar target against the best random distractor."""
+    if params["nproc_per_node"] > 1:
+        raise ValueError(
+            "the MLP sweep trains its cells in `workers` processes, one device each; "
+            f"nproc_per_node must be 1 for it, got {params['nproc_per_node']}"
+        )
+    cells = [(dim, depth, "mlp") for dim in dims for depth in depths]
+    if authors_bug:
+        cells += [(dim, depth, "linear") for dim in dims for depth in depths]
+    jobs = [(cell_params(params, *cell), "mlp", SETTING) for cell in cells]
+    rows = []
+    for (dim, depth, train_transform), results in zip(cells, run_jobs(jobs, params["workers"], progress)):
+        for result in results:
+            if result["system"] == "oracle" and train_transform == "linear":
+                continue  # the oracle uses no training data: the MLP cell already holds it
+            rows.append(_row(dim, depth, train_transform, result))
+    return rows
+
+
+def _row(dim: int, depth: int, train_transform: str, result: dict) -> dict:
+    row = {
+        "d": dim,
+        "depth": depth,
+        "training data": TRAINING_DATA[train_transform],
+        "system": result["system"],
+        "mrecall@10": round(100 * result["metrics"]["mrecall@10"], 1),
+        "mrecall@100": round(100 * result["metrics"]["mrecall@100"], 1),
+    }
+    if "geometry" in result:
+        row["oracle_min_target_cos"] = round(result["geometry"]["oracle_min_target_cos"], 3)
+        row["oracle_best_negative_cos"] = round(result["geometry"]["oracle_best_negative_cos"], 3)
+    return row
+
+
+def sweep_reading(rows: list[dict], ceiling: float = 21.0, success: float = 50.0) -> list[str]:
+    """Per (d, depth): whether trained single-query fails (MRecall@10 <= the paper's `ceiling`)
+    while the oracle succeeds (> `success`), and what the authors' bug gives single-query."""
+    lines = []
+    for dim, depth in dict.fromkeys((r["d"], r["depth"]) for r in rows):
+        cell = {
+            (r["training data"], r["system"]): r["mrecall@10"] for r in rows if r["d"] == dim and r["depth"] == depth
+        }
+        single, oracle = cell[TRAINING_DATA["mlp"], "single"], cell[TRAINING_DATA["mlp"], "oracle"]
+        amer = cell[TRAINING_DATA["mlp"], "amer"]
+        verdict = (
+            "single-query fails where one vector suffices"
+            if single <= ceiling < success < oracle
+            else "single-query fails and so does the oracle"
+            if single <= ceiling
+            else "single-query is above the paper's 21%"
+        )
+        line = (
+            f"d = {dim}, depth {depth}: single-query {single:.1f}%, oracle {oracle:.1f}%, AMER {amer:.1f}% "
+            f"MRecall@10: {verdict}"
+        )
+        bug = cell.get((TRAINING_DATA["linear"], "single"))
+        if bug is not None:
+            line += f"; trained on linear targets (the authors' bug): single-query {bug:.1f}%"
+        lines.append(line)
+    return lines

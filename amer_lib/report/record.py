@@ -1,0 +1,30 @@
+"""The key numbers a notebook records, where tests and readers find them without parsing text.
+
+`record(name, value)` shows `name = value` in the notebook and leaves `{name: value}` in the output's
+metadata under `amer_lib.record` (as scrapbook's `glue` does, without its dependency);
+`recorded(path)` reads every recorded value of an executed notebook (papermill's output file)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+KEY = "amer_lib.record"
+
+
+def record(name: str, value: Any) -> None:
+    """Record one JSON-serialisable value under `name` (shown as plain text)."""
+    from IPython.display import publish_display_data
+
+    json.dumps(value)  # fail here, not when the notebook is saved
+    publish_display_data({"text/plain": f"{name} = {value!r}"}, metadata={KEY: {name: value}})
+
+
+def recorded(notebook_path: str | Path) -> dict[str, Any]:
+    """Every value an executed notebook recorded, by name (a later record of a name wins)."""
+    values: dict[str, Any] = {}
+    for cell in json.loads(Path(notebook_path).read_text())["cells"]:
+        for output in cell.get("outputs", []):
+            values.update(output.get("metadata", {}).get(KEY, {}))
+    return values

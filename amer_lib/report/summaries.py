@@ -1,0 +1,75 @@
+"""Notebook 04's runs aggregated into the rows of the paper's tables and curves: per dataset and
+system, mean and standard deviation over seeds on the whole test set and its low-similarity
+third, the relative change against single-query with its paired-bootstrap p-value, and the
+validation learning curves."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from amer_lib.core.metrics import low_similarity_subset, paired_bootstrap
+
+
+def _per_question(results: list[dict], dataset: str, system: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per-seed MRecall `[seeds, Q]` and the test questions' target similarity."""
+    runs = sorted((r for r in results if r["dataset"] == dataset and r["system"] == system), key=lambda r: r["seed"])
+    return np.array([r["mrecall"] for r in runs]), np.array(runs[0]["target_similarity"])
+
+
+CURVE_METRICS = {"whole": "val_mrecall", "low_sim": "val_mrecall_low_sim"}
+
+
+def learning_curves(results: list[dict]) -> list[dict]:
+    """Per dataset, system and validation step: validation MRecall@100 (in %) on all validation
+    questions and on their low-similarity third, mean and std over the seeds that reached the
+    step, with the validation loss. Runs trained before the curves were recorded are skipped."""
+    points: dict[tuple, list[dict]] = {}
+    for run in results:
+        for entry in run.get("history", []):
+            if CURVE_METRICS["whole"] in entry:
+                points.setdefault((run["dataset"], run["system"], entry["step"]), []).append(entry)
+    rows = []
+    for (dataset, system, step), entries in points.items():
+        row = {
+            "dataset": dataset,
+            "system": system,
+            "step": step,
+            "seeds": len(entries),
+            "val_loss": float(np.mean([e["val_loss"] for e in entries])),
+        }
+        for subset, key in CURVE_METRICS.items():
+            values = 100 * np.array([e[key] for e in entries])
+            row[f"{subset}_mean"], row[f"{subset}_std"] = float(values.mean()), float(values.std())
+        rows.append(row)
+    return sorted(rows, key=lambda r: (r["dataset"], r["system"] != "single", r["system"], r["step"]))
+
+
+def summary(results: list[dict], n_resamples: int = 10_000, seed: int = 0) -> list[dict]:
+    """Per dataset and system: MRecall@100 mean and std over seeds (in %), relative gain over
+    single-query, on the whole test set and the low-similarity third; for AMER, the paired
+    bootstrap p-value against single-query on seed-averaged per-question scores."""
+    rows = []
+    for dataset in dict.fromkeys(r["dataset"] for r in results):
+        base, similarity = _per_question(results, dataset, "single")
+        subsets = {"whole": np.arange(base.shape[1]), "low_sim": low_similarity_subset(similarity)}
+        for system in dict.fromkeys(r["system"] for r in results if r["dataset"] == dataset):
+            scores, _ = _per_question(results, dataset, system)
+            label = next(r.get("label") for r in results if r["dataset"] == dataset and r["system"] == system)
+            row = {
+                "backbone": results[0]["params"]["backbone"],
+                "dataset": dataset,
+                "system": system,
+                "label": label,
+                "seeds": len(scores),
+            }
+            for name, subset in subsets.items():
+                per_seed = 100 * scores[:, subset].mean(1)
+                reference = 100 * base[:, subset].mean()
+                row[f"{name}_mean"], row[f"{name}_std"] = float(per_seed.mean()), float(per_seed.std())
+                row[f"{name}_delta"] = float((per_seed.mean() - reference) / reference) if reference else float("nan")
+                if system != "single":
+                    row[f"{name}_p"] = paired_bootstrap(
+                        base[:, subset].mean(0), scores[:, subset].mean(0), n_resamples, seed
+                    )["p_value"]
+            rows.append(row)
+    return rows

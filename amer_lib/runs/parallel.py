@@ -1,0 +1,85 @@
+"""Independent trainings in parallel worker processes, with one progress bar over their steps.
+
+On a 2-core CPU two single-threaded trainings of a small model finish sooner than two
+consecutive two-threaded ones: the steps are too small to keep two threads busy.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+
+import torch
+from tqdm.auto import tqdm
+
+
+class StepReporter:
+    """Counts a worker's training steps and sends them to the parent's progress bar in chunks."""
+
+    def __init__(self, queue, every: int = 10):
+        self.queue, self.every, self.count = queue, every, 0
+
+    def __call__(self) -> None:
+        self.count += 1
+        if self.count >= self.every:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.count:
+            self.queue.put(self.count)
+            self.count = 0
+
+
+def _start_worker(threads: int, parent: int) -> None:
+    """A worker's set-up: its share of the CPU threads, and a watch that ends it when its parent
+    is gone (a killed notebook must not leave trainings running on)."""
+    torch.set_num_threads(threads)
+    threading.Thread(target=_exit_without_parent, args=(parent,), daemon=True).start()
+
+
+def _exit_without_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(1)
+
+
+def _call_reporting(function: Callable, args: tuple, queue):
+    reporter = StepReporter(queue)
+    try:
+        return function(*args, on_step=reporter)
+    finally:
+        reporter.flush()
+
+
+def run_parallel(
+    function: Callable, jobs: list[tuple], workers: int, total_steps: int, desc: str, progress: bool = True
+) -> list:
+    """`function(*job, on_step=callback)` for every job in `workers` spawned processes sharing
+    the CPU threads; results in job order. The first failure cancels what has not started."""
+    threads = max(1, torch.get_num_threads() // workers)
+    context = multiprocessing.get_context("spawn")
+    results = {}
+    with (
+        context.Manager() as manager,
+        ProcessPoolExecutor(
+            workers, mp_context=context, initializer=_start_worker, initargs=(threads, os.getpid())
+        ) as pool,
+        tqdm(total=total_steps, desc=f"{desc}, {workers} workers", disable=not progress) as bar,
+    ):
+        queue = manager.Queue()
+        futures = {pool.submit(_call_reporting, function, job, queue): i for i, job in enumerate(jobs)}
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, timeout=1.0, return_when=FIRST_EXCEPTION)
+            while not queue.empty():
+                bar.update(queue.get())
+            for future in done:
+                if future.exception() is not None:
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    raise future.exception()
+                results[futures[future]] = future.result()
+    return [results[i] for i in range(len(jobs))]

@@ -1,0 +1,75 @@
+"""One run trained by several processes that torchrun starts on this machine (one GPU each).
+
+`launch(runner, params, job)` writes the run's spec (the runner as `module:function`, the
+notebook's checked parameters and the run's arguments) and starts
+`python -m torch.distributed.run --nproc_per_node N -m amer_lib.runs.torchrun SPEC`; every rank
+calls the runner, and rank 0 writes the run's results as a one-process run would
+(`amer_lib.core.distributed` holds the rank helpers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import codecs
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from importlib import import_module
+from pathlib import Path
+
+import torch.distributed as dist
+
+from amer_lib.core.distributed import is_main, setup
+from amer_lib.io import write_json
+
+
+def launch(runner: Callable, params: dict, job: tuple, progress: bool = True) -> None:
+    """Train one run (`runner(params, *job, progress=, device=)`) on `params['nproc_per_node']`
+    processes."""
+    name = "_".join(map(str, job))
+    target = f"{runner.__module__}:{runner.__qualname__}"
+    spec = Path(params["results_dir"]) / "launch" / f"{name}.json"
+    write_json(spec, {"runner": target, "params": params, "job": list(job)})
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc_per_node={params['nproc_per_node']}",
+        "-m",
+        __name__,
+        str(spec),
+    ]
+    command += [] if progress else ["--quiet"]
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as child:
+        while chunk := child.stdout.read1(4096):  # rank 0's progress bar, shown where ours would be
+            sys.stderr.write(decoder.decode(chunk))
+            sys.stderr.flush()
+    if child.returncode != 0:
+        raise RuntimeError(
+            f"distributed run {name} of {target} failed (exit {child.returncode}); command: {' '.join(command)}"
+        )
+
+
+def _runner(path: str) -> Callable:
+    module, _, function = path.partition(":")
+    return getattr(import_module(module), function)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="one run, trained by every rank torchrun starts")
+    parser.add_argument("spec", help='JSON {"runner": "module:function", "params", "job"}')
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    args = parser.parse_args(argv)
+    spec = json.loads(Path(args.spec).read_text())
+    device = setup()
+    try:
+        _runner(spec["runner"])(spec["params"], *spec["job"], progress=not args.quiet and is_main(), device=device)
+    finally:
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
