@@ -1,10 +1,9 @@
 """Target diversity of the synthetic task and the aggregation behind Figure 5."""
 
-import json
-
 import pytest
 
 from amer_lib.experiments.diversity import figure5_rows, gain_over_single, synthetic_target_similarity
+from amer_lib.runs.store import REAL_RUNS, real_run_name
 
 
 def test_linear_targets_are_two_antipodal_pairs():
@@ -45,16 +44,18 @@ def test_figure5_rows_average_over_seeds():
 
 def test_real_gains_are_macro_averaged_over_backbones(tmp_path):
     real = []
-    for backbone, single, amer in (("small", 40.0, 44.0), ("large", 50.0, 65.0)):
-        params = {"backbone": backbone, "datasets": ["kinds"], "figures_dir": str(tmp_path)}
-        (tmp_path / f"summary_{backbone}_kinds.json").write_text(
-            json.dumps(
-                [
-                    {"dataset": "kinds", "system": "single", "whole_mean": single, "whole_delta": 0.0},
-                    {"dataset": "kinds", "system": "amer", "whole_mean": amer, "whole_delta": (amer - single) / single},
-                ]
-            )
-        )
+    for backbone, single, amer in (("small", 40, 44), ("large", 50, 65)):  # hits among 100 test questions
+        params = {"backbone": backbone, "datasets": ["kinds"], "seeds": [0], "results_dir": str(tmp_path / backbone)}
+        for system, hits in (("single", single), ("amer", amer)):
+            run = {
+                "params": params,
+                "dataset": "kinds",
+                "system": system,
+                "seed": 0,
+                "mrecall": [1.0] * hits + [0.0] * (100 - hits),
+                "target_similarity": [0.5] * 100,
+            }
+            REAL_RUNS.write(params, real_run_name("kinds", system, 0), run)
         real.append(params)
     synthetic = {"transforms": ["linear"], "results_dir": str(tmp_path / "none"), "seed": 0}
     gains = gain_over_single(synthetic, "multi", real)  # no synthetic runs: left out

@@ -14,6 +14,7 @@ from amer_lib.core.metrics import low_similarity_subset
 from amer_lib.report.record import recorded
 
 ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow  # papermill runs: 20 s to several minutes each
 
 
 def run_notebook(name, params, tmp_path):
