@@ -30,7 +30,7 @@ $(VENV)/.installed-%: pyproject.toml $(VENV)/.torch $(VENV)/.smollm2
 	$(PY) -m pip install -e ".[$*]"
 	touch $@
 
-# the tests marked slow (over ~20 s: the notebooks' papermill runs, torchrun) run in CI, which
+# the tests marked slow (over ~20 s: the notebooks' papermill runs, a SmolLM2 resume) run in CI, which
 # calls `make test PYTEST_MARKERS=`; here `make test` takes a few minutes
 PYTEST_MARKERS ?= not slow
 

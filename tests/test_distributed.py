@@ -92,7 +92,6 @@ def train_on_two_ranks(tmp_path, config: dict) -> list[dict]:
     ],
     ids=["amer", "single"],
 )
-@pytest.mark.slow
 def test_two_ranks_train_what_one_process_trains(tmp_path, overrides):
     config = {**CONFIG, **overrides}
     ranks = train_on_two_ranks(tmp_path, config)
@@ -126,7 +125,6 @@ class WideHashEncoder(HashEncoder):
     dim = 384  # MiniLM's hidden size: the minilm query backbone reads these embeddings directly
 
 
-@pytest.mark.slow
 def test_torchrun_trains_a_notebook04_run(tmp_path):
     words = [f"w{i}" for i in range(40)]
     (tmp_path / "corpus.tsv").write_text("".join(f"d{i}\t{w} story\t\n" for i, w in enumerate(words)))
@@ -180,7 +178,6 @@ def test_torchrun_trains_a_notebook04_run(tmp_path):
     assert run_all(params, progress=False) == [result]  # read back, not trained again
 
 
-@pytest.mark.slow
 def test_torchrun_trains_a_notebook02_setting(tmp_path):
     params = {**tiny_params(tmp_path, 1), "settings": ["single"], "nproc_per_node": 2}
     shared = synthetic_run_all(params, progress=False)

@@ -6,8 +6,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -34,7 +32,6 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
-@pytest.mark.slow
 def test_workers_end_when_the_parent_is_killed(tmp_path):
     script, pids = tmp_path / "sleeper.py", tmp_path / "pids"
     script.write_text(SLEEPER)

@@ -49,7 +49,6 @@ def test_the_prompt_is_the_papers_instruction_in_the_chat_templates_user_turn(to
     assert tokenizer.decode(ids[0]) == prompt_text(tokenizer, QUESTIONS[0], get_backbone("smollm2"))  # no extra BOS
 
 
-@pytest.mark.slow
 def test_the_loaded_weights_are_the_instruct_model(backbone, tokenizer):
     """Greedy decoding through the tied embeddings answers like SmolLM2-135M-Instruct."""
     assert type(backbone).__name__ == "LlamaModel"
@@ -67,7 +66,6 @@ def test_the_loaded_weights_are_the_instruct_model(backbone, tokenizer):
     assert "Paris" in tokenizer.decode(ids[0, -8:])
 
 
-@pytest.mark.slow
 def test_generation_with_the_kv_cache_equals_recomputing_and_a_teacher_forced_pass(backbone, tokenizer):
     model = encoder(backbone)
     ids, mask = tokenize_prompts(tokenizer, QUESTIONS[:2], get_backbone("smollm2"))  # different lengths

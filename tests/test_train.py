@@ -172,7 +172,6 @@ def test_amer_decodes_only_as_many_vectors_as_the_batch_needs():
     assert calls == [2, 3]
 
 
-@pytest.mark.slow
 def test_lora_checkpoints_hold_only_what_training_changes(tmp_path):
     from amer_lib.core.backbones import add_lora, get_backbone, load_backbone
     from amer_lib.core.train import load_trainable_state
