@@ -19,13 +19,13 @@ ROOT = Path(__file__).resolve().parents[2]
 SUBSET = {"settings": ["multi", "ood"], "transforms": ["linear", "mlp"], "systems": ["amer"]}
 VARIANTS = {  # name: (parameters over the notebook's defaults, what changes)
     "notebook": ({}, "the notebook's runs (seed 0, two workers of one thread)"),
-    "two threads": (
-        {"workers": 1, "results_dir": "../results/02_synthetic_threads", "runs_dir": "../runs/02_synthetic_threads"},
-        "seed 0, one run at a time with two threads",
-    ),
     "seed 1": (
         {"seed": 1, "results_dir": "../results/02_synthetic_seed1", "runs_dir": "../runs/02_synthetic_seed1"},
         "seed 1, two workers of one thread",
+    ),
+    "two threads": (
+        {"workers": 1, "results_dir": "../results/02_synthetic_threads", "runs_dir": "../runs/02_synthetic_threads"},
+        "seed 0, one run at a time with two threads",
     ),
 }
 
