@@ -1,0 +1,74 @@
+"""The README's result tables quote figures/: every number in them is checked against the file it
+comes from, so a regeneration that moves a number fails here until the README follows."""
+
+import csv
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+
+
+def readme_table(header_start: str) -> list[list[str]]:
+    """The body rows of the README table whose header line starts with `header_start`."""
+    lines = README.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header_start))
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    assert rows, header_start
+    return rows
+
+
+def figure_rows(path: str) -> list[dict]:
+    with open(ROOT / "figures" / path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def pair(a: float, b: float) -> str:
+    return f"{a:.1f} / {b:.1f}"
+
+
+def test_notebook02_table_is_figures_results():
+    results = {(r["transform"], r["setting"], r["system"]): r for r in figure_rows("02_synthetic/results.csv")}
+    rows = readme_table("| transform | setting | Single-Query @10 / @100")
+    assert len(rows) == 6
+    for transform, setting, *cells in rows:
+        key = (transform.lower(), setting.lower())
+        expected = [
+            pair(100 * float(results[(*key, s)]["mrecall@10"]), 100 * float(results[(*key, s)]["mrecall@100"]))
+            for s in ("single", "oracle", "amer")
+        ]
+        assert cells == expected, (transform, setting)
+
+
+def test_mlp_sweep_table_is_figures_mlp_sweep():
+    sweep = {
+        (r["d"], r["depth"], r["training data"].split()[0], r["system"]): r
+        for r in figure_rows("02_synthetic_mlp_sweep/mlp_sweep.csv")
+    }
+    rows = readme_table("| d | MLP depth | single-query | oracle |")
+    assert len(rows) == 6
+    for d, depth, single, oracle, cosines, amer, bug in rows:
+        depth = depth.split()[0]
+        cell = {s: sweep[d, depth, "MLP", s] for s in ("single", "oracle", "amer")}
+        for system, quoted in (("single", single), ("oracle", oracle), ("amer", amer)):
+            assert quoted == pair(float(cell[system]["mrecall@10"]), float(cell[system]["mrecall@100"])), (d, depth)
+        low, high = (float(cell["oracle"][k]) for k in ("oracle_min_target_cos", "oracle_best_negative_cos"))
+        assert cosines == f"{low:.3f} / {high:.3f}", (d, depth)
+        bugged = sweep[d, depth, "linear", "single"]
+        assert bug == pair(float(bugged["mrecall@10"]), float(bugged["mrecall@100"])), (d, depth)
+
+
+@pytest.mark.parametrize("column", [2, 4])  # whole set, low-similarity set
+def test_notebook04_table_is_figures_full_results(column):
+    full = figure_rows("04_real_data/full_results_minilm_wordnet_senses+wordnet_kinds.csv")
+    rows = readme_table("| dataset | system | whole set | Δ | low-similarity set | Δ |")
+    assert len(rows) == len(full) == 8
+    for quoted, row in zip(rows, full):
+        assert quoted[1].split(" (")[0] == row["System"].split(" (")[0]
+        name = "Whole Set MRec@100" if column == 2 else "Low Similarity Set MRec@100"
+        assert quoted[column] == row[name], (row["Dataset"], row["System"])
