@@ -12,11 +12,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from amer_lib.core.backbones import BACKBONES
+from amer_lib.core.backbones import BACKBONES, FINETUNE_MODES
+from amer_lib.core.expansion import EXPANSION_SOURCES
+from amer_lib.core.merge import MERGES
 from amer_lib.core.metrics import DISTANCES
+from amer_lib.core.train import SAMPLING_MODES
 from amer_lib.data.encoders import ENCODERS, RETRIEVERS
-from amer_lib.data.prepared import N_QUERIES
+from amer_lib.data.prepared import N_QUERIES, SOURCES
 from amer_lib.data.synthetic import SETTINGS, TRANSFORMS
+from amer_lib.runs.models import DEVICES
+from amer_lib.runs.store import BASELINES, SYSTEMS
 
 
 @dataclass(frozen=True)
@@ -35,7 +40,7 @@ SCHEMAS: dict[str, dict[str, Param]] = {
         "bm25_distance_encoder": Param(str, tuple(ENCODERS)),
         "distance": Param(str, DISTANCES),
         "min_questions": Param(int, minimum=4),
-        "device": Param(str, ("auto", "cpu", "cuda")),
+        "device": Param(str, DEVICES),
         "prepared_dir": Param(str),
         "results_dir": Param(str),
         "figures_dir": Param(str),
@@ -43,7 +48,7 @@ SCHEMAS: dict[str, dict[str, Param]] = {
     "02_synthetic": {
         "settings": Param(str, tuple(SETTINGS), is_list=True),
         "transforms": Param(str, TRANSFORMS, is_list=True),
-        "systems": Param(str, ("single", "amer"), is_list=True),
+        "systems": Param(str, SYSTEMS, is_list=True),
         "dim": Param(int, minimum=1),
         "n_train": Param(int, minimum=1),
         "n_test": Param(int, minimum=1),
@@ -54,18 +59,18 @@ SCHEMAS: dict[str, dict[str, Param]] = {
         "mlp_sweep_authors_bug": Param(bool),
         "backbone": Param(str, tuple(BACKBONES)),
         "backbone_overrides": Param(dict),
-        "finetune": Param(str, ("full", "lora")),
+        "finetune": Param(str, FINETUNE_MODES),
         "n_queries": Param(int, minimum=1),
         "steps": Param(int, minimum=1),
         "batch_size": Param(int, minimum=1),
         "lr": Param((float, int)),
         "temperature": Param((float, int)),
-        "sampling": Param(str, ("scheduled", "teacher", "predicted")),
+        "sampling": Param(str, SAMPLING_MODES),
         "sampling_rate": Param((float, int)),
         "eval_every": Param(int, minimum=1),
         "search_depth": Param(int, minimum=1),
         "seed": Param(int),
-        "device": Param(str, ("auto", "cpu", "cuda")),
+        "device": Param(str, DEVICES),
         "mixed_precision": Param(bool),
         "workers": Param(int, minimum=1),
         "nproc_per_node": Param(int, minimum=1),
@@ -74,7 +79,7 @@ SCHEMAS: dict[str, dict[str, Param]] = {
         "figures_dir": Param(str),
     },
     "03_real_data_prep": {
-        "source": Param(str, ("wordnet", "paper")),
+        "source": Param(str, SOURCES),
         "max_train": Param(int, minimum=1),
         "max_test": Param(int, minimum=1),
         "corpus_size": Param(int, minimum=1),
@@ -89,26 +94,26 @@ SCHEMAS: dict[str, dict[str, Param]] = {
         "ivfpq_factories": Param(str, is_list=True),
         "ivfpq_nprobes": Param(int, is_list=True, minimum=1),
         "seed": Param(int),
-        "device": Param(str, ("auto", "cpu", "cuda")),
+        "device": Param(str, DEVICES),
         "prepared_dir": Param(str),
         "figures_dir": Param(str),
     },
     "04_real_data": {
         "datasets": Param(str, tuple(N_QUERIES), is_list=True),
-        "systems": Param(str, ("single", "amer"), is_list=True),
-        "baselines": Param(str, ("query_expansion", "rerank"), is_list=True),
-        "expansion": Param(str, ("prf", "chat", "hf")),
+        "systems": Param(str, SYSTEMS, is_list=True),
+        "baselines": Param(str, BASELINES, is_list=True),
+        "expansion": Param(str, EXPANSION_SOURCES),
         "expansion_model": Param(str),
         "backbone": Param(str, tuple(BACKBONES)),
         "encoder": Param(str, tuple(ENCODERS)),
-        "finetune": Param(str, ("full", "lora")),
+        "finetune": Param(str, FINETUNE_MODES),
         "seeds": Param(int, is_list=True),
         "steps": Param(int, minimum=1),
         "batch_size": Param(int, minimum=1),
         "lr": Param((float, int)),
         "temperature": Param((float, int)),
         "tuning_grid": Param(dict),  # {} or lists of lr, batch_size, temperature, epochs (amer_lib.experiments.tuning)
-        "sampling": Param(str, ("scheduled", "teacher", "predicted")),
+        "sampling": Param(str, SAMPLING_MODES),
         "exclude_fed_targets": Param(bool),
         "single_target_step": Param(bool),
         "eval_every": Param(int, minimum=1),
@@ -116,7 +121,7 @@ SCHEMAS: dict[str, dict[str, Param]] = {
         "bootstrap_resamples": Param(int, minimum=1),
         "workers": Param(int, minimum=1),
         "nproc_per_node": Param(int, minimum=1),
-        "device": Param(str, ("auto", "cpu", "cuda")),
+        "device": Param(str, DEVICES),
         "mixed_precision": Param(bool),
         "prepared_dir": Param(str),
         "results_dir": Param(str),
@@ -128,10 +133,10 @@ SCHEMAS: dict[str, dict[str, Param]] = {
         "real_params": Param(str, is_list=True),  # notebook 04's params_<tag>.yaml, one per backbone (runs reused)
         "synthetic_transforms": Param(str, TRANSFORMS, is_list=True),
         "synthetic_setting": Param(str, tuple(SETTINGS)),
-        "sampling_modes": Param(str, ("scheduled", "predicted", "teacher"), is_list=True),
+        "sampling_modes": Param(str, SAMPLING_MODES, is_list=True),
         "real_seeds": Param(int, is_list=True),
         "vector_counts": Param(int, is_list=True, minimum=1),
-        "merges": Param(str, ("round_robin", "rrf", "max_score"), is_list=True),
+        "merges": Param(str, tuple(MERGES), is_list=True),
         "bootstrap_resamples": Param(int, minimum=1),
         "results_dir": Param(str),
         "runs_dir": Param(str),

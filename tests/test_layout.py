@@ -16,7 +16,7 @@ ALLOWED = {
     "runs": {"io", "core", "data"},
     "report": {"io", "core"},
     "experiments": {"io", "core", "data", "runs", "report"},
-    "params": {"io", "core", "data"},
+    "params": {"io", "core", "data", "runs"},
 }
 
 

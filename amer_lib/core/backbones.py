@@ -18,6 +18,7 @@ from transformers import AutoModel, AutoTokenizer, LlamaConfig, LlamaModel, PreT
 
 from amer_lib.core.packaged import MINILM, SMOLLM2, PackagedWeights
 
+FINETUNE_MODES = ("full", "lora")  # every weight trained, or LoRA adapters and the two projections
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 BERT_LORA_TARGETS = ("query", "key", "value", "attention.output.dense", "intermediate.dense", "output.dense")
 

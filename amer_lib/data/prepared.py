@@ -39,6 +39,7 @@ from amer_lib.data.questions import (
 )
 from amer_lib.io import write_json, write_text
 
+SOURCES = ("wordnet", "paper")  # the offline WordNet benchmark, or the paper's data from its files
 SPLITS = ("train", "test")
 # NQ-open's development and test sets (google-research-datasets/natural-questions, nq_open/): the
 # paper's "development set and test set" of NQ-open, whose multi-answer questions join training

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from amer_lib.core.expansion import (
+    EXPANSION_SOURCES,
     ChatEndpointGenerator,
     GenerationCache,
     HFGenerator,
@@ -25,10 +26,9 @@ from amer_lib.core.rerank import mmr_rerank, tune_lambda
 from amer_lib.core.search import ShardedFlatIndex
 from amer_lib.core.train import split_train_validation
 from amer_lib.runs.models import resolve_device
+from amer_lib.runs.store import BASELINES
 from amer_lib.runs.text import RunContext, cached_result, query_vectors, write_result
 
-BASELINES = ("query_expansion", "rerank")
-EXPANSION_SOURCES = ("prf", "chat", "hf")
 RERANK_DEPTH = 500  # |R| in the paper
 
 

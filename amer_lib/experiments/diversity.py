@@ -19,7 +19,7 @@ from amer_lib.data.prepared import N_QUERIES, PAPER_SIMILARITY, Benchmark, targe
 from amer_lib.data.synthetic import task_from_params
 from amer_lib.report.summaries import summary
 from amer_lib.runs.models import generate_queries, resolve_device, trained_synthetic_encoder
-from amer_lib.runs.store import REAL_RUNS, SYNTHETIC_RUNS, real_run_name, synthetic_run_name
+from amer_lib.runs.store import REAL_RUNS, SYNTHETIC_RUNS, SYSTEMS, real_run_name, synthetic_run_name
 from amer_lib.runs.text import RunContext, query_vectors
 
 
@@ -162,7 +162,7 @@ def gain_over_single(synthetic_params: dict, setting: str, real_params: list[dic
             SYNTHETIC_RUNS.cached(
                 synthetic_params, synthetic_run_name(transform, setting, system, synthetic_params["seed"])
             )
-            for system in ("single", "amer")
+            for system in SYSTEMS
         )
         if single and amer:
             a, b = (100 * run["metrics"]["mrecall@100"] for run in (single, amer))
@@ -172,7 +172,7 @@ def gain_over_single(synthetic_params: dict, setting: str, real_params: list[dic
             }
     real = {}
     for params in real_params:
-        systems = ("single", "amer")
+        systems = SYSTEMS
         names = [real_run_name(d, s, seed) for d in params["datasets"] for s in systems for seed in params["seeds"]]
         runs = [REAL_RUNS.cached(params, name) for name in names]
         rows = summary(runs, n_resamples=100) if all(runs) else []  # the gains only: no p-value is read
@@ -196,8 +196,6 @@ def gain_over_single(synthetic_params: dict, setting: str, real_params: list[dic
 # that cannot represent several answers (low recall on the training questions too) from one that
 # memorises them and fails to generalise from few training questions (high on training, low on
 # test). Per-vector recall says whether the later vectors of the sequence carry their share.
-
-SEEN_SYSTEMS = ("single", "amer")
 
 
 def trained_questions(context: RunContext, dataset: str, seed: int, limit: int) -> list:
@@ -227,7 +225,7 @@ def seen_and_unseen(
     context = RunContext(params)
     index = ShardedFlatIndex(context.shards)
     rows = []
-    jobs = [(d, s, system) for d in params["datasets"] for s in seeds for system in SEEN_SYSTEMS]
+    jobs = [(d, s, system) for d in params["datasets"] for s in seeds for system in SYSTEMS]
     for dataset, seed, system in tqdm(jobs, desc=f"seen vs unseen ({params['backbone']})", disable=not progress):
         model = context.trained_encoder(dataset, system, seed, device)
         n_queries = 1 if system == "single" else N_QUERIES[dataset]
@@ -259,7 +257,7 @@ def seen_and_unseen_table(rows: list[dict]) -> list[dict]:
     for key in dict.fromkeys((r["backbone"], r["dataset"], r["questions"]) for r in rows):
         runs = {
             system: [r for r in rows if (r["backbone"], r["dataset"], r["questions"]) == key and r["system"] == system]
-            for system in SEEN_SYSTEMS
+            for system in SYSTEMS
         }
         row = {"backbone": key[0], "dataset": key[1], "questions": key[2], "seeds": len(runs["amer"])}
         for system, found in runs.items():

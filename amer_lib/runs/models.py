@@ -11,8 +11,12 @@ from amer_lib.core.model import AMERQueryEncoder
 from amer_lib.core.train import TrainConfig, load_trainable_state
 from amer_lib.runs.store import SYNTHETIC_RUNS, RunStore, synthetic_run_name
 
+DEVICES = ("auto", "cpu", "cuda")  # auto: the GPU when torch sees one
+
 
 def resolve_device(name: str) -> torch.device:
+    if name not in DEVICES:
+        raise ValueError(f"unknown device {name!r}; valid: {', '.join(DEVICES)}")
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name == "cuda" and not torch.cuda.is_available():

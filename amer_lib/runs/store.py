@@ -20,6 +20,8 @@ import yaml
 from amer_lib.data.synthetic import TASK_VERSION
 from amer_lib.io import write_json, write_text
 
+SYSTEMS = ("single", "amer")  # one query vector, or the autoregressive sequence of n
+BASELINES = ("query_expansion", "rerank")  # derived from notebook 04's single-query runs
 # parameters added after runs were cached, with the value those runs used: at that value a
 # parameter is left out of the run key, so the cached runs and their checkpoint folders stay valid
 ADDED_LATER = {"temperature": 0.05, "sampling_rate": 1}
