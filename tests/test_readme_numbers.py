@@ -72,3 +72,37 @@ def test_notebook04_table_is_figures_full_results(column):
         assert quoted[1].split(" (")[0] == row["System"].split(" (")[0]
         name = "Whole Set MRec@100" if column == 2 else "Low Similarity Set MRec@100"
         assert quoted[column] == row[name], (row["Dataset"], row["System"])
+
+
+def test_figure6_distances_in_the_prose_are_figures_figure6_data():
+    quoted = README[README.index("Figure 6, same-question against random-pair target distance") :]
+    quoted = " ".join(quoted[: quoted.index("The paper's reading")].split())
+    for row in figure_rows("06_diversity_analysis/figure6_data.csv"):
+        same, random = (f"{float(row[k]):.2f}" for k in ("same_question_distance", "random_pair_distance"))
+        assert f"{same} vs {random}" in quoted, row["data"]
+
+
+def test_table3_gains_in_the_prose_are_figures_table3():
+    quoted = README[README.index("Table 3 (`figures/05_ablations/table3.md`)") :]
+    quoted = " ".join(quoted[: quoted.index("On synthetic data")].split()).replace("−", "-")
+    table = {row["System"]: row for row in figure_rows("05_ablations/table3.csv")}
+    for label, words in (
+        ("AMER (scheduled sampling)", "scheduled sampling"),
+        ("AMER (always predicted)", "always predicted"),
+        ("AMER (teacher forcing only)", "teacher forcing only"),
+    ):
+        row = table[label]
+        whole = f"{row['wordnet_senses (Whole Set)']} / {row['wordnet_kinds (Whole Set)']}"
+        assert f"{words} {whole}" in quoted, label
+
+
+def test_figure5_table_is_figures_figure5_data():
+    rows = readme_table("| data | AMER's vectors | between targets |")
+    figure5 = figure_rows("06_diversity_analysis/figure5_data.csv")
+    assert len(rows) == len(figure5)
+    for (data, vectors, targets, share), row in zip(rows, figure5):
+        assert data.startswith(row["dataset"].replace("mlp", "MLP")), data
+        mean = float(row["output_cos_mean"])
+        assert vectors.replace("−", "-").split(" ±")[0] == f"{mean:.3f}", data
+        assert targets.replace("−", "-") == f"{float(row['train_target_cos']):.3f}", data
+        assert float(share.rstrip("%")) == pytest.approx(100 * float(row["more_diverse_than_targets"]), abs=0.5)
