@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 from amer_lib.core.packaged import MINILM, PackagedWeights
 from amer_lib.core.search import unit_norm
 from amer_lib.data.corpus import Document
-from amer_lib.data.questions import DataFormatError
+from amer_lib.data.questions import DataFormatError, MultiAnswerQuestion
 from amer_lib.io import atomic_path, write_json, write_text
 
 
@@ -228,6 +228,16 @@ class EmbeddingShards:
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    @cached_property
+    def row_of(self) -> dict[str, int]:
+        """The global row of every document id."""
+        return {doc_id: row for row, doc_id in enumerate(self.ids)}
+
+    def answer_vectors(self, question: MultiAnswerQuestion) -> np.ndarray:
+        """`[m, d]`: each answer's target, the embedding of its first gold document (as everywhere
+        in the library: training targets, target similarity and distances)."""
+        return self.rows(np.array([self.row_of[docs[0]] for docs in question.targets]))
 
     def rows(self, rows: np.ndarray) -> np.ndarray:
         """Float32 embeddings of global rows (any shape of row indices)."""

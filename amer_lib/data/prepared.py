@@ -326,11 +326,10 @@ def target_similarity(
     """Cosine between targets of one question vs between targets of two random questions (the
     paper's appendix figure), with the first gold document of each answer."""
     shards = benchmark.embeddings(encoder)
-    row_of = {doc_id: row for row, doc_id in enumerate(shards.ids)}
     rows = []
     for number, dataset in enumerate(benchmark.datasets):
         questions = benchmark.questions(dataset, split)
-        vectors = [shards.rows(np.array([row_of[docs[0]] for docs in q.targets])) for q in questions]
+        vectors = [shards.answer_vectors(q) for q in questions]
         found = same_vs_random_cosine(vectors, n_random, seed + number)
         rows.append({"dataset": dataset, **{name: round(value, 3) for name, value in found.items()}})
     return rows

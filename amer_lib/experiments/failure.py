@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from amer_lib.core.metrics import DISTANCES, K, mean_pairwise_distance, mrecall_at_k, pad_clusters
+from amer_lib.core.metrics import DISTANCES, K, evaluate, mean_pairwise_distance, pad_clusters
 from amer_lib.core.search import ShardedFlatIndex
 from amer_lib.data.corpus import Corpus
 from amer_lib.data.encoders import RETRIEVERS, DocumentEncoder, EmbeddingShards
@@ -131,13 +131,12 @@ def score(ranked_ids: list[list[str]], questions: list[MultiAnswerQuestion], k: 
     for row, ids in enumerate(ranked_ids):
         known = [number.get(d, -1) for d in ids]  # a document no gold list holds can never hit
         ranked[row, : len(known)] = known
-    return mrecall_at_k(ranked, gold, k)
+    return evaluate(ranked, gold, (k,))[f"mrecall@{k}"]
 
 
 def target_distances(shards: EmbeddingShards, questions: list[MultiAnswerQuestion]) -> dict[str, np.ndarray]:
     """Both distances of every question, over the first gold document of each answer."""
-    row_of = {doc_id: row for row, doc_id in enumerate(shards.ids)}
-    vectors = [shards.rows(np.array([row_of[docs[0]] for docs in q.targets])) for q in questions]
+    vectors = [shards.answer_vectors(q) for q in questions]
     return {metric: mean_pairwise_distance(vectors, metric) for metric in DISTANCES}
 
 

@@ -28,7 +28,6 @@ class RunContext:
         self.params = params
         self.benchmark = Benchmark(params["prepared_dir"])
         self.shards = self.benchmark.embeddings(params["encoder"])
-        self.row_of = {doc_id: row for row, doc_id in enumerate(self.shards.ids)}
         self.tokenizer = load_tokenizer(params["backbone"])  # loaded once for training and retrieval
         rows = np.arange(len(self.shards))
         if len(rows) > NEGATIVE_POOL:  # a 25M x 1536 corpus does not fit in memory as float32
@@ -40,7 +39,7 @@ class RunContext:
         return load_trained(REAL_RUNS, self.params, real_run_name(dataset, system, seed), self.shards.dim, device)
 
     def rows(self, doc_ids: list[str]) -> np.ndarray:
-        return np.array([self.row_of[d] for d in doc_ids])
+        return np.array([self.shards.row_of[d] for d in doc_ids])
 
     def gold(self, questions: list[MultiAnswerQuestion]) -> np.ndarray:
         return pad_clusters([[self.rows(docs).tolist() for docs in q.targets] for q in questions])
@@ -54,7 +53,7 @@ class RunContext:
         return TextData(ids, mask, targets, target_mask)
 
     def target_similarity(self, questions: list[MultiAnswerQuestion]) -> np.ndarray:
-        return mean_pairwise_cosine([self.shards.rows(self.rows([docs[0] for docs in q.targets])) for q in questions])
+        return mean_pairwise_cosine([self.shards.answer_vectors(q) for q in questions])
 
 
 def cached_result(params: dict, dataset: str, system: str, seed: int) -> dict | None:
