@@ -35,7 +35,8 @@ def main() -> None:
     notebook = ROOT / "notebooks" / "04_real_data.ipynb"
     params = from_files(notebook, *[Path(f).resolve() for f in args.files])
     params = validate(
-        "04_real_data", {**params, **{k: yaml.safe_load(v) for k, v in (item.split("=", 1) for item in args.set)}}
+        "04_real_data",
+        {**params.as_dict(), **{k: yaml.safe_load(v) for k, v in (item.split("=", 1) for item in args.set)}},
     )
     os.chdir(ROOT / "notebooks")
     began = time.perf_counter()
@@ -54,10 +55,10 @@ def main() -> None:
         )
         for r in results
     ]
-    report = dict(device=device, wall_seconds=seconds, params=params, summary=summary(results), curves=curves)
+    report = dict(device=device, wall_seconds=seconds, params=params.as_dict(), summary=summary(results), curves=curves)
     (args.out / "report.json").write_text(json.dumps(report, indent=1))
     with tarfile.open(args.out / "results.tar.gz", "w:gz") as tar:
-        tar.add(params["results_dir"], arcname=Path(params["results_dir"]).name)
+        tar.add(params.results_dir, arcname=Path(params.results_dir).name)
     print(json.dumps(report["summary"], indent=1))
     print(f"{len(results)} runs in {seconds:.0f} s on {device}")
 

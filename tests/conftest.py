@@ -18,3 +18,13 @@ def tiny_encoder():
     torch.manual_seed(0)
     backbone = load_backbone("tiny", config_overrides=dict(hidden_size=32, intermediate_size=64))
     return AMERQueryEncoder(backbone, 12).eval()
+
+
+def notebook_config(notebook: str, **changes):
+    """A notebook's config at its committed defaults, with `changes`."""
+    from pathlib import Path
+
+    from amer_lib.params import from_files
+
+    root = Path(__file__).resolve().parents[1]
+    return from_files(root / "notebooks" / f"{notebook}.ipynb").replace(**changes)

@@ -1,6 +1,7 @@
 """Target diversity of the synthetic task and the aggregation behind Figure 5."""
 
 import pytest
+from conftest import notebook_config
 
 from amer_lib.experiments.diversity import figure5_rows, gain_over_single, synthetic_target_similarity
 from amer_lib.runs.store import REAL_RUNS, real_run_name
@@ -9,15 +10,9 @@ from amer_lib.runs.store import REAL_RUNS, real_run_name
 def test_linear_targets_are_two_antipodal_pairs():
     # targets x, Ax, Bx, -Ax, -Bx: of the 10 pairs two have cosine -1 and the rest are near 0 in
     # high dimension (independent random rotations), so the same-question mean is about -0.2
-    params = {
-        "transforms": ["linear"],
-        "dim": 256,
-        "n_train": 300,
-        "n_test": 10,
-        "corpus_size": 2000,
-        "mlp_layers": 2,
-        "seed": 0,
-    }
+    params = notebook_config(
+        "02_synthetic", transforms=["linear"], dim=256, n_train=300, n_test=10, corpus_size=2000, mlp_layers=2, seed=0
+    )
     [row] = synthetic_target_similarity(params, "single", n_random=2000)
     assert row["data"] == "synthetic, linear"
     assert row["same_question_cos"] == pytest.approx(-0.2, abs=0.01)
@@ -44,21 +39,27 @@ def test_figure5_rows_average_over_seeds():
 
 def test_real_gains_are_macro_averaged_over_backbones(tmp_path):
     real = []
-    for backbone, single, amer in (("small", 40, 44), ("large", 50, 65)):  # hits among 100 test questions
-        params = {"backbone": backbone, "datasets": ["kinds"], "seeds": [0], "results_dir": str(tmp_path / backbone)}
+    for backbone, single, amer in (("minilm", 40, 44), ("smollm2", 50, 65)):  # hits among 100 test questions
+        params = notebook_config(
+            "04_real_data",
+            backbone=backbone,
+            datasets=["wordnet_kinds"],
+            seeds=[0],
+            results_dir=str(tmp_path / backbone),
+        )
         for system, hits in (("single", single), ("amer", amer)):
             run = {
-                "params": params,
-                "dataset": "kinds",
+                "params": params.as_dict(),
+                "dataset": "wordnet_kinds",
                 "system": system,
                 "seed": 0,
                 "mrecall": [1.0] * hits + [0.0] * (100 - hits),
                 "target_similarity": [0.5] * 100,
             }
-            REAL_RUNS.write(params, real_run_name("kinds", system, 0), run)
+            REAL_RUNS.write(params, real_run_name("wordnet_kinds", system, 0), run)
         real.append(params)
-    synthetic = {"transforms": ["linear"], "results_dir": str(tmp_path / "none"), "seed": 0}
+    synthetic = notebook_config("02_synthetic", transforms=["linear"], results_dir=str(tmp_path / "none"), seed=0)
     gains = gain_over_single(synthetic, "multi", real)  # no synthetic runs: left out
     assert gains == {
-        "kinds": {"gain_points": pytest.approx((4 + 15) / 2), "gain_relative": pytest.approx((0.1 + 0.3) / 2)}
+        "wordnet_kinds": {"gain_points": pytest.approx((4 + 15) / 2), "gain_relative": pytest.approx((0.1 + 0.3) / 2)}
     }

@@ -1,6 +1,7 @@
 import pytest
 
-from amer_lib.params import SCHEMAS, collect, from_files, notebook_defaults, validate
+from amer_lib.params import CONFIGS, collect, from_files, notebook_defaults, validate
+from amer_lib.runs.configs import SyntheticConfig
 
 
 def defaults():
@@ -40,8 +41,31 @@ def defaults():
 
 
 def test_defaults_cover_the_schema():
-    assert set(defaults()) == set(SCHEMAS["02_synthetic"])
-    assert validate("02_synthetic", defaults()) == defaults()
+    assert set(defaults()) == set(SyntheticConfig.parameter_names())
+    config = validate("02_synthetic", defaults())
+    assert isinstance(config, SyntheticConfig) and config.as_dict() == defaults() and config.steps == 1
+
+
+def test_missing_keys_are_named():
+    values = {k: v for k, v in defaults().items() if k != "seed"}
+    with pytest.raises(KeyError, match=r"missing parameter\(s\) \['seed'\] for notebook 02_synthetic"):
+        validate("02_synthetic", values)
+
+
+def test_a_field_the_library_sets_is_checked_and_left_out_of_the_files_at_its_default():
+    config = validate("02_synthetic", defaults())
+    assert "train_transform" not in config.as_dict() and "train_transform" not in SyntheticConfig.parameter_names()
+    assert config.replace(train_transform="linear").as_dict()["train_transform"] == "linear"
+    with pytest.raises(
+        ValueError, match="invalid value 'cubic' for parameter 'train_transform'; valid choices: linear"
+    ):
+        config.replace(train_transform="cubic")
+
+
+def test_a_float_parameter_takes_an_int_but_an_int_parameter_takes_no_bool():
+    assert validate("02_synthetic", {**defaults(), "lr": 1}).lr == 1
+    with pytest.raises(TypeError, match="'steps' must be of type int, got True"):
+        validate("02_synthetic", {**defaults(), "steps": True})
 
 
 def test_unknown_key_lists_the_valid_ones():
@@ -72,10 +96,10 @@ def test_collect_takes_only_names_defined_after_the_snapshot():
     namespace = {"np": object(), "_private": 1}
     before = set(namespace)
     namespace.update(defaults())
-    assert collect("02_synthetic", namespace, before) == defaults()
+    assert collect("02_synthetic", namespace, before).as_dict() == defaults()
 
 
-@pytest.mark.parametrize("notebook", sorted(SCHEMAS))
+@pytest.mark.parametrize("notebook", sorted(CONFIGS))
 def test_notebook_defaults_and_every_shipped_parameter_file_validate(notebook):
     from pathlib import Path
 
@@ -83,10 +107,10 @@ def test_notebook_defaults_and_every_shipped_parameter_file_validate(notebook):
 
     root = Path(__file__).resolve().parent.parent
     defaults = notebook_defaults(root / "notebooks" / f"{notebook}.ipynb")
-    assert validate(notebook, defaults)
+    assert validate(notebook, defaults).as_dict() == defaults
     for path in sorted((root / "params" / notebook).glob("*.yaml")):
         validate(notebook, {**defaults, **yaml.safe_load(path.read_text())})
-        assert from_files(root / "notebooks" / f"{notebook}.ipynb", path) == {
+        assert from_files(root / "notebooks" / f"{notebook}.ipynb", path).as_dict() == {
             **defaults,
             **yaml.safe_load(path.read_text()),
         }

@@ -106,3 +106,20 @@ def test_figure5_table_is_figures_figure5_data():
         assert vectors.replace("−", "-").split(" ±")[0] == f"{mean:.3f}", data
         assert targets.replace("−", "-") == f"{float(row['train_target_cos']):.3f}", data
         assert float(share.rstrip("%")) == pytest.approx(100 * float(row["more_diverse_than_targets"]), abs=0.5)
+
+
+def test_target_similarity_in_notebook04_markdown_is_figures_target_similarity():
+    import json
+    import re
+
+    cells = json.loads((ROOT / "notebooks" / "04_real_data.ipynb").read_text())["cells"]
+    text = " ".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    pattern = r"mean cosine (\d\.\d\d) / (\d\.\d\d) between targets of one question vs (\d\.\d\d) / (\d\.\d\d)"
+    quoted = re.search(pattern, text)
+    assert quoted, "notebook 04 no longer quotes notebook 03's target similarity"
+    rows = {r["dataset"]: r for r in figure_rows("03_real_data_prep/target_similarity.csv")}
+    senses, kinds = (float(rows[d]["same_question_cos"]) for d in ("wordnet_senses", "wordnet_kinds"))
+    random_senses, random_kinds = (float(rows[d]["random_pair_cos"]) for d in ("wordnet_senses", "wordnet_kinds"))
+    # the file holds 3 decimals, the prose 2: a quoted number is that value rounded
+    for number, value in zip(map(float, quoted.groups()), (senses, kinds, random_senses, random_kinds)):
+        assert abs(number - value) <= 0.005 + 1e-9, (number, value)

@@ -1,6 +1,7 @@
 """The hyperparameter grid: its points, their steps and folders, and the pick by validation MRecall."""
 
 import pytest
+from conftest import notebook_config
 
 from amer_lib.experiments import real as tuning
 from amer_lib.experiments.real import best_points, grid_points, point_params
@@ -20,14 +21,11 @@ def test_grid_points_are_every_combination_in_order():
 
 
 def test_epochs_become_steps_at_the_points_batch_size_in_folders_of_their_own():
-    params = {"batch_size": 128, "steps": 7, "lr": 1e-4, "results_dir": "r", "runs_dir": "u"}
+    params = notebook_config("04_real_data", batch_size=128, steps=7, lr=1e-4, results_dir="r", runs_dir="u")
     tuned = point_params(params, {"batch_size": 32, "epochs": 30}, n_train=4540)
-    assert tuned["steps"] == 30 * (4540 // 32) and tuned["batch_size"] == 32 and tuned["lr"] == 1e-4
-    assert (
-        tuned["results_dir"] == "r/tuning/batch_size32_epochs30"
-        and tuned["runs_dir"] == "u/tuning/batch_size32_epochs30"
-    )
-    assert point_params(params, {"lr": 2e-5}, n_train=4540)["steps"] == 7  # no epochs: the given steps
+    assert tuned.steps == 30 * (4540 // 32) and tuned.batch_size == 32 and tuned.lr == 1e-4
+    assert tuned.results_dir == "r/tuning/batch_size32_epochs30" and tuned.runs_dir == "u/tuning/batch_size32_epochs30"
+    assert point_params(params, {"lr": 2e-5}, n_train=4540).steps == 7  # no epochs: the given steps
 
 
 def test_tune_scores_each_point_at_its_selected_checkpoint(monkeypatch, tmp_path):
@@ -39,7 +37,7 @@ def test_tune_scores_each_point_at_its_selected_checkpoint(monkeypatch, tmp_path
             return [None] * 100  # 90 training questions after the 10% validation split
 
     def fake_run(params, dataset, system, seed, progress):
-        score = {1e-5: 0.2, 1e-4: 0.4}[params["lr"]]
+        score = {1e-5: 0.2, 1e-4: 0.4}[params.lr]
         history = [
             {"step": 10, "val_loss": 2.0, "val_mrecall": score / 2},
             {"step": 20, "val_loss": 1.0, "val_mrecall": score},
@@ -49,14 +47,9 @@ def test_tune_scores_each_point_at_its_selected_checkpoint(monkeypatch, tmp_path
 
     monkeypatch.setattr("amer_lib.experiments.real.Benchmark", Questions)
     monkeypatch.setattr("amer_lib.experiments.real.run_one", fake_run)
-    params = {
-        "datasets": ["qampari"],
-        "prepared_dir": "p",
-        "batch_size": 30,
-        "steps": 1,
-        "results_dir": "r",
-        "runs_dir": "u",
-    }
+    params = notebook_config(
+        "04_real_data", datasets=["qampari"], prepared_dir="p", batch_size=30, steps=1, results_dir="r", runs_dir="u"
+    )
     rows = tuning.tune(params, {"lr": [1e-5, 1e-4], "epochs": [2]}, progress=False)
     # the checkpoint kept by validation loss (step 20) is scored, not the best MRecall seen (step 30)
     assert [(r["lr"], r["steps"], r["val_mrecall"]) for r in rows] == [(1e-5, 6, 20.0), (1e-4, 6, 40.0)]

@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from amer_lib.core.config import Config, param
+from amer_lib.core.device import DEVICES
 from amer_lib.core.metrics import same_vs_random_cosine
 from amer_lib.core.search import IVFPQIndex, ShardedFlatIndex, recall_against_exact
 from amer_lib.data import wordnet
 from amer_lib.data.corpus import Corpus, iter_documents
-from amer_lib.data.encoders import DocumentEncoder, EmbeddingShards, encode_corpus
+from amer_lib.data.encoders import ENCODERS, DocumentEncoder, EmbeddingShards, encode_corpus
 from amer_lib.data.gold import (
     DEPTH,
     ambigqa_splits,
@@ -225,38 +228,58 @@ def prepare_paper_data(
     return benchmark, mapping
 
 
-def prepare(params: dict, progress: bool = True) -> tuple[Benchmark, dict]:
+@dataclass(frozen=True)
+class PrepConfig(Config):
+    """Notebook 03's parameters: which benchmark to prepare, and how to encode and index it."""
+
+    source: str = param(choices=SOURCES)
+    max_train: int = param(minimum=1)
+    max_test: int = param(minimum=1)
+    corpus_size: int = param(minimum=1)
+    raw_dir: str = param()
+    corpus_path: str = param()
+    encoder: str = param(choices=tuple(ENCODERS))
+    mapping_encoders: list[str] = param(choices=tuple(ENCODERS))  # paper data: the gold mapping's dense retrievers
+    encode_batch_size: int = param(minimum=1)
+    shard_size: int = param(minimum=1)
+    ivfpq_factories: list[str] = param()
+    ivfpq_nprobes: list[int] = param(minimum=1)
+    seed: int = param()
+    device: str = param(choices=DEVICES)
+    prepared_dir: str = param()
+    figures_dir: str = param()
+
+
+def prepare(params: PrepConfig, progress: bool = True) -> tuple[Benchmark, dict]:
     """Notebook 03: the benchmark its parameters describe, with its corpus encoded.
 
     Paper data: the corpus is encoded first with every `mapping_encoders` model (the paper:
     Contriever and inf-retriever), since the gold mapping searches it with them besides BM25; the
     document encoder's embeddings are reused when it is one of them.
     """
-    device = None if params["device"] == "auto" else params["device"]
-    encoder = DocumentEncoder(params["encoder"], device=device)
-    directory = Path(params["prepared_dir"])
-    if params["source"] == "wordnet":
-        benchmark = prepare_wordnet(
-            directory, params["max_train"], params["max_test"], params["corpus_size"], params["seed"]
-        )
+    device = None if params.device == "auto" else params.device
+    encoder = DocumentEncoder(params.encoder, device=device)
+    directory = Path(params.prepared_dir)
+    if params.source == "wordnet":
+        benchmark = prepare_wordnet(directory, params.max_train, params.max_test, params.corpus_size, params.seed)
         mapping = {}
     else:
         retrievers = []
-        for name in params["mapping_encoders"]:
+        for name in params.mapping_encoders:
             mapper = encoder if name == encoder.spec.name else DocumentEncoder(name, device=device)
             shards = encode_corpus(
                 mapper,
-                iter_documents(params["corpus_path"]),
+                iter_documents(params.corpus_path),
                 directory / "embeddings" / name,
-                params["shard_size"],
-                params["encode_batch_size"],
+                params.shard_size,
+                params.encode_batch_size,
                 progress=progress,
             )
             retrievers.append((mapper, ShardedFlatIndex(shards)))
         benchmark, mapping = prepare_paper_data(
-            params["raw_dir"], params["corpus_path"], directory, retrievers, params["seed"], progress
+            params.raw_dir, params.corpus_path, directory, retrievers, params.seed, progress
         )
-    benchmark.encode(encoder, params["shard_size"], params["encode_batch_size"], progress)
+    benchmark.encode(encoder, params.shard_size, params.encode_batch_size, progress)
     return benchmark, mapping
 
 

@@ -224,10 +224,10 @@ def make_task(
 TASK_KEYS = ("dim", "n_train", "n_test", "corpus_size", "mlp_layers", "seed")
 
 
-def task_from_params(params: dict, transform: str, setting: str) -> SyntheticTask:
-    """The task of one setting as notebook 02's parameters describe it; a `train_transform` key
-    (set by the MLP sweep, not a notebook parameter) builds the training targets with another
-    transform."""
+def task_from_params(params, transform: str, setting: str) -> SyntheticTask:
+    """The task of one setting as notebook 02's config (`SyntheticConfig`) describes it; its
+    `train_transform` (set by the MLP sweep, not a notebook parameter) builds the training
+    targets with another transform."""
     return make_task(
-        setting, transform, train_transform=params.get("train_transform"), **{k: params[k] for k in TASK_KEYS}
+        setting, transform, train_transform=params.train_transform, **{k: getattr(params, k) for k in TASK_KEYS}
     )

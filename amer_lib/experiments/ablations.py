@@ -13,14 +13,16 @@ from collections.abc import Callable
 
 import numpy as np
 
+from amer_lib.core.config import Config
+from amer_lib.core.device import resolve_device
 from amer_lib.core.merge import MERGES, get_merge
 from amer_lib.core.metrics import KS, evaluate, mean_scores
 from amer_lib.core.search import ShardedFlatIndex, VectorIndex
 from amer_lib.data.synthetic import task_from_params
 from amer_lib.report.summaries import summary
 from amer_lib.report.tables import percent_change
-from amer_lib.runs.models import generate_queries, resolve_device, trained_synthetic_encoder
-from amer_lib.runs.store import figure_tag
+from amer_lib.runs.configs import RealConfig, SyntheticConfig
+from amer_lib.runs.models import generate_queries, trained_synthetic_encoder
 from amer_lib.runs.text import RunContext, query_vectors
 
 
@@ -53,33 +55,28 @@ SAMPLING_LABELS = {
 }
 
 
-def _mode_params(base: dict, mode: str, results_dir: str, runs_dir: str, tag: str) -> dict:
+def _mode_params(base: Config, mode: str, results_dir: str, runs_dir: str, tag: str) -> Config:
     """`base` itself for its own sampling mode (its cached runs are reused), else a copy with
     the mode and its own result and run directories."""
-    if mode == base["sampling"]:
-        return dict(base)
-    return {
-        **base,
-        "sampling": mode,
-        "results_dir": f"{results_dir}/{tag}_{mode}",
-        "runs_dir": f"{runs_dir}/{tag}_{mode}",
-    }
+    if mode == base.sampling:
+        return base
+    return base.replace(sampling=mode, results_dir=f"{results_dir}/{tag}_{mode}", runs_dir=f"{runs_dir}/{tag}_{mode}")
 
 
 def synthetic_sampling(
-    params02: dict,
+    params02: SyntheticConfig,
     transforms: list[str],
     setting: str,
     modes: list[str],
     results_dir: str,
     runs_dir: str,
-    run_all: Callable[[dict, bool], list[dict]],
+    run_all: Callable[..., list[dict]],
     progress: bool = True,
 ) -> list[dict]:
     """AMER trained under each sampling mode on notebook 02's task, plus its single-query run;
     `run_all` is notebook 02's runner (`amer_lib.experiments.synthetic.run_all`)."""
-    base = {**params02, "transforms": transforms, "settings": [setting], "systems": ["amer"]}
-    runs = run_all({**base, "systems": ["single"]}, progress)
+    base = params02.replace(transforms=transforms, settings=[setting], systems=["amer"])
+    runs = run_all(base.replace(systems=["single"]), progress)
     for mode in modes:
         runs += run_all(_mode_params(base, mode, results_dir, runs_dir, "synthetic"), progress)
     return [r for r in runs if r["system"] != "oracle"]
@@ -103,23 +100,23 @@ def synthetic_sampling_table(runs: list[dict]):
 
 
 def real_sampling(
-    params04: dict,
+    params04: RealConfig,
     modes: list[str],
     seeds: list[int],
     results_dir: str,
     runs_dir: str,
-    run_all: Callable[[dict, bool], list[dict]],
+    run_all: Callable[..., list[dict]],
     resamples: int = 10_000,
     progress: bool = True,
 ) -> list[dict]:
     """Summary rows (mean, std, relative gain over single-query, bootstrap p) of AMER trained
     under each sampling mode on one backbone's notebook-04 datasets; single-query from notebook 04.
     `run_all` is notebook 04's runner (`amer_lib.experiments.real.run_all`)."""
-    base = {**params04, "seeds": seeds, "baselines": [], "systems": ["amer"]}
-    single = run_all({**base, "systems": ["single"]}, progress)
+    base = params04.replace(seeds=seeds, baselines=[], systems=["amer"])
+    single = run_all(base.replace(systems=["single"]), progress)
     rows = []
     for mode in modes:
-        amer = run_all(_mode_params(base, mode, results_dir, runs_dir, f"real_{figure_tag(params04)}"), progress)
+        amer = run_all(_mode_params(base, mode, results_dir, runs_dir, f"real_{params04.tag}"), progress)
         rows += [
             {**row, "sampling": mode, "label": SAMPLING_LABELS[mode]}
             for row in summary(single + amer, resamples)
@@ -168,10 +165,10 @@ def real_sampling_table(rows: list[dict], alpha: float = 0.05):
 
 # ----- the vector-count x merge sweep on trained models ---------------------------------------
 def synthetic_sweep(
-    params02: dict, transform: str, setting: str, counts: tuple[int, ...], merges: tuple[str, ...]
+    params02: SyntheticConfig, transform: str, setting: str, counts: tuple[int, ...], merges: tuple[str, ...]
 ) -> list[dict]:
     """The sweep on notebook 02's trained AMER model of one (transform, setting)."""
-    device = resolve_device(params02["device"])
+    device = resolve_device(params02.device)
     model = trained_synthetic_encoder(params02, transform, setting, device)
     task = task_from_params(params02, transform, setting)
     vectors = generate_queries(model, task.test_inputs, max(counts), device)
@@ -181,19 +178,21 @@ def synthetic_sweep(
         task.test_target_ids[:, :, None],
         counts,
         merges,
-        depth=params02["search_depth"],
+        depth=params02.search_depth,
     )
     return [{"benchmark": f"synthetic {transform} {setting}", **row} for row in rows]
 
 
-def real_sweep(params04: dict, dataset: str, seed: int, counts: tuple[int, ...], merges: tuple[str, ...]) -> list[dict]:
+def real_sweep(
+    params04: RealConfig, dataset: str, seed: int, counts: tuple[int, ...], merges: tuple[str, ...]
+) -> list[dict]:
     """The sweep on notebook 04's trained AMER model of one dataset and seed."""
     context = RunContext(params04)
-    device = resolve_device(params04["device"])
+    device = resolve_device(params04.device)
     model = context.trained_encoder(dataset, "amer", seed, device)
     test = context.benchmark.questions(dataset, "test")
     vectors = query_vectors(model, context, test, max(counts), device)
     rows = vector_count_and_merge(
-        vectors, ShardedFlatIndex(context.shards), context.gold(test), counts, merges, depth=params04["search_depth"]
+        vectors, ShardedFlatIndex(context.shards), context.gold(test), counts, merges, depth=params04.search_depth
     )
-    return [{"benchmark": f"{dataset} ({params04['backbone']}, seed {seed})", **row} for row in rows]
+    return [{"benchmark": f"{dataset} ({params04.backbone}, seed {seed})", **row} for row in rows]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from amer_lib.core.device import resolve_device
 from amer_lib.core.expansion import (
     EXPANSION_SOURCES,
     ChatEndpointGenerator,
@@ -25,15 +26,14 @@ from amer_lib.core.metrics import K
 from amer_lib.core.rerank import mmr_rerank, tune_lambda
 from amer_lib.core.search import ShardedFlatIndex
 from amer_lib.core.train import split_train_validation
-from amer_lib.runs.models import resolve_device
-from amer_lib.runs.store import BASELINES
+from amer_lib.runs.configs import BASELINES, RealConfig
 from amer_lib.runs.text import RunContext, cached_result, query_vectors, write_result
 
 RERANK_DEPTH = 500  # |R| in the paper
 
 
-def keyword_source(params: dict, context: RunContext):
-    source, model = params["expansion"], params["expansion_model"]
+def keyword_source(params: RealConfig, context: RunContext):
+    source, model = params.expansion, params.expansion_model
     if source == "prf":
         return PseudoRelevanceFeedback([doc.full_text for doc in context.benchmark.documents()])
     if source == "chat":
@@ -41,11 +41,11 @@ def keyword_source(params: dict, context: RunContext):
     if source == "hf":
         if not model:
             raise ValueError("expansion='hf' needs expansion_model (a Hugging Face model id or directory)")
-        return HFGenerator(model, device=str(resolve_device(params["device"])))
+        return HFGenerator(model, device=str(resolve_device(params.device)))
     raise ValueError(f"unknown expansion source {source!r}; valid: {', '.join(EXPANSION_SOURCES)}")
 
 
-def run_baseline(params: dict, dataset: str, system: str, seed: int, progress: bool = True) -> dict:
+def run_baseline(params: RealConfig, dataset: str, system: str, seed: int, progress: bool = True) -> dict:
     """One baseline on one dataset and seed; its results JSON is reused when the params match."""
     if system not in BASELINES:
         raise ValueError(f"unknown baseline {system!r}; valid: {', '.join(BASELINES)}")
@@ -53,7 +53,7 @@ def run_baseline(params: dict, dataset: str, system: str, seed: int, progress: b
     if cached is not None and cached.get("expansion") == _expansion_key(params, system):
         return cached
     context = RunContext(params)
-    device = resolve_device(params["device"])
+    device = resolve_device(params.device)
     model = context.trained_encoder(dataset, "single", seed, device)
     index = ShardedFlatIndex(context.shards)
     test = context.benchmark.questions(dataset, "test")
@@ -75,7 +75,7 @@ def run_baseline(params: dict, dataset: str, system: str, seed: int, progress: b
     if isinstance(source, PseudoRelevanceFeedback):
         keywords = source.keywords([q.question for q in test], progress=progress)
     else:
-        cache = GenerationCache(Path(params["results_dir"]) / "expansion_cache.jsonl")
+        cache = GenerationCache(Path(params.results_dir) / "expansion_cache.jsonl")
         keywords = generate_keywords([q.question for q in test], source, cache, progress=progress)
     texts = [expanded_query(q.question, words) for q, words in zip(test, keywords)]
     ranked = index.search(query_vectors(model, context, test, 1, device, texts=texts)[:, 0], K)[1]
@@ -93,14 +93,14 @@ def run_baseline(params: dict, dataset: str, system: str, seed: int, progress: b
     )
 
 
-def _expansion_key(params: dict, system: str) -> str | None:
-    return f"{params['expansion']}:{params['expansion_model']}" if system == "query_expansion" else None
+def _expansion_key(params: RealConfig, system: str) -> str | None:
+    return f"{params.expansion}:{params.expansion_model}" if system == "query_expansion" else None
 
 
-def run_baselines(params: dict, progress: bool = True) -> list[dict]:
+def run_baselines(params: RealConfig, progress: bool = True) -> list[dict]:
     return [
         run_baseline(params, dataset, system, seed, progress)
-        for dataset in params["datasets"]
-        for system in params["baselines"]
-        for seed in params["seeds"]
+        for dataset in params.datasets
+        for system in params.baselines
+        for seed in params.seeds
     ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from tqdm.auto import tqdm
 
+from amer_lib.core.device import resolve_device
 from amer_lib.core.merge import round_robin_merge
 from amer_lib.core.metrics import K, mean_pairwise_cosine, mrecall_at_k, recall_at_k, same_vs_random_cosine
 from amer_lib.core.search import ShardedFlatIndex
@@ -18,18 +19,19 @@ from amer_lib.core.train import split_train_validation
 from amer_lib.data.prepared import N_QUERIES, PAPER_SIMILARITY, Benchmark, target_similarity
 from amer_lib.data.synthetic import task_from_params
 from amer_lib.report.summaries import summary
-from amer_lib.runs.models import generate_queries, resolve_device, trained_synthetic_encoder
-from amer_lib.runs.store import REAL_RUNS, SYNTHETIC_RUNS, SYSTEMS, real_run_name, synthetic_run_name
+from amer_lib.runs.configs import SYSTEMS, RealConfig, SyntheticConfig
+from amer_lib.runs.models import generate_queries, trained_synthetic_encoder
+from amer_lib.runs.store import REAL_RUNS, SYNTHETIC_RUNS, real_run_name, synthetic_run_name
 from amer_lib.runs.text import RunContext, query_vectors
 
 
 def synthetic_target_similarity(
-    params: dict, setting: str, split: str = "train", n_random: int = 10_000, seed: int = 0
+    params: SyntheticConfig, setting: str, split: str = "train", n_random: int = 10_000, seed: int = 0
 ) -> list[dict]:
     """Same-question vs random-pair target cosine of notebook 02's task (rebuilt from its
     parameters, no training needed), per transform."""
     rows = []
-    for transform in params["transforms"]:
+    for transform in params.transforms:
         task = task_from_params(params, transform, setting)
         ids = {"train": task.train_target_ids, "test": task.test_target_ids}[split]
         found = same_vs_random_cosine(list(task.corpus[ids]), n_random, seed)
@@ -37,22 +39,22 @@ def synthetic_target_similarity(
     return rows
 
 
-def output_similarity(params: dict, seeds: list[int], progress: bool = True) -> list[dict]:
+def output_similarity(params: RealConfig, seeds: list[int], progress: bool = True) -> list[dict]:
     """For each dataset of a notebook-04 run and each seed: the mean pairwise cosine among the
     vectors AMER generates for each test question, beside the target cosine of the test and the
     training questions. Per-question values are kept for the distribution."""
-    device = resolve_device(params["device"])
+    device = resolve_device(params.device)
     context = RunContext(params)
     rows = []
-    jobs = [(dataset, seed) for dataset in params["datasets"] for seed in seeds]
-    for dataset, seed in tqdm(jobs, desc=f"generate ({params['backbone']})", disable=not progress):
+    jobs = [(dataset, seed) for dataset in params.datasets for seed in seeds]
+    for dataset, seed in tqdm(jobs, desc=f"generate ({params.backbone})", disable=not progress):
         questions = context.benchmark.questions(dataset, "test")
         model = context.trained_encoder(dataset, "amer", seed, device)
         vectors = query_vectors(model, context, questions, N_QUERIES[dataset], device)
         train_targets = context.target_similarity(context.benchmark.questions(dataset, "train"))
         rows.append(
             _similarity_row(
-                params["backbone"],
+                params.backbone,
                 dataset,
                 seed,
                 mean_pairwise_cosine(list(vectors)),
@@ -80,20 +82,20 @@ def _similarity_row(
     }
 
 
-def synthetic_output_similarity(params: dict, setting: str) -> list[dict]:
+def synthetic_output_similarity(params: SyntheticConfig, setting: str) -> list[dict]:
     """The same measurement on notebook 02's AMER runs (one seed), where AMER is known to work:
     a reference for how diverse its vectors are when the targets are far apart."""
-    device = resolve_device(params["device"])
+    device = resolve_device(params.device)
     rows = []
-    for transform in params["transforms"]:
+    for transform in params.transforms:
         task = task_from_params(params, transform, setting)
         model = trained_synthetic_encoder(params, transform, setting, device)
-        outputs = generate_queries(model, task.test_inputs, params["n_queries"], device)
+        outputs = generate_queries(model, task.test_inputs, params.n_queries, device)
         rows.append(
             _similarity_row(
-                params["backbone"],
+                params.backbone,
                 f"synthetic, {transform}",
-                params["seed"],
+                params.seed,
                 mean_pairwise_cosine(list(outputs)),
                 mean_pairwise_cosine(list(task.corpus[task.test_target_ids])),
                 mean_pairwise_cosine(list(task.corpus[task.train_target_ids])),
@@ -123,17 +125,17 @@ def figure5_rows(rows: list[dict]) -> list[dict]:
     return table
 
 
-def real_target_similarity(real_params: list[dict], split: str = "train", n_random: int = 10_000) -> list[dict]:
+def real_target_similarity(real_params: list[RealConfig], split: str = "train", n_random: int = 10_000) -> list[dict]:
     """Same-question vs random-pair target cosine of each benchmark the notebook-04 runs used
     (each prepared benchmark and encoder once), restricted to their datasets."""
     rows, seen = [], set()
     for params in real_params:
-        key = (params["prepared_dir"], params["encoder"])
+        key = (params.prepared_dir, params.encoder)
         if key in seen:
             continue
         seen.add(key)
-        for row in target_similarity(Benchmark(params["prepared_dir"]), params["encoder"], split, n_random):
-            if row["dataset"] in params["datasets"]:
+        for row in target_similarity(Benchmark(params.prepared_dir), params.encoder, split, n_random):
+            if row["dataset"] in params.datasets:
                 rows.append({"data": row.pop("dataset"), "source": "real", **row})
     return rows
 
@@ -151,16 +153,16 @@ def reported_target_similarity() -> list[dict]:
     ]
 
 
-def gain_over_single(synthetic_params: dict, setting: str, real_params: list[dict]) -> dict[str, dict]:
+def gain_over_single(synthetic_params: SyntheticConfig, setting: str, real_params: list[RealConfig]) -> dict[str, dict]:
     """AMER's MRecall@100 gain over single-query per data source, in points and relative,
     (B - A) / A (infinite where single-query finds nothing): the synthetic runs of notebook 02
     (`setting`), and notebook 04's runs (whole test set, mean over seeds, macro-averaged over
     backbones as in Table 2). Sources without all their runs are left out."""
     gains = {}
-    for transform in synthetic_params["transforms"]:
+    for transform in synthetic_params.transforms:
         single, amer = (
             SYNTHETIC_RUNS.cached(
-                synthetic_params, synthetic_run_name(transform, setting, system, synthetic_params["seed"])
+                synthetic_params, synthetic_run_name(transform, setting, system, synthetic_params.seed)
             )
             for system in SYSTEMS
         )
@@ -173,7 +175,7 @@ def gain_over_single(synthetic_params: dict, setting: str, real_params: list[dic
     real = {}
     for params in real_params:
         systems = SYSTEMS
-        names = [real_run_name(d, s, seed) for d in params["datasets"] for s in systems for seed in params["seeds"]]
+        names = [real_run_name(d, s, seed) for d in params.datasets for s in systems for seed in params.seeds]
         runs = [REAL_RUNS.cached(params, name) for name in names]
         rows = summary(runs, n_resamples=100) if all(runs) else []  # the gains only: no p-value is read
         base = {r["dataset"]: r["whole_mean"] for r in rows if r["system"] == "single"}
@@ -216,17 +218,17 @@ def retrieval_row(vectors: np.ndarray, index: ShardedFlatIndex, gold: np.ndarray
 
 
 def seen_and_unseen(
-    params: dict, seeds: list[int], limit: int = 600, depths: tuple[int, ...] = (), progress: bool = True
+    params: RealConfig, seeds: list[int], limit: int = 600, depths: tuple[int, ...] = (), progress: bool = True
 ) -> list[dict]:
     """For each dataset of a notebook-04 run, seed and system: MRecall@100 and per-vector
     Recall@100 on up to `limit` of its training questions and on its test questions; on the
     test questions also the round-robin MRecall at each of `depths` (`mrecall_at_depth`)."""
-    device = resolve_device(params["device"])
+    device = resolve_device(params.device)
     context = RunContext(params)
     index = ShardedFlatIndex(context.shards)
     rows = []
-    jobs = [(d, s, system) for d in params["datasets"] for s in seeds for system in SYSTEMS]
-    for dataset, seed, system in tqdm(jobs, desc=f"seen vs unseen ({params['backbone']})", disable=not progress):
+    jobs = [(d, s, system) for d in params.datasets for s in seeds for system in SYSTEMS]
+    for dataset, seed, system in tqdm(jobs, desc=f"seen vs unseen ({params.backbone})", disable=not progress):
         model = context.trained_encoder(dataset, system, seed, device)
         n_queries = 1 if system == "single" else N_QUERIES[dataset]
         for split, questions in (
@@ -236,7 +238,7 @@ def seen_and_unseen(
             vectors = query_vectors(model, context, questions, n_queries, device)
             gold = context.gold(questions)
             row = {
-                "backbone": params["backbone"],
+                "backbone": params.backbone,
                 "dataset": dataset,
                 "seed": seed,
                 "system": system,

@@ -18,6 +18,7 @@ import torch
 from tqdm.auto import tqdm
 
 from amer_lib.core import distributed
+from amer_lib.core.device import resolve_device
 from amer_lib.core.metrics import (
     K,
     evaluate,
@@ -30,14 +31,15 @@ from amer_lib.data.datasets import TextData
 from amer_lib.data.prepared import N_QUERIES, Benchmark
 from amer_lib.data.questions import MultiAnswerQuestion
 from amer_lib.runs import torchrun
-from amer_lib.runs.models import build_query_encoder, resolve_device, train_config
+from amer_lib.runs.configs import RealConfig
+from amer_lib.runs.models import build_query_encoder, train_config
 from amer_lib.runs.parallel import run_parallel
 from amer_lib.runs.store import REAL_RUNS, real_run_name
 from amer_lib.runs.text import RunContext, cached_result, generated_vectors, query_vectors, write_result
 
 
 def run_one(
-    params: dict,
+    params: RealConfig,
     dataset: str,
     system: str,
     seed: int,
@@ -53,7 +55,7 @@ def run_one(
     if cached is not None:
         return cached
     context = RunContext(params)
-    device = device or resolve_device(params["device"])
+    device = device or resolve_device(params.device)
     n_queries = 1 if system == "single" else N_QUERIES[dataset]
     train_questions = context.benchmark.questions(dataset, "train")
     data = context.text_data(train_questions).to(device)
@@ -65,8 +67,8 @@ def run_one(
         seed,
         device,
         group_by_targets=True,
-        exclude_fed_targets=params["exclude_fed_targets"],
-        single_target_step=params["single_target_step"],
+        exclude_fed_targets=params.exclude_fed_targets,
+        single_target_step=params.single_target_step,
     )
     curve = validation_retrieval(
         context, [train_questions[i] for i in val_idx.tolist()], data.subset(val_idx.to(device)), n_queries
@@ -86,7 +88,7 @@ def run_one(
         return None
     test_questions = context.benchmark.questions(dataset, "test")
     vectors = query_vectors(model, context, test_questions, n_queries, device)
-    ranked = multi_vector_search(ShardedFlatIndex(context.shards), vectors, K, depth=max(params["search_depth"], K))
+    ranked = multi_vector_search(ShardedFlatIndex(context.shards), vectors, K, depth=max(params.search_depth, K))
     return write_result(
         context,
         dataset,
@@ -120,30 +122,30 @@ def validation_retrieval(
     return score
 
 
-def run_all(params: dict, progress: bool = True) -> list[dict]:
+def run_all(params: RealConfig, progress: bool = True) -> list[dict]:
     """Every (dataset, system, seed) run: one after the other, in `workers` processes side by side,
     or each trained by `nproc_per_node` processes (torchrun; one GPU each)."""
     jobs = [
         (params, dataset, system, seed)
-        for dataset in params["datasets"]
-        for system in params["systems"]
-        for seed in params["seeds"]
+        for dataset in params.datasets
+        for system in params.systems
+        for seed in params.seeds
     ]
-    distributed.check_processes(params["nproc_per_node"], params["batch_size"], params["workers"], params["device"])
-    if params["nproc_per_node"] > 1:
+    distributed.check_processes(params.nproc_per_node, params.batch_size, params.workers, params.device)
+    if params.nproc_per_node > 1:
         for job in jobs:
             if cached_result(*job) is None:
                 torchrun.launch(run_one, job[0], job[1:], progress)
         return [cached_result(*job) for job in jobs]
-    if params["workers"] == 1:
+    if params.workers == 1:
         return [run_one(*job, progress=progress) for job in jobs]
     # multi-vector runs first: the longest jobs start early, so no worker idles at the end
     order = sorted(range(len(jobs)), key=lambda i: jobs[i][2] == "single")
     done = run_parallel(
         run_one,
         [(*jobs[i], False) for i in order],
-        params["workers"],
-        len(jobs) * params["steps"],
+        params.workers,
+        len(jobs) * params.steps,
         "training steps",
         progress,
     )
@@ -173,24 +175,26 @@ def grid_points(grid: dict[str, list]) -> list[dict]:
     return [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
 
 
-def point_params(params: dict, point: dict, n_train: int) -> dict:
+def point_params(params: RealConfig, point: dict, n_train: int) -> RealConfig:
     """`params` at one grid point, in folders of its own; `epochs` becomes steps over the
     `n_train` training questions (validation split excluded) at the point's batch size."""
-    tuned = {**params, **{k: v for k, v in point.items() if k != "epochs"}}
-    if "epochs" in point:
-        tuned["steps"] = point["epochs"] * max(1, math.floor(n_train / tuned["batch_size"]))
+    tuned = params.replace(**{k: v for k, v in point.items() if k != "epochs"})
     name = "_".join(f"{key}{value}" for key, value in point.items())
-    tuned["results_dir"] = f"{params['results_dir']}/tuning/{name}"
-    tuned["runs_dir"] = f"{params['runs_dir']}/tuning/{name}"
-    return tuned
+    return tuned.replace(
+        steps=point["epochs"] * max(1, math.floor(n_train / tuned.batch_size)) if "epochs" in point else tuned.steps,
+        results_dir=f"{params.results_dir}/tuning/{name}",
+        runs_dir=f"{params.runs_dir}/tuning/{name}",
+    )
 
 
-def tune(params: dict, grid: dict[str, list], seed: int = 0, system: str = "amer", progress: bool = True) -> list[dict]:
+def tune(
+    params: RealConfig, grid: dict[str, list], seed: int = 0, system: str = "amer", progress: bool = True
+) -> list[dict]:
     """One row per dataset and grid point: the point, its steps, the selected checkpoint's step,
     validation loss and validation MRecall@100 (in %)."""
-    benchmark = Benchmark(params["prepared_dir"])
+    benchmark = Benchmark(params.prepared_dir)
     rows = []
-    jobs = [(dataset, point) for dataset in params["datasets"] for point in grid_points(grid)]
+    jobs = [(dataset, point) for dataset in params.datasets for point in grid_points(grid)]
     for dataset, point in tqdm(jobs, desc="tuning grid", disable=not progress):
         questions = len(benchmark.questions(dataset, "train"))
         n_train = questions - max(1, round(VALIDATION_FRACTION * questions))  # as split_train_validation
@@ -201,7 +205,7 @@ def tune(params: dict, grid: dict[str, list], seed: int = 0, system: str = "amer
             {
                 "dataset": dataset,
                 **point,
-                "steps": tuned["steps"],
+                "steps": tuned.steps,
                 "best_step": result["best_step"],
                 "val_loss": round(selected["val_loss"], 4),
                 "val_mrecall": round(100 * selected["val_mrecall"], 2),

@@ -18,6 +18,7 @@ import torch
 from tqdm.auto import tqdm
 
 from amer_lib.core import distributed
+from amer_lib.core.device import resolve_device
 from amer_lib.core.metrics import KS, evaluate, mean_scores
 from amer_lib.core.search import VectorIndex, multi_vector_search, unit_norm
 from amer_lib.core.train import split_train_validation, train
@@ -25,7 +26,8 @@ from amer_lib.data.datasets import VectorData
 from amer_lib.data.synthetic import N_TARGETS, SyntheticTask, task_from_params
 from amer_lib.io import git_commit
 from amer_lib.runs import torchrun
-from amer_lib.runs.models import build_query_encoder, generate_queries, resolve_device, train_config
+from amer_lib.runs.configs import SyntheticConfig
+from amer_lib.runs.models import build_query_encoder, generate_queries, train_config
 from amer_lib.runs.parallel import run_parallel
 from amer_lib.runs.store import SYNTHETIC_RUNS, synthetic_run_name
 
@@ -75,13 +77,13 @@ def target_geometry(task: SyntheticTask, n_sample: int = 200, seed: int = 0) -> 
     }
 
 
-def _cached_setting(params: dict, transform: str, setting: str) -> tuple[list[str], list[dict | None]]:
-    names = [synthetic_run_name(transform, setting, s, params["seed"]) for s in [*params["systems"], "oracle"]]
+def _cached_setting(params: SyntheticConfig, transform: str, setting: str) -> tuple[list[str], list[dict | None]]:
+    names = [synthetic_run_name(transform, setting, s, params.seed) for s in [*params.systems, "oracle"]]
     return names, [SYNTHETIC_RUNS.cached(params, name) for name in names]
 
 
 def run_setting(
-    params: dict,
+    params: SyntheticConfig,
     transform: str,
     setting: str,
     progress: bool = True,
@@ -95,19 +97,19 @@ def run_setting(
     names, cached = _cached_setting(params, transform, setting)
     if all(cached):
         return cached
-    device = device or resolve_device(params["device"])
+    device = device or resolve_device(params.device)
     task = task_from_params(params, transform, setting)
     index = VectorIndex(task.corpus)
     results = []
-    for system, name, hit in zip([*params["systems"], "oracle"], names, cached):
+    for system, name, hit in zip([*params.systems, "oracle"], names, cached):
         if hit:
             results.append(hit)
             continue
         if system == "oracle" and not distributed.is_main():
             continue
         result = dict(
-            params=params,
-            seed=params["seed"],
+            params=params.as_dict(),
+            seed=params.seed,
             git_commit=git_commit(),
             transform=transform,
             setting=setting,
@@ -115,7 +117,7 @@ def run_setting(
         )
         if system == "oracle":
             result["metrics"] = retrieval_metrics(
-                index, mean_of_targets(task), task.test_target_ids, params["search_depth"]
+                index, mean_of_targets(task), task.test_target_ids, params.search_depth
             )
             result["geometry"] = target_geometry(task)
         else:
@@ -130,7 +132,7 @@ def run_setting(
 
 
 def _train_and_evaluate(
-    params: dict,
+    params: SyntheticConfig,
     task: SyntheticTask,
     index: VectorIndex,
     system: str,
@@ -139,11 +141,11 @@ def _train_and_evaluate(
     progress: bool,
     on_step: Callable[[], None] | None,
 ) -> dict:
-    n_queries = 1 if system == "single" else params["n_queries"]
+    n_queries = 1 if system == "single" else params.n_queries
     data, negative_pool = task_data(task, device)
-    train_idx, val_idx = split_train_validation(len(data), params["seed"])
-    model = build_query_encoder(params, params["seed"], params["dim"], device)
-    config = train_config(params, n_queries, params["seed"], device, sampling_rate=float(params["sampling_rate"]))
+    train_idx, val_idx = split_train_validation(len(data), params.seed)
+    model = build_query_encoder(params, params.seed, params.dim, device)
+    config = train_config(params, n_queries, params.seed, device, sampling_rate=float(params.sampling_rate))
     trained = train(
         model,
         data.subset(train_idx.to(device)),
@@ -158,7 +160,7 @@ def _train_and_evaluate(
         return {}
     began = time.perf_counter()
     queries = generate_queries(model, task.test_inputs, n_queries, device)
-    metrics = retrieval_metrics(index, queries, task.test_target_ids, params["search_depth"])
+    metrics = retrieval_metrics(index, queries, task.test_target_ids, params.search_depth)
     return dict(
         metrics=metrics,
         n_queries=n_queries,
@@ -170,19 +172,19 @@ def _train_and_evaluate(
     )
 
 
-def run_all(params: dict, progress: bool = True) -> list[dict]:
+def run_all(params: SyntheticConfig, progress: bool = True) -> list[dict]:
     """All (transform, setting) pairs of `params`, in order: one after the other, in `workers`
     processes side by side, or each trained by `nproc_per_node` processes (torchrun; one GPU each)."""
-    pairs = [(t, s) for t in params["transforms"] for s in params["settings"]]
-    distributed.check_processes(params["nproc_per_node"], params["batch_size"], params["workers"], params["device"])
-    if params["nproc_per_node"] > 1:
+    pairs = [(t, s) for t in params.transforms for s in params.settings]
+    distributed.check_processes(params.nproc_per_node, params.batch_size, params.workers, params.device)
+    if params.nproc_per_node > 1:
         results = []
         for pair in pairs:
             if not all(_cached_setting(params, *pair)[1]):
                 torchrun.launch(run_setting, params, pair, progress)
             results += _cached_setting(params, *pair)[1]
         return results
-    return [r for job in run_jobs([(params, *pair) for pair in pairs], params["workers"], progress) for r in job]
+    return [r for job in run_jobs([(params, *pair) for pair in pairs], params.workers, progress) for r in job]
 
 
 def run_jobs(jobs: list[tuple[dict, str, str]], workers: int, progress: bool = True) -> list[list[dict]]:
@@ -194,7 +196,7 @@ def run_jobs(jobs: list[tuple[dict, str, str]], workers: int, progress: bool = T
         for i in tqdm(todo, desc="settings", disable=not progress or not todo):
             results[i] = run_setting(*jobs[i], progress)
     elif todo:
-        total = sum(len(jobs[i][0]["systems"]) * jobs[i][0]["steps"] for i in todo)
+        total = sum(len(jobs[i][0].systems) * jobs[i][0].steps for i in todo)
         done = run_parallel(run_setting, [(*jobs[i], False) for i in todo], workers, total, "training steps", progress)
         for i, result in zip(todo, done):
             results[i] = result
@@ -254,41 +256,42 @@ SETTING = "single"
 TRAINING_DATA = {"mlp": "MLP targets", "linear": "linear targets (authors' bug)"}
 
 
-def cell_params(params: dict, dim: int, depth: int, train_transform: str) -> dict:
+def cell_params(params: SyntheticConfig, dim: int, depth: int, train_transform: str) -> SyntheticConfig:
     """Notebook 02's parameters for one sweep cell, with its own results and run folders; the
     notebook's own (d, depth) on MLP data is its main run, reused. Cells trained on the linear
     targets (the bug) train single-query only: the paper's 21% is single-query's."""
-    if (dim, depth, train_transform) == (params["dim"], params["mlp_layers"], "mlp"):
-        return {**params, "transforms": ["mlp"], "settings": [SETTING]}
+    if (dim, depth, train_transform) == (params.dim, params.mlp_layers, "mlp"):
+        return params.replace(transforms=["mlp"], settings=[SETTING])
     name = f"d{dim}_depth{depth}_train_{train_transform}"
-    systems = ["single"] if train_transform == "linear" else params["systems"]
-    return {
-        **params,
-        "dim": dim,
-        "mlp_layers": depth,
-        "train_transform": train_transform,
-        "transforms": ["mlp"],
-        "settings": [SETTING],
-        "systems": systems,
-        "results_dir": str(Path(params["results_dir"]) / "mlp_sweep" / name),
-        "runs_dir": str(Path(params["runs_dir"]) / "mlp_sweep" / name),
-    }
+    systems = ["single"] if train_transform == "linear" else params.systems
+    return params.replace(
+        dim=dim,
+        mlp_layers=depth,
+        train_transform=train_transform,
+        transforms=["mlp"],
+        settings=[SETTING],
+        systems=systems,
+        results_dir=str(Path(params.results_dir) / "mlp_sweep" / name),
+        runs_dir=str(Path(params.runs_dir) / "mlp_sweep" / name),
+    )
 
 
-def mlp_sweep(params: dict, dims: list[int], depths: list[int], authors_bug: bool, progress: bool = True) -> list[dict]:
+def mlp_sweep(
+    params: SyntheticConfig, dims: list[int], depths: list[int], authors_bug: bool, progress: bool = True
+) -> list[dict]:
     """One row per (d, depth, training data, system): MRecall@10 / @100 and, for the oracle, how
     close one vector comes to the least similar target against the best random distractor."""
-    if params["nproc_per_node"] > 1:
+    if params.nproc_per_node > 1:
         raise ValueError(
             "the MLP sweep trains its cells in `workers` processes, one device each; "
-            f"nproc_per_node must be 1 for it, got {params['nproc_per_node']}"
+            f"nproc_per_node must be 1 for it, got {params.nproc_per_node}"
         )
     cells = [(dim, depth, "mlp") for dim in dims for depth in depths]
     if authors_bug:
         cells += [(dim, depth, "linear") for dim in dims for depth in depths]
     jobs = [(cell_params(params, *cell), "mlp", SETTING) for cell in cells]
     rows = []
-    for (dim, depth, train_transform), results in zip(cells, run_jobs(jobs, params["workers"], progress)):
+    for (dim, depth, train_transform), results in zip(cells, run_jobs(jobs, params.workers, progress)):
         for result in results:
             if result["system"] == "oracle" and train_transform == "linear":
                 continue  # the oracle uses no training data: the MLP cell already holds it

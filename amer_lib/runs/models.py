@@ -7,37 +7,29 @@ import numpy as np
 import torch
 
 from amer_lib.core.backbones import add_lora, get_backbone, load_backbone
+from amer_lib.core.config import Config
 from amer_lib.core.model import AMERQueryEncoder
 from amer_lib.core.train import TrainConfig, load_trainable_state
+from amer_lib.runs.configs import RealConfig, SyntheticConfig
 from amer_lib.runs.store import SYNTHETIC_RUNS, RunStore, synthetic_run_name
 
-DEVICES = ("auto", "cpu", "cuda")  # auto: the GPU when torch sees one
 
-
-def resolve_device(name: str) -> torch.device:
-    if name not in DEVICES:
-        raise ValueError(f"unknown device {name!r}; valid: {', '.join(DEVICES)}")
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("device 'cuda' was asked for, but torch sees no GPU; use device='auto' or 'cpu'")
-    return torch.device(name)
-
-
-def weights_dtype(params: dict, device: torch.device) -> torch.dtype:
+def weights_dtype(params: SyntheticConfig | RealConfig, device: torch.device) -> torch.dtype:
     """bfloat16 for the frozen weights of a LoRA run with mixed precision on a GPU (an 8B
     backbone then takes half the memory); float32 for every weight that is trained."""
-    lora_on_gpu = params["finetune"] == "lora" and device.type == "cuda"
-    return torch.bfloat16 if params["mixed_precision"] and lora_on_gpu else torch.float32
+    lora_on_gpu = params.finetune == "lora" and device.type == "cuda"
+    return torch.bfloat16 if params.mixed_precision and lora_on_gpu else torch.float32
 
 
-def build_query_encoder(params: dict, seed: int, dim: int, device: torch.device) -> AMERQueryEncoder:
+def build_query_encoder(
+    params: SyntheticConfig | RealConfig, seed: int, dim: int, device: torch.device
+) -> AMERQueryEncoder:
     """A fresh encoder: the backbone of `params` (resized by `backbone_overrides` where given),
     LoRA adapters when `finetune == "lora"`, projections to `dim`, all seeded by `seed`."""
-    name = params["backbone"]
-    overrides = params.get("backbone_overrides") or None
+    name = params.backbone
+    overrides = getattr(params, "backbone_overrides", None) or None  # notebook 04 has none
     backbone = load_backbone(name, seed=seed, dtype=weights_dtype(params, device), config_overrides=overrides)
-    if params["finetune"] == "lora":
+    if params.finetune == "lora":
         backbone = add_lora(backbone, get_backbone(name).lora)
     torch.manual_seed(seed)
     model = AMERQueryEncoder(backbone, dim)
@@ -46,36 +38,40 @@ def build_query_encoder(params: dict, seed: int, dim: int, device: torch.device)
     return model.to(device)
 
 
-def train_config(params: dict, n_outputs: int, seed: int, device: torch.device, **options) -> TrainConfig:
+def train_config(
+    params: SyntheticConfig | RealConfig, n_outputs: int, seed: int, device: torch.device, **options
+) -> TrainConfig:
     """The training configuration notebook 02's or 04's parameters describe (validation and
     checkpoints at the same cadence); `options` sets what only one notebook has."""
     return TrainConfig(
         n_outputs=n_outputs,
-        steps=params["steps"],
-        batch_size=params["batch_size"],
-        lr=float(params["lr"]),
-        sampling=params["sampling"],
-        eval_every=params["eval_every"],
-        checkpoint_every=params["eval_every"],
+        steps=params.steps,
+        batch_size=params.batch_size,
+        lr=float(params.lr),
+        sampling=params.sampling,
+        eval_every=params.eval_every,
+        checkpoint_every=params.eval_every,
         seed=seed,
-        temperature=float(params["temperature"]),
-        mixed_precision=params["mixed_precision"] and device.type == "cuda",
+        temperature=float(params.temperature),
+        mixed_precision=params.mixed_precision and device.type == "cuda",
         **options,
     )
 
 
-def load_trained(store: RunStore, params: dict, name: str, dim: int, device: torch.device) -> AMERQueryEncoder:
+def load_trained(store: RunStore, params: Config, name: str, dim: int, device: torch.device) -> AMERQueryEncoder:
     """The encoder of a finished run (its results name its seed) with its best checkpoint, in eval mode."""
     result, path = store.best_checkpoint(params, name)
-    model = build_query_encoder(result["params"], result["seed"], dim, device)
+    model = build_query_encoder(params, result["seed"], dim, device)
     load_trainable_state(model, torch.load(path, map_location=device, weights_only=True), path)
     return model.eval()
 
 
-def trained_synthetic_encoder(params: dict, transform: str, setting: str, device: torch.device) -> AMERQueryEncoder:
+def trained_synthetic_encoder(
+    params: SyntheticConfig, transform: str, setting: str, device: torch.device
+) -> AMERQueryEncoder:
     """The AMER encoder of a finished notebook-02 run of these parameters, with its kept weights."""
-    name = synthetic_run_name(transform, setting, "amer", params["seed"])
-    return load_trained(SYNTHETIC_RUNS, params, name, params["dim"], device)
+    name = synthetic_run_name(transform, setting, "amer", params.seed)
+    return load_trained(SYNTHETIC_RUNS, params, name, params.dim, device)
 
 
 @torch.no_grad()

@@ -15,13 +15,11 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
+from amer_lib.core.config import Config
 from amer_lib.data.synthetic import TASK_VERSION
 from amer_lib.io import write_json, write_text
+from amer_lib.runs.configs import RealConfig, SyntheticConfig
 
-SYSTEMS = ("single", "amer")  # one query vector, or the autoregressive sequence of n
-BASELINES = ("query_expansion", "rerank")  # derived from notebook 04's single-query runs
 # parameters added after runs were cached, with the value those runs used: at that value a
 # parameter is left out of the run key, so the cached runs and their checkpoint folders stay valid
 ADDED_LATER = {"temperature": 0.05, "sampling_rate": 1}
@@ -35,28 +33,26 @@ def params_digest(params: dict) -> str:
 
 @dataclass(frozen=True)
 class RunStore:
-    """The runs of one notebook.
+    """The runs of one notebook, keyed by its config (`amer_lib.runs.configs`).
 
-    `non_run_keys`: the notebook's parameters that choose which runs to make or where figures go,
-    not what one run trains and measures. `identity`: fields every result of this store carries
-    and must match to be read back, also part of the checkpoint digest (e.g. the synthetic task's
-    version, so runs of an older task are made again)."""
+    The run key is the config's fields that shape a run (not those marked `run=False`).
+    `identity`: fields every result of this store carries and must match to be read back, also
+    part of the checkpoint digest (e.g. the synthetic task's version, so runs of an older task are
+    made again)."""
 
     notebook: str  # e.g. "notebooks/02_synthetic.ipynb", named in errors
-    non_run_keys: tuple[str, ...]
+    config: type[Config]
     identity: dict = field(default_factory=dict)
 
     def run_params(self, params: dict) -> dict:
-        return {
-            k: v
-            for k, v in params.items()
-            if k not in self.non_run_keys and not (k in ADDED_LATER and v == ADDED_LATER[k])
-        }
+        """The run key of a config's `as_dict()` (or of the parameters a results JSON holds)."""
+        non_run = self.config.non_run_keys()
+        return {k: v for k, v in params.items() if k not in non_run and not (k in ADDED_LATER and v == ADDED_LATER[k])}
 
-    def result_path(self, params: dict, name: str, suffix: str = ".json") -> Path:
-        return Path(params["results_dir"]) / f"{name}{suffix}"
+    def result_path(self, params: Config, name: str, suffix: str = ".json") -> Path:
+        return Path(params.results_dir) / f"{name}{suffix}"
 
-    def cached(self, params: dict, name: str) -> dict | None:
+    def cached(self, params: Config, name: str) -> dict | None:
         """The run's results when they were made with the same run parameters, else None."""
         path = self.result_path(params, name)
         if not path.exists():
@@ -64,34 +60,35 @@ class RunStore:
         result = json.loads(path.read_text())
         if any(result.get(k) != v for k, v in self.identity.items()):
             return None
-        return result if self.run_params(result.get("params", {})) == self.run_params(params) else None
+        return result if self.run_params(result.get("params", {})) == self.run_params(params.as_dict()) else None
 
-    def write(self, params: dict, name: str, result: dict) -> dict:
+    def write(self, params: Config, name: str, result: dict) -> dict:
         """Write the run's results (with the store's identity fields) atomically; returns them."""
         result = {**result, **self.identity}
         write_json(self.result_path(params, name), result)
         return result
 
-    def write_params(self, params: dict, tag: str = "") -> Path:
+    def write_params(self, params: Config, tag: str = "") -> Path:
         """The notebook's parameters beside its runs (`params.yaml`, or `params_<tag>.yaml` for one
         group of runs), which the notebooks that reuse the runs read (05 and 06)."""
-        path = Path(params["results_dir"]) / (f"params_{tag}.yaml" if tag else "params.yaml")
-        write_text(path, yaml.safe_dump(params, sort_keys=False))
+        path = Path(params.results_dir) / (f"params_{tag}.yaml" if tag else "params.yaml")
+        write_text(path, params.to_yaml())
         return path
 
-    def run_dir(self, params: dict, name: str) -> Path:
+    def run_dir(self, params: Config, name: str) -> Path:
         """The run's checkpoint folder."""
-        return Path(params["runs_dir"]) / f"{name}-{params_digest({**self.run_params(params), **self.identity})}"
+        key = {**self.run_params(params.as_dict()), **self.identity}
+        return Path(params.runs_dir) / f"{name}-{params_digest(key)}"
 
-    def best_checkpoint(self, params: dict, name: str) -> tuple[dict, Path]:
+    def best_checkpoint(self, params: Config, name: str) -> tuple[dict, Path]:
         """A finished run's results and its kept checkpoint, or an error saying how to make them."""
         result = self.cached(params, name)
         if result is None:
             raise FileNotFoundError(
-                f"no results of run {name} with these parameters in {params['results_dir']}: "
+                f"no results of run {name} with these parameters in {params.results_dir}: "
                 f"run {self.notebook} (or its run_all) first"
             )
-        path = self.run_dir(result["params"], name) / "best.pt"
+        path = self.run_dir(params, name) / "best.pt"
         if not path.exists():
             raise FileNotFoundError(
                 f"{path} is missing (its run directory was deleted?); delete "
@@ -100,38 +97,9 @@ class RunStore:
         return result, path
 
 
-# ----- the stores of the notebooks that train runs ----------------------------------------------
-# Their non-run keys choose which runs to make, how many processes share one, or where figures go;
-# nproc_per_node shares each global batch among processes: the same run, up to float rounding.
-SYNTHETIC_RUNS = RunStore(
-    "notebooks/02_synthetic.ipynb",
-    non_run_keys=(
-        "settings",
-        "transforms",
-        "systems",
-        "figures_dir",
-        "nproc_per_node",
-        "mlp_sweep_dims",
-        "mlp_sweep_depths",
-        "mlp_sweep_authors_bug",
-    ),
-    identity={"task_version": TASK_VERSION},
-)
-REAL_RUNS = RunStore(
-    "notebooks/04_real_data.ipynb",
-    non_run_keys=(
-        "datasets",
-        "systems",
-        "seeds",
-        "baselines",
-        "expansion",
-        "expansion_model",
-        "bootstrap_resamples",
-        "figures_dir",
-        "nproc_per_node",
-        "tuning_grid",
-    ),
-)
+# the stores of the notebooks that train runs
+SYNTHETIC_RUNS = RunStore("notebooks/02_synthetic.ipynb", SyntheticConfig, identity={"task_version": TASK_VERSION})
+REAL_RUNS = RunStore("notebooks/04_real_data.ipynb", RealConfig)
 
 
 def synthetic_run_name(transform: str, setting: str, system: str, seed: int) -> str:
@@ -140,8 +108,3 @@ def synthetic_run_name(transform: str, setting: str, system: str, seed: int) -> 
 
 def real_run_name(dataset: str, system: str, seed: int) -> str:
     return f"{dataset}_{system}_seed{seed}"
-
-
-def figure_tag(params: dict) -> str:
-    """The name notebook 04 gives one backbone's figures and summary on its datasets."""
-    return f"{params['backbone']}_{'+'.join(params['datasets'])}"

@@ -15,6 +15,7 @@ from amer_lib.data.prepared import Benchmark
 from amer_lib.data.prompts import tokenize_prompts
 from amer_lib.data.questions import MultiAnswerQuestion
 from amer_lib.io import git_commit, write_trec_run
+from amer_lib.runs.configs import RealConfig
 from amer_lib.runs.models import load_trained
 from amer_lib.runs.store import REAL_RUNS, real_run_name
 
@@ -24,11 +25,11 @@ NEGATIVE_POOL = 1_000_000  # random negatives are drawn from at most this many c
 class RunContext:
     """What every run on one benchmark shares: questions, document embeddings, their index."""
 
-    def __init__(self, params: dict):
+    def __init__(self, params: RealConfig):
         self.params = params
-        self.benchmark = Benchmark(params["prepared_dir"])
-        self.shards = self.benchmark.embeddings(params["encoder"])
-        self.tokenizer = load_tokenizer(params["backbone"])  # loaded once for training and retrieval
+        self.benchmark = Benchmark(params.prepared_dir)
+        self.shards = self.benchmark.embeddings(params.encoder)
+        self.tokenizer = load_tokenizer(params.backbone)  # loaded once for training and retrieval
         rows = np.arange(len(self.shards))
         if len(rows) > NEGATIVE_POOL:  # a 25M x 1536 corpus does not fit in memory as float32
             rows = np.sort(np.random.default_rng(0).choice(len(rows), NEGATIVE_POOL, replace=False))
@@ -46,7 +47,7 @@ class RunContext:
 
     def text_data(self, questions: list[MultiAnswerQuestion], texts: list[str] | None = None) -> TextData:
         """Prompts of the questions (or of `texts`, e.g. expanded queries) and their targets."""
-        backbone = self.params["backbone"]
+        backbone = self.params.backbone
         texts = [q.question for q in questions] if texts is None else texts
         ids, mask = tokenize_prompts(self.tokenizer, texts, get_backbone(backbone))
         targets, target_mask = target_tensor(questions, lambda docs: self.shards.rows(self.rows(docs)))
@@ -56,7 +57,7 @@ class RunContext:
         return mean_pairwise_cosine([self.shards.answer_vectors(q) for q in questions])
 
 
-def cached_result(params: dict, dataset: str, system: str, seed: int) -> dict | None:
+def cached_result(params: RealConfig, dataset: str, system: str, seed: int) -> dict | None:
     """The run's results when it was made with these run parameters, else None."""
     return REAL_RUNS.cached(params, real_run_name(dataset, system, seed))
 
@@ -81,7 +82,7 @@ def write_result(
     )
     scores = evaluate(ranked, context.gold(questions), (K,))
     result = dict(
-        params=params,
+        params=params.as_dict(),
         seed=seed,
         git_commit=git_commit(),
         dataset=dataset,

@@ -1,7 +1,7 @@
 """One run trained by several processes that torchrun starts on this machine (one GPU each).
 
 `launch(runner, params, job)` writes the run's spec (the runner as `module:function`, the
-notebook's checked parameters and the run's arguments) and starts
+notebook's config as its class and fields, and the run's arguments) and starts
 `python -m torch.distributed.run --nproc_per_node N -m amer_lib.runs.torchrun SPEC`; every rank
 calls the runner, and rank 0 writes the run's results as a one-process run would
 (`amer_lib.core.distributed` holds the rank helpers).
@@ -20,23 +20,26 @@ from pathlib import Path
 
 import torch.distributed as dist
 
+from amer_lib.core.config import Config
 from amer_lib.core.distributed import is_main, setup
 from amer_lib.io import write_json
 
 
-def launch(runner: Callable, params: dict, job: tuple, progress: bool = True) -> None:
-    """Train one run (`runner(params, *job, progress=, device=)`) on `params['nproc_per_node']`
+def launch(runner: Callable, params: Config, job: tuple, progress: bool = True) -> None:
+    """Train one run (`runner(params, *job, progress=, device=)`) on `params.nproc_per_node`
     processes."""
     name = "_".join(map(str, job))
-    target = f"{runner.__module__}:{runner.__qualname__}"
-    spec = Path(params["results_dir"]) / "launch" / f"{name}.json"
-    write_json(spec, {"runner": target, "params": params, "job": list(job)})
+    target = _qualified_name(runner)
+    spec = Path(params.results_dir) / "launch" / f"{name}.json"
+    write_json(
+        spec, {"runner": target, "config": _qualified_name(type(params)), "params": params.as_dict(), "job": list(job)}
+    )
     command = [
         sys.executable,
         "-m",
         "torch.distributed.run",
         "--standalone",
-        f"--nproc_per_node={params['nproc_per_node']}",
+        f"--nproc_per_node={params.nproc_per_node}",
         "-m",
         __name__,
         str(spec),
@@ -53,20 +56,26 @@ def launch(runner: Callable, params: dict, job: tuple, progress: bool = True) ->
         )
 
 
-def _runner(path: str) -> Callable:
-    module, _, function = path.partition(":")
-    return getattr(import_module(module), function)
+def _qualified_name(obj) -> str:
+    return f"{obj.__module__}:{obj.__qualname__}"
+
+
+def _imported(path: str):
+    """The function or class named `module:name`."""
+    module, _, name = path.partition(":")
+    return getattr(import_module(module), name)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="one run, trained by every rank torchrun starts")
-    parser.add_argument("spec", help='JSON {"runner": "module:function", "params", "job"}')
+    parser.add_argument("spec", help='JSON {"runner": "module:function", "config": "module:Class", "params", "job"}')
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     spec = json.loads(Path(args.spec).read_text())
     device = setup()
     try:
-        _runner(spec["runner"])(spec["params"], *spec["job"], progress=not args.quiet and is_main(), device=device)
+        params = _imported(spec["config"]).from_dict(spec["params"])
+        _imported(spec["runner"])(params, *spec["job"], progress=not args.quiet and is_main(), device=device)
     finally:
         dist.destroy_process_group()
 

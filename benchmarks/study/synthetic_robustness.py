@@ -39,7 +39,7 @@ def main() -> None:
     defaults = from_files(ROOT / "notebooks" / "02_synthetic.ipynb")
     rows = []
     for variant, (overrides, _) in VARIANTS.items():
-        for run in run_all({**defaults, **SUBSET, **overrides}):
+        for run in run_all(defaults.replace(**{**SUBSET, **overrides})):
             if run["system"] != "amer":
                 continue
             rows.append(

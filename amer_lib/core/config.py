@@ -1,0 +1,118 @@
+"""Typed parameters: a frozen dataclass whose fields are a notebook's parameters, checked on creation.
+
+A field's type annotation says what it holds (`int`, `float`, `bool`, `str`, `dict`, `list[...]`)
+and `param(...)` adds what a type cannot: the valid choices, a minimum, whether a list may be
+empty, and whether the field shapes a run (part of its cache key and checkpoint digest) or only
+chooses which runs to make and where files go. Every check names the parameter and, for a choice,
+the valid ones; the same class is the notebook's schema and the run store's key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from pathlib import Path
+from typing import Any
+
+
+def param(*, choices: tuple | None = None, minimum: int | None = None, may_be_empty: bool = False, run: bool = True):
+    """A parameter's constraints. `choices` and `minimum` apply to a list's elements; `may_be_empty`:
+    [] is valid (it switches the step the list drives off); `run=False`: not part of the run key."""
+    return dataclasses.field(
+        metadata={"choices": choices, "minimum": minimum, "may_be_empty": may_be_empty, "run": run}
+    )
+
+
+def internal(default: Any, *, choices: tuple | None = None):
+    """A field that is not a notebook parameter: the library sets it (e.g. the MLP sweep's training
+    transform); it shapes the run, and at its default it leaves the run key as it was before it existed."""
+    return dataclasses.field(default=default, metadata={"choices": choices, "run": True, "internal": True})
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Base of the notebooks' configs. Subclasses are frozen dataclasses of `param()` fields."""
+
+    def __post_init__(self):
+        hints = typing.get_type_hints(type(self))
+        for f in dataclasses.fields(self):
+            _check(f.name, getattr(self, f.name), hints[f.name], f.metadata)
+
+    @classmethod
+    def parameter_names(cls) -> tuple[str, ...]:
+        """The notebook's parameters (fields the library sets itself are left out)."""
+        return tuple(f.name for f in dataclasses.fields(cls) if not f.metadata.get("internal"))
+
+    @classmethod
+    def non_run_keys(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls) if not f.metadata["run"])
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any], notebook: str = ""):
+        """The config of `values`; an unknown or missing key fails with the valid keys."""
+        where = f" for notebook {notebook}" if notebook else f" for {cls.__name__}"
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - names)
+        if unknown:
+            raise KeyError(f"unknown parameter(s) {unknown}{where}; valid keys: {', '.join(cls.parameter_names())}")
+        missing = sorted(set(cls.parameter_names()) - set(values))
+        if missing:
+            raise KeyError(f"missing parameter(s) {missing}{where}")
+        return cls(**values)
+
+    @classmethod
+    def from_yaml(cls, path: str | Path):
+        """A config written by `to_yaml` (or a parameter file naming every key)."""
+        import yaml
+
+        return cls.from_dict(yaml.safe_load(Path(path).read_text()) or {})
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fields as a plain dict (what results JSON and params.yaml hold); a field the library
+        sets is left out at its default, so the files of runs made before it existed stay valid."""
+        return {
+            f.name: _plain(getattr(self, f.name))
+            for f in dataclasses.fields(self)
+            if not (f.metadata.get("internal") and getattr(self, f.name) == f.default)
+        }
+
+    def to_yaml(self) -> str:
+        import yaml
+
+        return yaml.safe_dump(self.as_dict(), sort_keys=False)
+
+    def replace(self, **changes):
+        return dataclasses.replace(self, **changes)
+
+
+def _plain(value: Any) -> Any:
+    """A copy in YAML's and JSON's own types (lists, dicts)."""
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return {k: _plain(v) for k, v in value.items()} if isinstance(value, dict) else value
+
+
+def _check(name: str, value: Any, hint: Any, meta: typing.Mapping) -> None:
+    is_list = typing.get_origin(hint) is list
+    kind = typing.get_args(hint)[0] if is_list else hint
+    if typing.get_origin(kind) in (typing.Union, types.UnionType):  # e.g. `str | None`
+        kind = typing.get_args(kind)
+    kind = {float: (float, int), dict: dict}.get(kind, kind)
+    if is_list and not (isinstance(value, (list, tuple)) and (value or meta.get("may_be_empty"))):
+        raise ValueError(f"parameter {name!r} must be a non-empty list, got {value!r}")
+    for item in value if is_list else [value]:
+        if not isinstance(item, kind) or (kind is int and isinstance(item, bool)):
+            raise TypeError(f"parameter {name!r} must be of type {_type_name(hint)}, got {item!r}")
+        choices = meta.get("choices")
+        if choices is not None and item is not None and item not in choices:
+            raise ValueError(
+                f"invalid value {item!r} for parameter {name!r}; valid choices: {', '.join(map(str, choices))}"
+            )
+        minimum = meta.get("minimum")
+        if minimum is not None and item < minimum:
+            raise ValueError(f"parameter {name!r} must be >= {minimum}, got {item!r}")
+
+
+def _type_name(hint: Any) -> str:
+    return getattr(hint, "__name__", None) if isinstance(hint, type) else str(hint)
