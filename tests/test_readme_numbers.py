@@ -123,3 +123,19 @@ def test_target_similarity_in_notebook04_markdown_is_figures_target_similarity()
     # the file holds 3 decimals, the prose 2: a quoted number is that value rounded
     for number, value in zip(map(float, quoted.groups()), (senses, kinds, random_senses, random_kinds)):
         assert abs(number - value) <= 0.005 + 1e-9, (number, value)
+
+
+def test_table1_and_target_similarity_in_the_prose_are_figures_notebook03():
+    quoted = README[README.index("## Results on the offline real-data benchmark") :]
+    quoted = " ".join(quoted[: quoted.index("The IVF-PQ sweep")].split())
+    table1 = {r["dataset"]: r for r in figure_rows("03_real_data_prep/table1.csv")}
+    senses, kinds = table1["wordnet_senses"], table1["wordnet_kinds"]
+    assert (
+        f"wordnet_senses: {senses['train']} train / {senses['test']} test questions, "
+        f"{float(senses['targets']):.2f} targets per test question; "
+        f"wordnet_kinds: {kinds['train']} / {kinds['test']}, {float(kinds['targets']):.2f}"
+    ) in quoted
+    similarity = figure_rows("03_real_data_prep/target_similarity.csv")
+    (a, b), (c, d), (e, f), (g, h) = ((float(r["same_question_cos"]), float(r["random_pair_cos"])) for r in similarity)
+    assert f"{a:.3f} vs {b:.3f} (senses), {c:.3f} vs {d:.3f} (kinds)" in quoted
+    assert f"the paper measured {e:.2f} vs {f:.2f} (AmbigQA) and {g:.2f} vs {h:.2f} (QAMPARI)" in quoted
