@@ -1,5 +1,5 @@
-"""Atomic writes (a crash never leaves a half-written file under the final name), TREC run files
-and run metadata."""
+"""Atomic writes (a crash never leaves a half-written file under the final name), TREC run and
+qrels files, and run metadata."""
 
 from __future__ import annotations
 
@@ -81,6 +81,14 @@ def git_commit() -> str | None:
     except (OSError, subprocess.CalledProcessError):
         return None
     return commit + ("+dirty" if dirty else "")
+
+
+def write_trec_qrels(path: Path, relevant: dict[str, list[str]]) -> None:
+    """`qid 0 docid 1` per relevant document: the qrels trec_eval, ir_measures and ranx read."""
+    with atomic_path(path) as tmp, open(tmp, "w") as out:
+        for qid, doc_ids in relevant.items():
+            for doc_id in dict.fromkeys(doc_ids):
+                out.write(f"{qid} 0 {doc_id} 1\n")
 
 
 def write_trec_run(path: Path, qids: list[str], ranked_ids: list[list[str]], tag: str, depth: int) -> None:

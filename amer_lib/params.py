@@ -52,9 +52,12 @@ def snapshot(namespace: dict) -> set[str]:
 
 
 def collect(notebook: str, namespace: dict, before: set[str]) -> Config:
-    """The notebook's config of the parameters defined since `before`."""
+    """The notebook's config of the parameters defined since `before` (a list or mapping papermill's
+    `-p` passed as text is read as YAML)."""
     names = [n for n in namespace if n not in before and not n.startswith("_")]
-    return validate(notebook, {n: namespace[n] for n in names})
+    if notebook not in CONFIGS:
+        raise KeyError(f"unknown notebook {notebook!r}; valid: {', '.join(CONFIGS)}")
+    return validate(notebook, CONFIGS[notebook].read_text_values({n: namespace[n] for n in names}))
 
 
 def validate(notebook: str, params: dict[str, Any]) -> Config:

@@ -280,6 +280,19 @@ def test_real_data_notebook(real_runs):
         assert 0 <= summary[dataset, "amer"]["whole_p"] <= 1
     table2 = (tables / "table2.csv").read_text()
     assert "+PRF keywords (RM3-style, no LLM)" in table2 and "not run" not in table2
+    # the written TREC runs and qrels, read by ir_measures as the README shows, give the library's Recall@100
+    # (WordNet answers have one gold document each, so answer recall is document recall)
+    for dataset, system in (("wordnet_senses", "amer"), ("wordnet_kinds", "single")):
+        qrels = tmp_path / "prepared" / "qrels" / f"{dataset}_test.qrels"
+        trec = results / f"{dataset}_{system}_seed0.trec"
+        printed = subprocess.run(
+            [str(Path(sys.executable).parent / "ir_measures"), str(qrels), str(trec), "R@100"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        recall = json.loads((results / f"{dataset}_{system}_seed0.json").read_text())["recall"]
+        assert printed[0] == "R@100" and float(printed[1]) == pytest.approx(np.mean(recall), abs=1e-4)
 
 
 def test_ablations_notebook(real_runs, synthetic_runs):

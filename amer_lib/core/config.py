@@ -62,6 +62,26 @@ class Config:
         return cls(**values)
 
     @classmethod
+    def read_text_values(cls, values: dict[str, Any]) -> dict[str, Any]:
+        """`values` with each list or mapping given as text read as YAML (`[a, b]`, `{k: v}`): papermill's
+        `-p NAME VALUE` passes those as strings (its `-y` passes YAML)."""
+        import yaml
+
+        hints = typing.get_type_hints(cls)
+        read = dict(values)
+        for name, value in values.items():
+            kind = typing.get_origin(hints.get(name)) or hints.get(name)
+            if isinstance(value, str) and kind in (list, dict):
+                try:
+                    read[name] = yaml.safe_load(value)
+                except yaml.YAMLError as error:
+                    raise ValueError(
+                        f"parameter {name!r} takes a {kind.__name__}; {value!r} is not one in YAML "
+                        f"(e.g. -p {name} '[a, b]' or -y '{name}: [a, b]'): {error}"
+                    ) from error
+        return read
+
+    @classmethod
     def from_yaml(cls, path: str | Path):
         """A config written by `to_yaml` (or a parameter file naming every key)."""
         import yaml
@@ -100,7 +120,7 @@ def _check(name: str, value: Any, hint: Any, meta: typing.Mapping) -> None:
         kind = typing.get_args(kind)
     kind = {float: (float, int), dict: dict}.get(kind, kind)
     if is_list and not (isinstance(value, (list, tuple)) and (value or meta.get("may_be_empty"))):
-        raise ValueError(f"parameter {name!r} must be a non-empty list, got {value!r}")
+        raise ValueError(f"parameter {name!r} must be a non-empty list (e.g. [a, b]), got {value!r}")
     for item in value if is_list else [value]:
         if not isinstance(item, kind) or (kind is int and isinstance(item, bool)):
             raise TypeError(f"parameter {name!r} must be of type {_type_name(hint)}, got {item!r}")

@@ -3,6 +3,7 @@ corpus embeddings of each document encoder (notebook 03 writes it, notebook 04 r
 
     <dir>/manifest.json                 {"corpus": <path of the corpus file>, "datasets": [...]}
     <dir>/<dataset>_<split>.jsonl       the library's multi-answer format
+    <dir>/qrels/<dataset>_<split>.qrels TREC qrels of the same questions
     <dir>/embeddings/<encoder>/         float16 shards + ids (amer_lib.data.encoders)
 """
 
@@ -40,7 +41,7 @@ from amer_lib.data.questions import (
     read_questions,
     write_questions,
 )
-from amer_lib.io import write_json, write_text
+from amer_lib.io import write_json, write_text, write_trec_qrels
 
 SOURCES = ("wordnet", "paper")  # the offline WordNet benchmark, or the paper's data from its files
 SPLITS = ("train", "test")
@@ -73,6 +74,15 @@ class Benchmark:
     def documents(self):
         return iter_documents(self.manifest["corpus"])
 
+    def qrels(self, dataset: str, split: str = "test") -> Path:
+        """The split's TREC qrels (every gold document of every answer relevant), written on first use:
+        with the TREC run files of notebooks 01 and 04 they are what ir_measures, ranx and trec_eval read."""
+        path = self.directory / "qrels" / f"{dataset}_{split}.qrels"
+        if not path.exists():
+            questions = self.questions(dataset, split)
+            write_trec_qrels(path, {q.qid: [d for docs in q.targets for d in docs] for q in questions})
+        return path
+
     def embeddings(self, encoder: str) -> EmbeddingShards:
         return EmbeddingShards(self.directory / "embeddings" / encoder)
 
@@ -104,7 +114,11 @@ def _write(
         directory / "manifest.json",
         {"corpus": str(corpus), "corpus_size": corpus_size, "datasets": list(splits), **(extra or {})},
     )
-    return Benchmark(directory)
+    benchmark = Benchmark(directory)
+    for dataset, by_split in splits.items():
+        for split in by_split:
+            benchmark.qrels(dataset, split)
+    return benchmark
 
 
 def existing(directory: str | Path, recipe: dict) -> Benchmark | None:

@@ -71,8 +71,10 @@ def write_result(
     ranked: np.ndarray,
     **details,
 ) -> dict:
-    """Score a ranked top K `[Q, K]` (corpus rows), write its TREC run file and results JSON."""
+    """Score a ranked top K `[Q, K]` (corpus rows), write its TREC run file (its qrels are the
+    prepared benchmark's) and results JSON."""
     params, name = context.params, real_run_name(dataset, system, seed)
+    context.benchmark.qrels(dataset)
     write_trec_run(
         REAL_RUNS.result_path(params, name, ".trec"),
         [q.qid for q in questions],
