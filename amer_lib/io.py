@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import subprocess
 import tempfile
 from contextlib import contextmanager
@@ -83,12 +84,19 @@ def git_commit() -> str | None:
     return commit + ("+dirty" if dirty else "")
 
 
+def trec_id(identifier: str) -> str:
+    """An id as TREC files hold it: fields are split on whitespace, so whitespace (and `%`, to keep
+    the encoding reversible) is percent-encoded: the WordNet qid `senses:samuel butler` becomes
+    `senses:samuel%20butler`, in the run files and the qrels alike."""
+    return re.sub(r"[\s%]", lambda m: f"%{ord(m.group()):02X}", identifier)
+
+
 def write_trec_qrels(path: Path, relevant: dict[str, list[str]]) -> None:
     """`qid 0 docid 1` per relevant document: the qrels trec_eval, ir_measures and ranx read."""
     with atomic_path(path) as tmp, open(tmp, "w") as out:
         for qid, doc_ids in relevant.items():
             for doc_id in dict.fromkeys(doc_ids):
-                out.write(f"{qid} 0 {doc_id} 1\n")
+                out.write(f"{trec_id(qid)} 0 {trec_id(doc_id)} 1\n")
 
 
 def write_trec_run(path: Path, qids: list[str], ranked_ids: list[list[str]], tag: str, depth: int) -> None:
@@ -97,4 +105,4 @@ def write_trec_run(path: Path, qids: list[str], ranked_ids: list[list[str]], tag
     with atomic_path(path) as tmp, open(tmp, "w") as out:
         for qid, ids in zip(qids, ranked_ids):
             for rank, doc_id in enumerate(ids, 1):
-                out.write(f"{qid} Q0 {doc_id} {rank} {depth - rank + 1} {tag}\n")
+                out.write(f"{trec_id(qid)} Q0 {trec_id(doc_id)} {rank} {depth - rank + 1} {trec_id(tag)}\n")

@@ -38,6 +38,8 @@ def test_figure5_rows_average_over_seeds():
 
 
 def test_real_gains_are_macro_averaged_over_backbones(tmp_path):
+    (tmp_path / "prepared").mkdir()  # the runs' benchmark: its manifest gives n for the run key
+    (tmp_path / "prepared" / "manifest.json").write_text('{"corpus": "c.tsv", "datasets": ["wordnet_kinds"]}')
     real = []
     for backbone, single, amer in (("minilm", 40, 44), ("smollm2", 50, 65)):  # hits among 100 test questions
         params = notebook_config(
@@ -46,6 +48,7 @@ def test_real_gains_are_macro_averaged_over_backbones(tmp_path):
             datasets=["wordnet_kinds"],
             seeds=[0],
             results_dir=str(tmp_path / backbone),
+            prepared_dir=str(tmp_path / "prepared"),
         )
         for system, hits in (("single", single), ("amer", amer)):
             run = {

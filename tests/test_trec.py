@@ -28,6 +28,11 @@ def test_ir_measures_reads_the_written_files_as_the_library_scores_them(tmp_path
     assert measured[ir_measures.nDCG @ 3] == pytest.approx((ndcg_q1 + 1.0) / 2)
 
 
-def test_qrels_lists_each_relevant_document_once(tmp_path):
-    write_trec_qrels(tmp_path / "q.qrels", {"q1": ["a", "b", "a"]})
-    assert (tmp_path / "q.qrels").read_text() == "q1 0 a 1\nq1 0 b 1\n"
+def test_qrels_lists_each_relevant_document_once_and_ids_with_spaces_stay_one_field(tmp_path):
+    write_trec_qrels(tmp_path / "q.qrels", {"q1": ["a", "b", "a"], "senses:samuel butler": ["n1"]})
+    assert (tmp_path / "q.qrels").read_text() == "q1 0 a 1\nq1 0 b 1\nsenses:samuel%20butler 0 n1 1\n"
+    write_trec_run(tmp_path / "r.trec", ["senses:samuel butler"], [["n1"]], "a run", 1)
+    qrels = list(ir_measures.read_trec_qrels(str(tmp_path / "q.qrels")))
+    run = list(ir_measures.read_trec_run(str(tmp_path / "r.trec")))
+    # the spaced qid is found (1.0); q1, absent from the run, counts 0
+    assert ir_measures.calc_aggregate([ir_measures.R @ 1], qrels, run)[ir_measures.R @ 1] == 0.5

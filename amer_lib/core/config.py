@@ -16,12 +16,19 @@ from pathlib import Path
 from typing import Any
 
 
-def param(*, choices: tuple | None = None, minimum: int | None = None, may_be_empty: bool = False, run: bool = True):
-    """A parameter's constraints. `choices` and `minimum` apply to a list's elements; `may_be_empty`:
-    [] is valid (it switches the step the list drives off); `run=False`: not part of the run key."""
-    return dataclasses.field(
-        metadata={"choices": choices, "minimum": minimum, "may_be_empty": may_be_empty, "run": run}
-    )
+def param(
+    *,
+    choices: tuple | None = None,
+    or_folder: bool = False,
+    minimum: int | None = None,
+    may_be_empty: bool = False,
+    run: bool = True,
+):
+    """A parameter's constraints. `choices` and `minimum` apply to a list's elements; `or_folder`:
+    a path (a value with a `/`) is valid besides the choices; `may_be_empty`: [] is valid (it
+    switches the step the list drives off); `run=False`: not part of the run key."""
+    meta = {"choices": choices, "or_folder": or_folder, "minimum": minimum, "may_be_empty": may_be_empty, "run": run}
+    return dataclasses.field(metadata=meta)
 
 
 def internal(default: Any, *, choices: tuple | None = None):
@@ -125,9 +132,11 @@ def _check(name: str, value: Any, hint: Any, meta: typing.Mapping) -> None:
         if not isinstance(item, kind) or (kind is int and isinstance(item, bool)):
             raise TypeError(f"parameter {name!r} must be of type {_type_name(hint)}, got {item!r}")
         choices = meta.get("choices")
-        if choices is not None and item is not None and item not in choices:
+        folder = meta.get("or_folder") and "/" in item
+        if choices is not None and item is not None and item not in choices and not folder:
+            also = " or a local folder (a path with a /)" if meta.get("or_folder") else ""
             raise ValueError(
-                f"invalid value {item!r} for parameter {name!r}; valid choices: {', '.join(map(str, choices))}"
+                f"invalid value {item!r} for parameter {name!r}; valid choices: {', '.join(map(str, choices))}{also}"
             )
         minimum = meta.get("minimum")
         if minimum is not None and item < minimum:

@@ -1,7 +1,8 @@
 """A prepared retrieval benchmark on disk: questions per dataset and split, the corpus, and the
 corpus embeddings of each document encoder (notebook 03 writes it, notebook 04 reads it).
 
-    <dir>/manifest.json                 {"corpus": <path of the corpus file>, "datasets": [...]}
+    <dir>/manifest.json                 {"corpus": <path of the corpus file>, "datasets": [...],
+                                         "n_queries": {dataset: n}, "use_titles": bool, "recipe": {...}}
     <dir>/<dataset>_<split>.jsonl       the library's multi-answer format
     <dir>/qrels/<dataset>_<split>.qrels TREC qrels of the same questions
     <dir>/embeddings/<encoder>/         float16 shards + ids (amer_lib.data.encoders)
@@ -10,6 +11,7 @@ corpus embeddings of each document encoder (notebook 03 writes it, notebook 04 r
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +23,7 @@ from amer_lib.core.device import DEVICES
 from amer_lib.core.metrics import same_vs_random_cosine
 from amer_lib.core.search import IVFPQIndex, ShardedFlatIndex, recall_against_exact
 from amer_lib.data import wordnet
-from amer_lib.data.corpus import Corpus, iter_documents
+from amer_lib.data.corpus import Corpus, Document, iter_documents
 from amer_lib.data.encoders import ENCODERS, DocumentEncoder, EmbeddingShards, encode_corpus
 from amer_lib.data.gold import (
     DEPTH,
@@ -34,6 +36,7 @@ from amer_lib.data.gold import (
     question_candidates,
 )
 from amer_lib.data.questions import (
+    DataFormatError,
     MultiAnswerQuestion,
     read_ambigqa,
     read_nq_open_multi,
@@ -41,15 +44,18 @@ from amer_lib.data.questions import (
     read_questions,
     write_questions,
 )
-from amer_lib.io import write_json, write_text, write_trec_qrels
+from amer_lib.io import open_text, write_json, write_text, write_trec_qrels
 
-SOURCES = ("wordnet", "paper")  # the offline WordNet benchmark, or the paper's data from its files
+# the offline WordNet benchmark, the paper's data from its files, or a dataset of your own (questions + corpus)
+SOURCES = ("wordnet", "paper", "files")
 SPLITS = ("train", "test")
 # NQ-open's development and test sets (google-research-datasets/natural-questions, nq_open/): the
 # paper's "development set and test set" of NQ-open, whose multi-answer questions join training
 NQ_OPEN_FILES = ("NQ-open.dev.jsonl", "NQ-open.efficientqa.test.1.1.jsonl")
 # the paper's number of query vectors per dataset; the offline ones mirror AmbigQA and QAMPARI
 N_QUERIES = {"ambigqa": 2, "qampari": 5, "wordnet_senses": 2, "wordnet_kinds": 5}
+MAX_AUTO_QUERIES = 8  # a dataset of your own: n defaults to its median answer count, at most this
+DATASET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")  # it names files and runs
 
 
 class Benchmark:
@@ -66,13 +72,32 @@ class Benchmark:
     def datasets(self) -> list[str]:
         return self.manifest["datasets"]
 
+    def check(self, datasets: list[str]) -> None:
+        """Fail before any work when a dataset asked for is not in this benchmark."""
+        missing = [d for d in datasets if d not in self.datasets]
+        if missing:
+            raise ValueError(
+                f"dataset(s) {missing} are not in the benchmark prepared in {self.directory}; it holds: "
+                f"{', '.join(self.datasets)} (prepare another with notebooks/03_real_data_prep.ipynb)"
+            )
+
+    def n_queries(self, dataset: str) -> int:
+        """How many query vectors AMER generates for the dataset's questions (benchmarks prepared
+        before the manifest held it: the paper's number)."""
+        self.check([dataset])
+        return self.manifest.get("n_queries", N_QUERIES)[dataset]
+
     def questions(self, dataset: str, split: str) -> list[MultiAnswerQuestion]:
         if dataset not in self.datasets:
             raise KeyError(f"dataset {dataset!r} is not in {self.directory}; it holds: {', '.join(self.datasets)}")
         return read_questions(self.directory / f"{dataset}_{split}.jsonl")
 
     def documents(self):
-        return iter_documents(self.manifest["corpus"])
+        """The corpus; without titles where it was prepared with `use_titles = False`."""
+        documents = iter_documents(self.manifest["corpus"])
+        if self.manifest.get("use_titles", True):
+            return documents
+        return (Document(d.id, "", d.text) for d in documents)
 
     def qrels(self, dataset: str, split: str = "test") -> Path:
         """The split's TREC qrels (every gold document of every answer relevant), written on first use:
@@ -107,13 +132,18 @@ def _write(
     corpus_size: int,
     extra: dict | None = None,
 ) -> Benchmark:
+    """The questions, their qrels and the manifest (written last: a benchmark without one is not one)."""
     for dataset, by_split in splits.items():
         for split, questions in by_split.items():
             write_questions(directory / f"{dataset}_{split}.jsonl", questions)
-    write_json(
-        directory / "manifest.json",
-        {"corpus": str(corpus), "corpus_size": corpus_size, "datasets": list(splits), **(extra or {})},
-    )
+    manifest = {
+        "corpus": str(corpus),
+        "corpus_size": corpus_size,
+        "datasets": list(splits),
+        "n_queries": {d: N_QUERIES[d] for d in splits if d in N_QUERIES},
+        **(extra or {}),
+    }
+    write_json(directory / "manifest.json", manifest)
     benchmark = Benchmark(directory)
     for dataset, by_split in splits.items():
         for split in by_split:
@@ -242,6 +272,114 @@ def prepare_paper_data(
     return benchmark, mapping
 
 
+def split_questions(
+    questions: list[MultiAnswerQuestion], test_fraction: float, seed: int = 0
+) -> dict[str, list[MultiAnswerQuestion]]:
+    """A seeded train / test split: `test_fraction` of the questions (at least one) to test, each
+    split in the input's order."""
+    if not 0 < test_fraction < 1:
+        raise ValueError(f"test_fraction must be between 0 and 1, got {test_fraction}")
+    if len(questions) < 2:
+        raise ValueError(f"{len(questions)} question(s) cannot be split into a train and a test set")
+    n_test = min(len(questions) - 1, max(1, round(test_fraction * len(questions))))
+    test = set(np.random.default_rng(seed).permutation(len(questions))[:n_test].tolist())
+    return {
+        "train": [q for i, q in enumerate(questions) if i not in test],
+        "test": [q for i, q in enumerate(questions) if i in test],
+    }
+
+
+def default_n_queries(questions: list[MultiAnswerQuestion]) -> int:
+    """The median number of answers per question (rounded up), at most `MAX_AUTO_QUERIES`."""
+    return int(min(MAX_AUTO_QUERIES, np.ceil(np.median([len(q.answers) for q in questions]))))
+
+
+def prepare_files(
+    directory: str | Path,
+    dataset: str,
+    questions_path: str | Path,
+    corpus_path: str | Path,
+    test_questions_path: str | Path | None = None,
+    test_fraction: float = 0.2,
+    seed: int = 0,
+    n_queries: int = 0,
+    use_titles: bool = True,
+) -> Benchmark:
+    """A benchmark of your own: questions in the library's jsonl (`qid`, `question`, `answers`,
+    `targets`: one list of gold document ids per answer) over a TSV or BEIR corpus.
+
+    Test questions come from `test_questions_path` when given, else a seeded `test_fraction` of
+    the questions (`split_questions`). `n_queries` is the number of query vectors AMER generates
+    for the dataset (0: `default_n_queries` of the training questions). `use_titles = False`
+    leaves the corpus titles out of what the document encoder and BM25 see (a title that names
+    the answer makes retrieval lexical). Every problem is reported with its file and line."""
+    if dataset in N_QUERIES or not DATASET_NAME.match(dataset):
+        problem = "a built-in dataset's" if dataset in N_QUERIES else "not a valid name"
+        raise ValueError(
+            f"dataset name {dataset!r} is {problem}; choose a name of letters, digits, '_' and '-' "
+            f"other than {', '.join(N_QUERIES)}"
+        )
+    recipe = {
+        "source": "files",
+        "dataset": dataset,
+        "questions": str(Path(questions_path).resolve()),
+        "test_questions": str(Path(test_questions_path).resolve()) if test_questions_path else None,
+        "corpus": str(Path(corpus_path).resolve()),
+        "test_fraction": None if test_questions_path else test_fraction,
+        "seed": seed,
+        "n_queries": n_queries,
+        "use_titles": use_titles,
+    }
+    if (found := existing(directory, recipe)) is not None:
+        return found
+    corpus = Corpus.read(corpus_path)
+    if len(corpus) == 0:
+        raise DataFormatError(f"{corpus_path} holds no documents")
+    questions = _checked_questions(questions_path, corpus)
+    if test_questions_path:
+        splits = {"train": questions, "test": _checked_questions(test_questions_path, corpus)}
+        both = {q.qid for q in splits["train"]} & {q.qid for q in splits["test"]}
+        if both:
+            raise DataFormatError(
+                f"{questions_path} and {test_questions_path} share the qid(s) {sorted(both)[:5]}: a test "
+                "question must not be trained on"
+            )
+    else:
+        splits = split_questions(questions, test_fraction, seed)
+    n = n_queries or default_n_queries(splits["train"])
+    return _write(
+        Path(directory),
+        {dataset: splits},
+        Path(corpus_path).resolve(),
+        len(corpus),
+        {"recipe": recipe, "n_queries": {dataset: n}, "use_titles": use_titles},
+    )
+
+
+def _checked_questions(path: str | Path, corpus: Corpus) -> list[MultiAnswerQuestion]:
+    """The questions of `path`; a gold document id that is not in the corpus is an error naming its line."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"questions file {path} does not exist (source 'files': questions_path)")
+    questions = read_questions(path)
+    if not questions:
+        raise DataFormatError(f"{path} holds no questions")
+    for number, question in zip(_question_lines(path), questions):
+        unknown = [d for docs in question.targets for d in docs if d not in corpus.row_of]
+        if unknown:
+            raise DataFormatError(
+                f"{path}:{number}: question {question.qid!r} names gold document id(s) {unknown[:5]} "
+                "that are not in the corpus"
+            )
+    return questions
+
+
+def _question_lines(path: Path) -> list[int]:
+    """The line number of each question of a jsonl (blank lines skipped, as read_questions does)."""
+    with open_text(path) as lines:
+        return [number for number, line in enumerate(lines, 1) if line.strip()]
+
+
 @dataclass(frozen=True)
 class PrepConfig(Config):
     """Notebook 03's parameters: which benchmark to prepare, and how to encode and index it."""
@@ -252,6 +390,12 @@ class PrepConfig(Config):
     corpus_size: int = param(minimum=1)
     raw_dir: str = param()
     corpus_path: str = param()
+    questions_path: str = param()  # source "files": your questions (jsonl), and the fields below
+    test_questions_path: str = param()  # "" splits questions_path by test_fraction
+    test_fraction: float = param()
+    dataset_name: str = param()
+    n_queries: int = param(minimum=0)  # 0: the median answer count of the training questions, at most 8
+    use_titles: bool = param()
     encoder: str = param(choices=tuple(ENCODERS))
     mapping_encoders: list[str] = param(choices=tuple(ENCODERS))  # paper data: the gold mapping's dense retrievers
     encode_batch_size: int = param(minimum=1)
@@ -274,8 +418,23 @@ def prepare(params: PrepConfig, progress: bool = True) -> tuple[Benchmark, dict]
     device = None if params.device == "auto" else params.device
     encoder = DocumentEncoder(params.encoder, device=device)
     directory = Path(params.prepared_dir)
+    if not params.use_titles and params.source != "files":
+        raise ValueError(f"use_titles = False applies to source 'files' (your own corpus), not {params.source!r}")
     if params.source == "wordnet":
         benchmark = prepare_wordnet(directory, params.max_train, params.max_test, params.corpus_size, params.seed)
+        mapping = {}
+    elif params.source == "files":
+        benchmark = prepare_files(
+            directory,
+            params.dataset_name,
+            params.questions_path,
+            params.corpus_path,
+            params.test_questions_path or None,
+            params.test_fraction,
+            params.seed,
+            params.n_queries,
+            params.use_titles,
+        )
         mapping = {}
     else:
         retrievers = []

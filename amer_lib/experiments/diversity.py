@@ -16,13 +16,13 @@ from amer_lib.core.merge import round_robin_merge
 from amer_lib.core.metrics import K, mean_pairwise_cosine, mrecall_at_k, recall_at_k, same_vs_random_cosine
 from amer_lib.core.search import ShardedFlatIndex
 from amer_lib.core.train import split_train_validation
-from amer_lib.data.prepared import N_QUERIES, PAPER_SIMILARITY, Benchmark, target_similarity
+from amer_lib.data.prepared import PAPER_SIMILARITY, Benchmark, target_similarity
 from amer_lib.data.synthetic import task_from_params
 from amer_lib.report.summaries import summary
 from amer_lib.runs.configs import SYSTEMS, RealConfig, SyntheticConfig
 from amer_lib.runs.models import generate_queries, trained_synthetic_encoder
-from amer_lib.runs.store import REAL_RUNS, SYNTHETIC_RUNS, real_run_name, synthetic_run_name
-from amer_lib.runs.text import RunContext, query_vectors
+from amer_lib.runs.store import SYNTHETIC_RUNS, synthetic_run_name
+from amer_lib.runs.text import RunContext, cached_result, query_vectors
 
 
 def synthetic_target_similarity(
@@ -50,7 +50,7 @@ def output_similarity(params: RealConfig, seeds: list[int], progress: bool = Tru
     for dataset, seed in tqdm(jobs, desc=f"generate ({params.backbone})", disable=not progress):
         questions = context.benchmark.questions(dataset, "test")
         model = context.trained_encoder(dataset, "amer", seed, device)
-        vectors = query_vectors(model, context, questions, N_QUERIES[dataset], device)
+        vectors = query_vectors(model, context, questions, context.n_queries(dataset, "amer"), device)
         train_targets = context.target_similarity(context.benchmark.questions(dataset, "train"))
         rows.append(
             _similarity_row(
@@ -174,9 +174,7 @@ def gain_over_single(synthetic_params: SyntheticConfig, setting: str, real_param
             }
     real = {}
     for params in real_params:
-        systems = SYSTEMS
-        names = [real_run_name(d, s, seed) for d in params.datasets for s in systems for seed in params.seeds]
-        runs = [REAL_RUNS.cached(params, name) for name in names]
+        runs = [cached_result(params, d, s, seed) for d in params.datasets for s in SYSTEMS for seed in params.seeds]
         rows = summary(runs, n_resamples=100) if all(runs) else []  # the gains only: no p-value is read
         base = {r["dataset"]: r["whole_mean"] for r in rows if r["system"] == "single"}
         for row in rows:
@@ -230,7 +228,7 @@ def seen_and_unseen(
     jobs = [(d, s, system) for d in params.datasets for s in seeds for system in SYSTEMS]
     for dataset, seed, system in tqdm(jobs, desc=f"seen vs unseen ({params.backbone})", disable=not progress):
         model = context.trained_encoder(dataset, system, seed, device)
-        n_queries = 1 if system == "single" else N_QUERIES[dataset]
+        n_queries = context.n_queries(dataset, system)
         for split, questions in (
             ("train", trained_questions(context, dataset, seed, limit)),
             ("test", context.benchmark.questions(dataset, "test")),

@@ -13,11 +13,13 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 from tqdm.auto import tqdm
 
 from amer_lib.core import distributed
+from amer_lib.core.backbones import require_weights
 from amer_lib.core.device import resolve_device
 from amer_lib.core.metrics import (
     K,
@@ -28,14 +30,15 @@ from amer_lib.core.model import AMERQueryEncoder
 from amer_lib.core.search import ShardedFlatIndex, multi_vector_search
 from amer_lib.core.train import VALIDATION_FRACTION, split_train_validation, train
 from amer_lib.data.datasets import TextData
-from amer_lib.data.prepared import N_QUERIES, Benchmark
+from amer_lib.data.encoders import DocumentEncoder
+from amer_lib.data.prepared import Benchmark, PrepConfig, prepare
 from amer_lib.data.questions import MultiAnswerQuestion
 from amer_lib.runs import torchrun
 from amer_lib.runs.configs import RealConfig
 from amer_lib.runs.models import build_query_encoder, train_config
 from amer_lib.runs.parallel import run_parallel
 from amer_lib.runs.store import REAL_RUNS, real_run_name
-from amer_lib.runs.text import RunContext, cached_result, generated_vectors, query_vectors, write_result
+from amer_lib.runs.text import RunContext, cached_result, generated_vectors, query_vectors, run_facts, write_result
 
 
 def run_one(
@@ -51,12 +54,12 @@ def run_one(
 
     On every rank of a torch.distributed group (`amer_lib.core.distributed`, with this rank's
     `device`): the ranks train together, rank 0 retrieves and writes, the others return None."""
-    cached = REAL_RUNS.cached(params, real_run_name(dataset, system, seed))
+    cached = cached_result(params, dataset, system, seed)
     if cached is not None:
         return cached
     context = RunContext(params)
     device = device or resolve_device(params.device)
-    n_queries = 1 if system == "single" else N_QUERIES[dataset]
+    n_queries = context.n_queries(dataset, system)
     train_questions = context.benchmark.questions(dataset, "train")
     data = context.text_data(train_questions).to(device)
     train_idx, val_idx = split_train_validation(len(data), seed)
@@ -79,7 +82,9 @@ def run_one(
         data.subset(val_idx.to(device)),
         context.negatives.to(device),
         config,
-        run_dir=REAL_RUNS.run_dir(params, real_run_name(dataset, system, seed)),
+        run_dir=REAL_RUNS.run_dir(
+            params, real_run_name(dataset, system, seed), run_facts(context.benchmark, dataset, system)
+        ),
         progress=progress,
         on_step=on_step,
         evaluate=curve,
@@ -122,6 +127,32 @@ def validation_retrieval(
     return score
 
 
+def ready_benchmark(params: RealConfig, offline_recipe: PrepConfig, progress: bool = True) -> Benchmark:
+    """The prepared benchmark the runs need, checked before any training: the backbone's weights are
+    on this machine (else the error says what to fetch), the datasets are in the benchmark, and the
+    corpus is encoded with `encoder`. The offline WordNet benchmark is prepared here when it is
+    missing, with `offline_recipe` (notebook 03's defaults: the call notebook 03 makes); any other
+    benchmark must come from notebook 03."""
+    require_weights(params.backbone)
+    directory = Path(params.prepared_dir)
+    if not (directory / "manifest.json").exists():
+        offline = [d for d in params.datasets if d.startswith("wordnet_")]
+        if offline != params.datasets or offline_recipe.source != "wordnet":
+            raise FileNotFoundError(
+                f"{directory} holds no prepared benchmark; prepare {params.datasets} with "
+                "notebooks/03_real_data_prep.ipynb first (its parameter file for your data)"
+            )
+        prepare(offline_recipe.replace(prepared_dir=str(directory), device=params.device), progress)
+    benchmark = Benchmark(directory)
+    benchmark.check(params.datasets)
+    try:
+        benchmark.embeddings(params.encoder)
+    except (FileNotFoundError, RuntimeError):  # not encoded with this encoder yet, or interrupted: resume
+        device = None if params.device == "auto" else params.device
+        benchmark.encode(DocumentEncoder(params.encoder, device=device), progress=progress)
+    return benchmark
+
+
 def run_all(params: RealConfig, progress: bool = True) -> list[dict]:
     """Every (dataset, system, seed) run: one after the other, in `workers` processes side by side,
     or each trained by `nproc_per_node` processes (torchrun; one GPU each)."""
@@ -131,6 +162,7 @@ def run_all(params: RealConfig, progress: bool = True) -> list[dict]:
         for system in params.systems
         for seed in params.seeds
     ]
+    Benchmark(params.prepared_dir).check(params.datasets)
     distributed.check_processes(params.nproc_per_node, params.batch_size, params.workers, params.device)
     if params.nproc_per_node > 1:
         for job in jobs:

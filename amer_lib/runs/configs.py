@@ -10,6 +10,7 @@ Notebook 03's config is `amer_lib.data.prepared.PrepConfig`, beside the preparat
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from amer_lib.core.backbones import BACKBONES, FINETUNE_MODES
 from amer_lib.core.config import Config, internal, param
@@ -19,7 +20,6 @@ from amer_lib.core.merge import MERGES
 from amer_lib.core.metrics import DISTANCES
 from amer_lib.core.train import SAMPLING_MODES
 from amer_lib.data.encoders import ENCODERS, RETRIEVERS
-from amer_lib.data.prepared import N_QUERIES
 from amer_lib.data.synthetic import SETTINGS, TRANSFORMS
 
 SYSTEMS = ("single", "amer")  # one query vector, or the autoregressive sequence of n
@@ -30,7 +30,7 @@ BASELINES = ("query_expansion", "rerank")  # derived from notebook 04's single-q
 class FailureConfig(Config):
     """Notebook 01: off-the-shelf retrievers on the prepared benchmark."""
 
-    datasets: list[str] = param(choices=tuple(N_QUERIES))
+    datasets: list[str] = param()  # any dataset of the prepared benchmark (checked against it)
     retrievers: list[str] = param(choices=RETRIEVERS)
     bm25_distance_encoder: str = param(choices=tuple(ENCODERS))
     distance: str = param(choices=DISTANCES)
@@ -84,12 +84,12 @@ class SyntheticConfig(Config):
 class RealConfig(Config):
     """Notebook 04: one backbone trained on the prepared datasets, with the baselines."""
 
-    datasets: list[str] = param(choices=tuple(N_QUERIES), run=False)
+    datasets: list[str] = param(run=False)  # any dataset of the prepared benchmark (checked against it)
     systems: list[str] = param(choices=SYSTEMS, run=False)
     baselines: list[str] = param(choices=BASELINES, may_be_empty=True, run=False)  # [] skips them
     expansion: str = param(choices=EXPANSION_SOURCES, run=False)
     expansion_model: str = param(run=False)
-    backbone: str = param(choices=tuple(BACKBONES))
+    backbone: str = param(choices=tuple(BACKBONES), or_folder=True)  # or a local model folder
     encoder: str = param(choices=tuple(ENCODERS))
     finetune: str = param(choices=FINETUNE_MODES)
     seeds: list[int] = param(run=False)
@@ -116,7 +116,7 @@ class RealConfig(Config):
     @property
     def tag(self) -> str:
         """The name of this backbone's figures and summary on these datasets."""
-        return f"{self.backbone}_{'+'.join(self.datasets)}"
+        return f"{Path(self.backbone).name}_{'+'.join(self.datasets)}"
 
 
 @dataclass(frozen=True)

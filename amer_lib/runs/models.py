@@ -58,9 +58,11 @@ def train_config(
     )
 
 
-def load_trained(store: RunStore, params: Config, name: str, dim: int, device: torch.device) -> AMERQueryEncoder:
+def load_trained(
+    store: RunStore, params: Config, name: str, dim: int, device: torch.device, facts: dict | None = None
+) -> AMERQueryEncoder:
     """The encoder of a finished run (its results name its seed) with its best checkpoint, in eval mode."""
-    result, path = store.best_checkpoint(params, name)
+    result, path = store.best_checkpoint(params, name, facts)
     model = build_query_encoder(params, result["seed"], dim, device)
     load_trainable_state(model, torch.load(path, map_location=device, weights_only=True), path)
     return model.eval()

@@ -52,13 +52,14 @@ class RunStore:
     def result_path(self, params: Config, name: str, suffix: str = ".json") -> Path:
         return Path(params.results_dir) / f"{name}{suffix}"
 
-    def cached(self, params: Config, name: str) -> dict | None:
-        """The run's results when they were made with the same run parameters, else None."""
+    def cached(self, params: Config, name: str, facts: dict | None = None) -> dict | None:
+        """The run's results when they were made with the same run parameters (and `facts`: what
+        shapes the run beyond its config, e.g. its dataset's number of query vectors), else None."""
         path = self.result_path(params, name)
         if not path.exists():
             return None
         result = json.loads(path.read_text())
-        if any(result.get(k) != v for k, v in self.identity.items()):
+        if any(result.get(k) != v for k, v in {**self.identity, **(facts or {})}.items()):
             return None
         return result if self.run_params(result.get("params", {})) == self.run_params(params.as_dict()) else None
 
@@ -75,20 +76,20 @@ class RunStore:
         write_text(path, params.to_yaml())
         return path
 
-    def run_dir(self, params: Config, name: str) -> Path:
+    def run_dir(self, params: Config, name: str, facts: dict | None = None) -> Path:
         """The run's checkpoint folder."""
-        key = {**self.run_params(params.as_dict()), **self.identity}
+        key = {**self.run_params(params.as_dict()), **self.identity, **(facts or {})}
         return Path(params.runs_dir) / f"{name}-{params_digest(key)}"
 
-    def best_checkpoint(self, params: Config, name: str) -> tuple[dict, Path]:
+    def best_checkpoint(self, params: Config, name: str, facts: dict | None = None) -> tuple[dict, Path]:
         """A finished run's results and its kept checkpoint, or an error saying how to make them."""
-        result = self.cached(params, name)
+        result = self.cached(params, name, facts)
         if result is None:
             raise FileNotFoundError(
                 f"no results of run {name} with these parameters in {params.results_dir}: "
                 f"run {self.notebook} (or its run_all) first"
             )
-        path = self.run_dir(params, name) / "best.pt"
+        path = self.run_dir(params, name, facts) / "best.pt"
         if not path.exists():
             raise FileNotFoundError(
                 f"{path} is missing (its run directory was deleted?); delete "

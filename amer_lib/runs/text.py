@@ -11,7 +11,7 @@ from amer_lib.core.backbones import get_backbone, load_tokenizer
 from amer_lib.core.metrics import K, evaluate, mean_pairwise_cosine, pad_clusters
 from amer_lib.core.model import AMERQueryEncoder
 from amer_lib.data.datasets import TextData, target_tensor
-from amer_lib.data.prepared import Benchmark
+from amer_lib.data.prepared import N_QUERIES, Benchmark
 from amer_lib.data.prompts import tokenize_prompts
 from amer_lib.data.questions import MultiAnswerQuestion
 from amer_lib.io import git_commit, write_trec_run
@@ -37,7 +37,12 @@ class RunContext:
 
     def trained_encoder(self, dataset: str, system: str, seed: int, device: torch.device) -> AMERQueryEncoder:
         """The encoder of a finished notebook-04 run of these parameters, with its kept weights."""
-        return load_trained(REAL_RUNS, self.params, real_run_name(dataset, system, seed), self.shards.dim, device)
+        name, facts = real_run_name(dataset, system, seed), run_facts(self.benchmark, dataset, system)
+        return load_trained(REAL_RUNS, self.params, name, self.shards.dim, device, facts)
+
+    def n_queries(self, dataset: str, system: str) -> int:
+        """Query vectors per question: one for single-query, the dataset's number for AMER."""
+        return 1 if system == "single" else self.benchmark.n_queries(dataset)
 
     def rows(self, doc_ids: list[str]) -> np.ndarray:
         return np.array([self.shards.row_of[d] for d in doc_ids])
@@ -57,9 +62,19 @@ class RunContext:
         return mean_pairwise_cosine([self.shards.answer_vectors(q) for q in questions])
 
 
+def run_facts(benchmark: Benchmark, dataset: str, system: str) -> dict:
+    """What shapes an AMER run beyond its config: its dataset's number of query vectors, from the
+    prepared benchmark. Left out where it is the paper's number for a built-in dataset, so the runs
+    made before it was part of the key keep their results and checkpoint folders."""
+    if system != "amer" or N_QUERIES.get(dataset) == benchmark.n_queries(dataset):
+        return {}
+    return {"n_queries": benchmark.n_queries(dataset)}
+
+
 def cached_result(params: RealConfig, dataset: str, system: str, seed: int) -> dict | None:
     """The run's results when it was made with these run parameters, else None."""
-    return REAL_RUNS.cached(params, real_run_name(dataset, system, seed))
+    facts = run_facts(Benchmark(params.prepared_dir), dataset, system)
+    return REAL_RUNS.cached(params, real_run_name(dataset, system, seed), facts)
 
 
 def write_result(

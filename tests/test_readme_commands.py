@@ -1,0 +1,118 @@
+"""Every papermill and ir_measures command the README shows, run as typed from the repository root
+(its output notebooks and folders moved to a temporary one, and tiny sizes added with a last `-f`
+file, which the command's own `-p` values still override). Commands that need a paper-scale
+backbone must stop at once with what to fetch. Not run here: `make test` (CI runs it), `make
+figures` (hours of CPU; run before each commit of figures/), pip / conda set-up lines, the
+hand-started torchrun (tests/test_distributed.py runs the same entry), the WordNet derivation
+(needs Debian's wordnet-base) and `benchmarks/bench_core.py` (timings, not behaviour)."""
+
+import json
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from test_notebooks import tiny_real, tiny_synthetic
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+pytestmark = pytest.mark.slow  # papermill runs
+
+
+def readme_commands() -> list[str]:
+    """The papermill / ir_measures commands in code blocks and inline code, whitespace normalised."""
+    blocks = [line for block in re.findall(r"```bash\n(.*?)```", README, re.S) for line in block.splitlines()]
+    inline = re.findall(r"`((?:papermill|ir_measures) [^`]+)`", README)
+    found = [" ".join(c.split()) for c in blocks + inline if c.startswith(("papermill ", "ir_measures "))]
+    return list(dict.fromkeys(found))
+
+
+TINY_PREP = {"encode_batch_size": 64, "device": "cpu", "ivfpq_factories": ["IVF4,PQ8x4"], "ivfpq_nprobes": [1, 4]}
+TINY_TRAINING = {
+    "steps": 2,
+    "batch_size": 4,
+    "eval_every": 1,
+    "workers": 1,
+    "device": "cpu",
+    "bootstrap_resamples": 100,
+}
+NEEDS_WEIGHTS = {
+    "paper_scale.yaml": "meta-llama/Llama-3.2-1B-Instruct",
+    "-p backbone llama8b": "meta-llama/Llama-3.1-8B",
+}
+
+
+def run(command: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    """`command` from the repository root, writing under `tmp_path` only."""
+    command = command.replace("../results/", f"{tmp_path}/results/").replace("../runs/", f"{tmp_path}/runs/")
+    args = shlex.split(command)
+    if args[0] == "ir_measures":
+        args = [str(Path(sys.executable).parent / "ir_measures")] + [
+            f"{tmp_path}/{a}" if a.startswith("results/") else a for a in args[1:]
+        ]
+        return subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
+    notebook = Path(args[1]).stem
+    args[2] = str(tmp_path / args[2])  # the executed notebook
+    tiny = {
+        "02_synthetic": {**tiny_synthetic(tmp_path / "02"), "transforms": ["linear"]},
+        "03_real_data_prep": TINY_PREP,
+        "04_real_data": {**tiny_real(tmp_path / "04"), **TINY_TRAINING},
+    }[notebook]
+    if "-p prepared_dir" in command:  # a command that names its folders keeps them
+        tiny = {k: v for k, v in tiny.items() if not k.endswith("_dir")}
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    (tmp_path / f"tiny_{notebook}.yaml").write_text(yaml.safe_dump(tiny))
+    args = [sys.executable, "-m", *args, "-f", str(tmp_path / f"tiny_{notebook}.yaml")]
+    return subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
+
+
+def test_the_readme_shows_the_commands_this_module_runs():
+    commands = readme_commands()
+    assert len(commands) == 7, commands
+    assert sum("-f params/02_synthetic/mlp_sweep.yaml" in c for c in commands) == 1
+
+
+@pytest.mark.parametrize("needs", sorted(NEEDS_WEIGHTS))
+def test_a_paper_scale_backbone_stops_at_once_with_what_to_fetch(tmp_path, needs):
+    [command] = [c for c in readme_commands() if needs in c]
+    result = run(command, tmp_path)
+    assert result.returncode != 0
+    assert f"huggingface-cli download {NEEDS_WEIGHTS[needs]}" in result.stdout + result.stderr
+    assert not (tmp_path / "04" / "prepared").exists() and not list(tmp_path.rglob("*.pt"))  # nothing long began
+
+
+def test_notebook02_commands_run(tmp_path):
+    overrides, sweep = [c for c in readme_commands() if "02_synthetic" in c and "paper_scale" not in c]
+    result = run(overrides, tmp_path / "p")
+    assert result.returncode == 0, result.stderr[-3000:]
+    params = yaml.safe_load((tmp_path / "p" / "02" / "figures" / "params.yaml").read_text())
+    assert params["settings"] == ["ood"] and params["steps"] == 500  # -p with a list, read as YAML
+    result = run(sweep, tmp_path / "s")
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = (tmp_path / "s" / "02" / "figures" / "mlp_sweep.csv").read_text().splitlines()
+    assert rows[0].startswith("d,depth,training data,system") and len(rows) > 1
+
+
+def test_your_own_data_from_two_files_to_results_and_ir_measures(tmp_path):
+    prep, train, score = [c for c in readme_commands() if "kinds_mine" in c]
+    for command in (prep, train):
+        result = run(command, tmp_path)
+        assert result.returncode == 0, result.stderr[-3000:]
+    prepared = tmp_path / "results" / "prepared" / "kinds_mine"
+    manifest = json.loads((prepared / "manifest.json").read_text())
+    train_questions = [json.loads(line) for line in (prepared / "kinds_mine_train.jsonl").read_text().splitlines()]
+    n = int(min(8, np.ceil(np.median([len(q["answers"]) for q in train_questions]))))
+    assert manifest["use_titles"] is False and manifest["n_queries"] == {"kinds_mine": n} and len(train_questions) == 48
+    amer = json.loads((tmp_path / "results" / "own_data" / "04" / "kinds_mine_amer_seed0.json").read_text())
+    assert amer["n_queries"] == n and len(amer["mrecall"]) == 12
+    table = (tmp_path / "results" / "own_data" / "figures04" / "full_results_minilm_kinds_mine.md").read_text()
+    assert "| kinds_mine | AMER |" in table
+    printed = run(score, tmp_path)
+    assert printed.returncode == 0, printed.stderr
+    measured = dict(line.split("\t") for line in printed.stdout.strip().splitlines())
+    assert float(measured["R@100"]) == pytest.approx(np.mean(amer["recall"]), abs=1e-4)  # one gold document per answer
+    assert 0 <= float(measured["nDCG@10"]) <= 1
