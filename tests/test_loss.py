@@ -5,7 +5,14 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from amer_lib.core.loss import candidate_log_probs, fed_target_pairs, info_nce, matched_info_nce, own_positive_block
+from amer_lib.core.loss import (
+    candidate_log_probs,
+    fed_target_pairs,
+    info_nce,
+    matched_info_nce,
+    own_positive_block,
+    stop_loss,
+)
 
 
 def brute_force_matched(queries, positives, negatives, mask, tau=0.05, forbidden=None):
@@ -117,3 +124,13 @@ def test_matched_loss_rejects_an_example_without_targets():
     mask = torch.tensor([[True, True], [False, False]])
     with pytest.raises(ValueError, match=r"positions \[1\] have no targets"):
         matched_info_nce(q, q, q, mask)
+
+
+def test_stop_loss_by_hand():
+    # example 0: 1 target -> output 0 labelled stop, outputs 1-2 unscored;
+    # example 1: 3 targets -> outputs 0, 1 "go on", output 2 stop
+    logits = torch.tensor([[2.0, 9.0, -9.0], [-1.0, 0.5, 3.0]])
+    terms = [-math.log(torch.sigmoid(torch.tensor(2.0)).item())]
+    terms += [-math.log(1 - torch.sigmoid(torch.tensor(x)).item()) for x in (-1.0, 0.5)]
+    terms += [-math.log(torch.sigmoid(torch.tensor(3.0)).item())]
+    assert stop_loss(logits, torch.tensor([1, 3])).item() == pytest.approx(sum(terms) / 4, rel=1e-6)

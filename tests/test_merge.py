@@ -1,7 +1,15 @@
 import numpy as np
 import pytest
 
-from amer_lib.core.merge import get_merge, max_score_merge, reciprocal_rank_fusion, round_robin_merge
+from amer_lib.core.merge import (
+    MERGES,
+    coverage_merge,
+    get_merge,
+    max_score_merge,
+    ranx_fusion,
+    reciprocal_rank_fusion,
+    round_robin_merge,
+)
 
 
 def reference_round_robin(lists, k):
@@ -56,7 +64,7 @@ def test_every_merge_returns_distinct_ids_from_the_lists():
     rng = np.random.default_rng(3)
     ids = rng.integers(0, 40, size=(20, 3, 10))
     scores = -np.sort(-rng.random((20, 3, 10)), axis=-1)
-    for name in ("round_robin", "rrf", "max_score"):
+    for name in MERGES:
         merged = get_merge(name)(ids, scores, 15)
         for row, lists in zip(merged, ids):
             kept = row[row >= 0]
@@ -65,5 +73,103 @@ def test_every_merge_returns_distinct_ids_from_the_lists():
 
 
 def test_unknown_merge_names_the_choices():
-    with pytest.raises(ValueError, match="round_robin, rrf, max_score"):
+    with pytest.raises(ValueError, match="round_robin, rrf, max_score, coverage, ranx_rrf"):
         get_merge("borda")
+
+
+# ----- beyond the paper: the coverage-aware merge and ranx's fusions ---------------------------
+def reference_coverage(lists, scores, k, temperature, diversity):
+    """xQuAD's greedy in plain Python: dictionaries of per-vector probabilities, candidates in
+    round-robin order, the first best candidate taken."""
+    import math
+
+    probabilities = []
+    for docs, values in zip(lists, scores):
+        pairs = [(d, s) for d, s in zip(docs, values) if d >= 0]
+        top = max(s for _, s in pairs)
+        weights = {d: math.exp((s - top) / temperature) for d, s in pairs}
+        total = sum(weights.values())
+        probabilities.append({d: w / total for d, w in weights.items()})
+    weight = 1 / len(lists)
+    candidates = [d for d in reference_round_robin(lists, 10**6) if d >= 0]
+    remaining, merged = [1.0] * len(lists), []
+    for _ in range(min(k, len(candidates))):
+
+        def gain(d):
+            relevance = sum(weight * p.get(d, 0.0) for p in probabilities)
+            novelty = sum(weight * p.get(d, 0.0) * r for p, r in zip(probabilities, remaining))
+            return (1 - diversity) * relevance + diversity * novelty
+
+        best = max((d for d in candidates if d not in merged), key=gain)  # max keeps the first of ties
+        merged.append(best)
+        remaining = [r * (1 - p.get(best, 0.0)) for p, r in zip(probabilities, remaining)]
+    return merged + [-1] * (k - len(merged))
+
+
+def test_coverage_gives_a_confident_vectors_slots_to_an_uncertain_one():
+    # vector A's top document stands out (covered once taken); vector B is flat: after A's top
+    # document every slot goes to B's list, where round-robin alternates
+    ids = np.array([[[1, 2, 3, 4], [5, 6, 7, 8]]])
+    scores = np.array([[[0.9, 0.3, 0.29, 0.28], [0.5, 0.5, 0.5, 0.5]]])
+    assert coverage_merge(ids, scores, 8).tolist() == [[1, 5, 6, 7, 8, 2, 3, 4]]
+    assert round_robin_merge(ids, 8).tolist() == [[1, 5, 2, 6, 3, 7, 4, 8]]
+
+
+def test_coverage_without_diversity_ranks_by_summed_probability():
+    # diversity 0: documents by sum_j P(d | j); a document in both lists adds up
+    ids = np.array([[[1, 2], [2, 3]]])
+    scores = np.array([[[1.0, 0.0], [1.0, 0.0]]])  # temperature 1: P = e/(e+1), 1/(e+1)
+    assert coverage_merge(ids, scores, 3, temperature=1.0, diversity=0.0).tolist() == [[2, 1, 3]]
+
+
+@pytest.mark.parametrize("temperature, diversity", [(0.1, 1.0), (0.05, 0.7), (1.0, 0.5)])
+def test_coverage_matches_a_python_reference_on_random_lists(temperature, diversity):
+    rng = np.random.default_rng(7)
+    ids = np.stack([np.stack([rng.permutation(25)[:9] for _ in range(3)]) for _ in range(30)])
+    ids[0, 1, 6:] = -1  # FAISS padding
+    scores = -np.sort(-rng.random(ids.shape), axis=-1)
+    merged = coverage_merge(ids, scores, 12, temperature=temperature, diversity=diversity)
+    expected = [reference_coverage(lists, s, 12, temperature, diversity) for lists, s in zip(ids, scores)]
+    assert merged.tolist() == expected
+
+
+def test_coverage_top_score_weighting_favours_the_vector_near_a_document():
+    # B is far from every document (best cosine 0.2): with its weight small, A's second
+    # document (P about 0.12 under A) comes before B's first (P 0.5 under B, weight ~0)
+    ids = np.array([[[1, 2, 3], [5, 6, 7]]])
+    scores = np.array([[[0.9, 0.8, 0.1], [0.2, 0.2, 0.1]]])
+    assert coverage_merge(ids, scores, 3, weighting="uniform").tolist() == [[1, 5, 6]]
+    assert coverage_merge(ids, scores, 3, weighting="top_score").tolist() == [[1, 2, 5]]
+    with pytest.raises(ValueError, match="uniform, top_score"):
+        coverage_merge(ids, scores, 3, weighting="max")
+
+
+def test_ranx_rrf_and_max_are_the_repositorys_own():
+    # an independent implementation (the ranx library) of two fusions this module also writes
+    rng = np.random.default_rng(5)
+    ids = np.stack([np.stack([rng.permutation(40)[:10] for _ in range(3)]) for _ in range(25)])
+    scores = -np.sort(-rng.random(ids.shape), axis=-1)
+    assert (ranx_fusion(ids, scores, 8, "rrf") == reciprocal_rank_fusion(ids, 8)).all()
+    assert (ranx_fusion(ids, scores, 8, "max") == max_score_merge(ids, scores, 8)).all()
+
+
+def test_combsum_by_hand():
+    # min-max per list: A 1 / 0.5 / 0, B 1 / 0.5 / 0; sums 1 (doc 1), 1 (doc 3), 0.5 (2 and 4);
+    # ties in round-robin order
+    ids = np.array([[[1, 2, 3], [3, 4, 1]]])
+    scores = np.array([[[0.9, 0.5, 0.1], [0.8, 0.6, 0.4]]])
+    assert get_merge("combsum")(ids, scores, 4).tolist() == [[1, 3, 2, 4]]
+
+
+def test_ranx_fusion_of_one_vector_is_its_list_and_empty_lists_are_refused():
+    ids = np.array([[[4, 2, -1]]])
+    assert ranx_fusion(ids, np.array([[[0.9, 0.5, 0.0]]]), 3, "sum", "min-max").tolist() == [[4, 2, -1]]
+    with pytest.raises(ValueError, match="empty list"):
+        ranx_fusion(np.array([[[1, 2], [-1, -1]]]), np.zeros((1, 2, 2)), 2, "sum")
+
+
+def test_merge_options_are_bound_by_name():
+    ids = np.array([[[1, 2, 3, 4], [5, 6, 7, 8]]])
+    scores = np.array([[[0.9, 0.3, 0.29, 0.28], [0.5, 0.5, 0.5, 0.5]]])
+    bound = get_merge("coverage", temperature=1.0, diversity=0.0)
+    assert bound(ids, scores, 8).tolist() == coverage_merge(ids, scores, 8, temperature=1.0, diversity=0.0).tolist()

@@ -109,3 +109,54 @@ def test_sequence_layout_reads_output_j_after_the_jth_fed_back_vector():
     assert [p.read_output for p in sequence_layout(1, 1)] == [0]
     with pytest.raises(ValueError, match="n_outputs >= 1"):
         sequence_layout(2, 0)
+
+
+# ----- the stop head (beyond the paper, notebook 07) ------------------------------------------
+def stop_encoder(seed=0):
+    from amer_lib.core.backbones import load_backbone
+    from amer_lib.core.model import AMERQueryEncoder
+
+    torch.manual_seed(seed)
+    backbone = load_backbone("tiny", config_overrides=dict(hidden_size=32, intermediate_size=64))
+    return AMERQueryEncoder(backbone, 12, stop_head=True).eval()
+
+
+def test_a_stop_head_leaves_the_other_weights_as_without_it(tiny_encoder):
+    with_head = stop_encoder()
+    for name, weight in tiny_encoder.state_dict().items():
+        assert torch.equal(weight, with_head.state_dict()[name]), name
+    assert set(with_head.state_dict()) - set(tiny_encoder.state_dict()) == {"stop_head.weight", "stop_head.bias"}
+
+
+def test_stop_counts_by_hand():
+    from amer_lib.core.model import stop_counts
+
+    probability = torch.tensor([[0.1, 0.7, 0.9], [0.2, 0.3, 0.4], [0.8, 0.1, 0.9], [0.5, 0.5, 0.6]])
+    # first position over 0.5 (inclusive count); none over it: all three; 0.5 itself is not over
+    assert stop_counts(probability, 0.5).tolist() == [2, 3, 1, 3]
+    assert stop_counts(probability, 0.05).tolist() == [1, 1, 1, 1]
+
+
+def test_generation_until_stop_is_generation_truncated_and_its_stops_a_teacher_forced_pass():
+    encoder = stop_encoder()
+    with torch.no_grad():
+        encoder.stop_head.bias.fill_(-0.2)  # probabilities near 0.5: some rows stop, some do not
+        encoder.stop_head.weight.normal_(0, 0.5)
+    prompt = encoder.prompt_from_vectors(torch.randn(16, 12, generator=torch.Generator().manual_seed(1)))
+    vectors, counts, stop = encoder.generate_until_stop(prompt, 5)
+    assert torch.allclose(vectors, encoder.generate(prompt, 5), atol=1e-6)
+    with torch.no_grad():
+        forced, logits = encoder(prompt, 5, teacher_inputs=vectors[:, :4], with_stop=True)
+    assert torch.allclose(forced, vectors, atol=1e-5)
+    assert torch.allclose(torch.sigmoid(logits), stop, atol=1e-5)
+    expected = [next((j + 1 for j in range(5) if p[j] > 0.5), 5) for p in stop.tolist()]
+    assert counts.tolist() == expected
+    assert 1 < len(set(expected))  # the case is not degenerate
+
+
+def test_asking_an_encoder_without_a_stop_head_for_stops_is_an_error(tiny_encoder):
+    prompt = tiny_encoder.prompt_from_vectors(torch.randn(2, 12))
+    with pytest.raises(ValueError, match="stop_head=True"):
+        tiny_encoder.generate_until_stop(prompt, 3)
+    with pytest.raises(ValueError, match="stop_head=True"):
+        tiny_encoder(prompt, 2, torch.randn(2, 1, 12), with_stop=True)

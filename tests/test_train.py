@@ -218,3 +218,33 @@ def test_single_target_step_adds_a_single_query_step_per_iteration(monkeypatch):
     single = make_model()
     train(single, data, data, pool, TrainConfig(**{**CONFIG, "steps": 3, "eval_every": 10}), progress=False)
     assert not torch.equal(state(single)["output_projection.weight"], state(model)["output_projection.weight"])
+
+
+def counted_problem(n, seed):
+    """1 target when the input's first coordinate is negative, 3 otherwise."""
+    data, pool = make_problem(n=n, m=3, seed=seed)
+    data.mask[:] = True
+    data.mask[data.inputs[:, 0] < 0, 1:] = False
+    return data, pool
+
+
+def test_the_stop_head_learns_how_many_targets_an_input_has():
+    # the stop head, trained beside the matched loss (and part of the validation loss that picks
+    # the kept weights), stops after as many vectors as the input has targets
+    data, pool = counted_problem(256, seed=0)
+    torch.manual_seed(0)
+    model = AMERQueryEncoder(
+        load_backbone("tiny", seed=0, config_overrides=dict(hidden_size=16, intermediate_size=32)), DIM, stop_head=True
+    )
+    config = TrainConfig(**{**CONFIG, "steps": STOP_STEPS, "lr": 1e-2, "eval_every": 50, "stop_weight": 1.0})
+    train(model, data, counted_problem(64, seed=1)[0], pool, config, progress=False)
+    test, _ = counted_problem(400, seed=2)
+    _, counts, _ = model.generate_until_stop(model.prompt_from_vectors(test.inputs), 3)
+    right = (counts == test.mask.sum(-1)).float()
+    # measured with model seeds 0, 1, 2: 0.855-0.865 of all inputs (a constant count: about
+    # half), 0.946-0.971 of those away from the boundary x_0 = 0
+    assert right.mean() > 0.75
+    assert right[test.inputs[:, 0].abs() > 0.5].mean() > 0.9
+
+
+STOP_STEPS = 300

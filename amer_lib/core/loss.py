@@ -125,3 +125,15 @@ def matched_info_nce(
     matched = block.gather(-1, torch.as_tensor(assignment, device=block.device)[..., None]).squeeze(-1)
     per_example = -(matched * own_mask).sum(-1) / counts
     return per_example.mean()
+
+
+def stop_loss(stop_logits: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
+    """Binary cross-entropy of the stop head (`AMERQueryEncoder.stop_head`), `stop_logits [B, n]`.
+
+    The matched loss trains an example's first `counts[b]` outputs (one per target), so output j
+    is labelled "stop" when it is the last of them (j = count - 1) and "go on" before it; outputs
+    past the count are not scored."""
+    position = torch.arange(stop_logits.shape[1], device=stop_logits.device)[None]
+    scored = position < counts[:, None]
+    labels = (position == counts[:, None] - 1).float()
+    return F.binary_cross_entropy_with_logits(stop_logits.float()[scored], labels[scored])

@@ -3,10 +3,17 @@
 Every merge takes the per-vector lists `ids [N, n, K]` (FAISS order, -1 = padding) with their
 cosine `scores [N, n, K]` and returns `[N, k]` distinct ids, -1-padded. The paper merges
 round-robin; reciprocal-rank fusion and the max-score merge are the ablation's alternatives.
+
+Beyond the paper (notebook 07): `coverage_merge` allocates the k slots among the vectors by how
+much of each vector's probability mass the list already covers (xQuAD's greedy, with each vector
+an aspect), so a vector whose top document stands out gives its slots to a vector still
+uncertain; `ranx_fusion` runs the fusion methods of the ranx library (CombSUM, CombMNZ,
+normalised-score fusions, ...), the baselines it must beat.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -44,22 +51,151 @@ def max_score_merge(ids: np.ndarray, scores: np.ndarray, k: int) -> np.ndarray:
     return _fuse(ids, scores, k, np.maximum)
 
 
-MERGES: dict[str, Callable[[np.ndarray, np.ndarray, int], np.ndarray]] = {
+def coverage_merge(
+    ids: np.ndarray,
+    scores: np.ndarray,
+    k: int,
+    temperature: float = 0.05,
+    diversity: float = 1.0,
+    weighting: str = "uniform",
+) -> np.ndarray:
+    """xQuAD's greedy selection (Santos et al., 2010) with the query vectors as the aspects.
+
+    P(d | j) is the softmax of vector j's cosines over its list at `temperature`; each slot takes
+    the document maximising `(1 - diversity) * sum_j w_j P(d | j) + diversity * sum_j w_j P(d | j)
+    * prod_{s taken} (1 - P(s | j))`: a vector whose list is already covered (its top document
+    taken with high probability) stops drawing slots. `weighting`: the vectors' weights w_j,
+    "uniform" or "top_score" (softmax over the vectors of their best cosine, same temperature: a
+    vector that lands near no document counts less). Ties go to the round-robin order."""
+    if weighting not in WEIGHTINGS:
+        raise ValueError(f"unknown weighting {weighting!r}; valid: {', '.join(WEIGHTINGS)}")
+    docs, columns = _candidates(ids)
+    n_rows, n_vectors, _ = ids.shape
+    valid = ids >= 0
+    logits = np.where(valid, np.asarray(scores, dtype=np.float64) / temperature, -np.inf)
+    top = logits.max(-1, keepdims=True)
+    within = np.exp(logits - np.where(np.isfinite(top), top, 0.0))
+    within /= np.maximum(within.sum(-1, keepdims=True), np.finfo(float).tiny)
+    prob = np.zeros((n_rows, n_vectors, docs.shape[1]))
+    r, v, c = np.nonzero(valid)
+    prob[r, v, columns[r, v, c]] = within[r, v, c]
+    weights = _vector_weights(top[..., 0], weighting)
+    relevance = np.einsum("rvc,rv->rc", prob, weights)
+    remaining = np.ones((n_rows, n_vectors))
+    taken = docs < 0
+    merged = np.full((n_rows, k), -1, dtype=np.int64)
+    rows = np.arange(n_rows)
+    for slot in range(min(k, docs.shape[1])):
+        gain = (1 - diversity) * relevance + diversity * np.einsum("rvc,rv->rc", prob, weights * remaining)
+        gain[taken] = -np.inf
+        best = gain.argmax(1)
+        fresh = ~taken[rows, best]
+        merged[fresh, slot] = docs[rows[fresh], best[fresh]]
+        taken[rows, best] = True
+        remaining *= 1 - prob[rows, :, best]
+    return merged
+
+
+WEIGHTINGS = ("uniform", "top_score")
+
+
+def _vector_weights(top_logits: np.ndarray, weighting: str) -> np.ndarray:
+    """`[N, n]` weights summing to 1 per row (a vector with an empty list gets 0)."""
+    present = np.isfinite(top_logits)
+    if weighting == "uniform":
+        weights = present.astype(np.float64)
+    else:
+        shifted = np.where(present, top_logits, -np.inf)
+        weights = np.exp(shifted - np.max(np.where(present, shifted, 0.0), axis=1, keepdims=True))
+    return weights / np.maximum(weights.sum(1, keepdims=True), np.finfo(float).tiny)
+
+
+def ranx_fusion(ids: np.ndarray, scores: np.ndarray, k: int, method: str, norm: str | None = None) -> np.ndarray:
+    """The lists fused by ranx (`ranx.fuse`, one run per query vector): `method` one of ranx's
+    fusion methods ("rrf", "sum" = CombSUM, "mnz" = CombMNZ, "max", ...), `norm` its score
+    normalisation ("min-max", "zmuv", ...; None: the raw cosines). Ties go to the round-robin
+    order, as in the other merges."""
+    from ranx import Run, fuse
+
+    n_rows, n_vectors, _ = ids.shape
+    empty = np.flatnonzero((ids < 0).all(-1).any(-1))
+    if len(empty):
+        raise ValueError(
+            f"rows {empty[:10].tolist()} have a vector with an empty list: ranx fuses runs over the same queries"
+        )
+    docs, _ = _candidates(ids)
+    if n_vectors == 1:  # nothing to fuse (ranx refuses a single run)
+        return _pad(docs[:, :k], k)
+    runs = [
+        Run({f"q{q}": {f"d{d}": float(s) for d, s in zip(ids[q, j], scores[q, j]) if d >= 0} for q in range(n_rows)})
+        for j in range(n_vectors)
+    ]
+    with warnings.catch_warnings():  # numba's notes on ranx's integer casts
+        warnings.simplefilter("ignore")
+        fused = fuse(runs, norm=norm, method=method).to_dict()
+    merged = np.full((n_rows, k), -1, dtype=np.int64)
+    for q in range(n_rows):
+        fused_scores = fused[f"q{q}"]
+        row = [d for d in docs[q] if d >= 0]  # round-robin order, kept for ties by the stable sort
+        row.sort(key=lambda d: -fused_scores[f"d{d}"])
+        merged[q, : min(k, len(row))] = row[:k]
+    return merged
+
+
+# ranx's fusions that notebook 07 compares against (name: (method, norm))
+RANX_FUSIONS = {
+    "ranx_rrf": ("rrf", None),
+    "combsum": ("sum", "min-max"),
+    "combmnz": ("mnz", "min-max"),
+    "max_zmuv": ("max", "zmuv"),
+}
+
+MERGES: dict[str, Callable[..., np.ndarray]] = {
     "round_robin": lambda ids, scores, k: round_robin_merge(ids, k),
     "rrf": lambda ids, scores, k: reciprocal_rank_fusion(ids, k),
     "max_score": max_score_merge,
+    "coverage": coverage_merge,
+    **{
+        name: (lambda ids, scores, k, method=method, norm=norm: ranx_fusion(ids, scores, k, method, norm))
+        for name, (method, norm) in RANX_FUSIONS.items()
+    },
 }
 
 
-def get_merge(name: str) -> Callable[[np.ndarray, np.ndarray, int], np.ndarray]:
+def get_merge(name: str, **options) -> Callable[[np.ndarray, np.ndarray, int], np.ndarray]:
+    """The merge called `name`, with its `options` (e.g. coverage's temperature) bound."""
     if name not in MERGES:
         raise ValueError(f"unknown merge {name!r}; valid: {', '.join(MERGES)}")
-    return MERGES[name]
+    merge = MERGES[name]
+    return (lambda ids, scores, k: merge(ids, scores, k, **options)) if options else merge
 
 
 def _interleave(values: np.ndarray) -> np.ndarray:
     """`[N, n, K] -> [N, K * n]` in round-robin order: rank-major, vector-minor."""
     return np.ascontiguousarray(np.swapaxes(values, 1, 2)).reshape(values.shape[0], -1)
+
+
+def _candidates(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's distinct documents in round-robin order of first appearance, `docs [N, C]`
+    (-1-padded), and the column of `docs` that every entry of `ids [N, n, K]` is (-1: padding)."""
+    n_rows, n_vectors, depth = ids.shape
+    flat = _interleave(ids)  # position p = rank * n + vector
+    valid = flat >= 0
+    row = np.broadcast_to(np.arange(n_rows)[:, None], flat.shape)[valid].astype(np.int64)
+    span = int(flat.max(initial=0)) + 1
+    keys, inverse = np.unique(row * span + flat[valid], return_inverse=True)
+    first = np.full(len(keys), flat.shape[1])
+    np.minimum.at(first, inverse.ravel(), np.broadcast_to(np.arange(flat.shape[1]), flat.shape)[valid])
+    order = np.lexsort((first, keys // span))  # by row, then first appearance
+    sorted_rows = (keys // span)[order]
+    sorted_columns = np.arange(len(order)) - np.searchsorted(sorted_rows, sorted_rows)
+    docs = np.full((n_rows, int(sorted_columns.max(initial=-1)) + 1), -1, dtype=np.int64)
+    docs[sorted_rows, sorted_columns] = (keys % span)[order]
+    column_of_key = np.empty(len(keys), dtype=np.int64)
+    column_of_key[order] = sorted_columns
+    columns = np.full(flat.shape, -1, dtype=np.int64)
+    columns[valid] = column_of_key[inverse.ravel()]
+    return docs, np.ascontiguousarray(columns.reshape(n_rows, depth, n_vectors).swapaxes(1, 2))
 
 
 def _fuse(ids: np.ndarray, values: np.ndarray, k: int, reduce: np.ufunc) -> np.ndarray:

@@ -6,6 +6,12 @@ the last hidden state read at position `prompt_len - 1 + j`, passed through `out
 During training position j > 0 holds `input_projection(y_j)` for the j-th gold target, or, with
 scheduled sampling, `input_projection(output_{j-1})`, the model's own previous output.
 The single-query baseline is the same class asked for one output.
+
+Beyond the paper (notebook 07), an optional stop head reads a logit from the same hidden state as
+each output: "this is the last vector this prompt needs". Generation then runs to a maximum and
+each prompt keeps its vectors up to the first one whose stop probability passes a threshold; the
+vectors before it are what a fixed-n generation would give, since each depends only on those
+before it.
 """
 
 from __future__ import annotations
@@ -58,13 +64,15 @@ def sequence_layout(prompt_length: int, n_outputs: int) -> list[Position]:
 class AMERQueryEncoder(nn.Module):
     """Backbone + input/output projections (no bias) between embedding and hidden space."""
 
-    def __init__(self, backbone: PreTrainedModel, embedding_dim: int):
+    def __init__(self, backbone: PreTrainedModel, embedding_dim: int, stop_head: bool = False):
         super().__init__()
         hidden = backbone.config.hidden_size
         self.backbone = backbone
         self.embedding_dim = embedding_dim
         self.input_projection = nn.Linear(embedding_dim, hidden, bias=False)
         self.output_projection = nn.Linear(hidden, embedding_dim, bias=False)
+        # created last, so the weights above draw the same random numbers with or without it
+        self.stop_head = nn.Linear(hidden, 1) if stop_head else None
         # a prefix LM (bidirectional over the prompt) is told the prompt length
         self.prefix_lm = bool(getattr(backbone, "is_prefix_lm", False))
 
@@ -101,13 +109,16 @@ class AMERQueryEncoder(nn.Module):
         n_outputs: int,
         teacher_inputs: torch.Tensor | None = None,
         sample_mask: torch.Tensor | None = None,
-    ) -> torch.Tensor:
+        with_stop: bool = False,
+    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """Outputs `[B, n_outputs, d]` with the gold targets `teacher_inputs [B, >= n-1, d]` fed in.
 
         `sample_mask [B, n-1]` (bool) marks the positions where the model's own previous output
         is fed instead of the gold one (scheduled sampling). Without any such position the whole
-        sequence runs in one teacher-forced pass.
+        sequence runs in one teacher-forced pass. `with_stop`: also the stop head's logits `[B, n]`.
         """
+        if with_stop and self.stop_head is None:
+            raise ValueError("this encoder has no stop head: build it with stop_head=True")
         if n_outputs < 1:
             raise ValueError(f"n_outputs must be >= 1, got {n_outputs}")
         if n_outputs > 1:
@@ -116,10 +127,17 @@ class AMERQueryEncoder(nn.Module):
             self._check_dim(teacher_inputs, "teacher inputs")
         teacher = None if teacher_inputs is None else teacher_inputs[:, : n_outputs - 1]
         if n_outputs == 1 or sample_mask is None or not bool(sample_mask.any()):
-            return self._teacher_forced(prompt, teacher, n_outputs)
-        return self._decode(prompt, n_outputs, teacher, sample_mask[:, : n_outputs - 1])
+            result = self._teacher_forced(prompt, teacher, n_outputs, keep_hidden=with_stop)
+        else:
+            result = self._decode(prompt, n_outputs, teacher, sample_mask[:, : n_outputs - 1], keep_hidden=with_stop)
+        if not with_stop:
+            return result
+        outputs, hidden = result
+        return outputs, self.stop_head(hidden).squeeze(-1)
 
-    def _teacher_forced(self, prompt: Prompt, teacher: torch.Tensor | None, n_outputs: int) -> torch.Tensor:
+    def _teacher_forced(
+        self, prompt: Prompt, teacher: torch.Tensor | None, n_outputs: int, keep_hidden: bool = False
+    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         embeds, mask, positions = prompt.embeds, prompt.mask, prompt.positions
         if n_outputs > 1:
             steps = torch.arange(1, n_outputs, device=mask.device)
@@ -134,7 +152,8 @@ class AMERQueryEncoder(nn.Module):
             **self._prefix(prompt),
         ).last_hidden_state
         read = [p.index for p in sequence_layout(prompt.embeds.shape[1], n_outputs) if p.read_output is not None]
-        return self.output_projection(hidden[:, read])
+        outputs = self.output_projection(hidden[:, read])
+        return (outputs, hidden[:, read]) if keep_hidden else outputs
 
     # ----- autoregressive decoding ---------------------------------------------------------
     @torch.no_grad()
@@ -146,6 +165,19 @@ class AMERQueryEncoder(nn.Module):
         """
         return self._decode(prompt, n, None, None, use_cache)
 
+    @torch.no_grad()
+    def generate_until_stop(
+        self, prompt: Prompt, max_n: int, threshold: float = 0.5
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Up to `max_n` embeddings per prompt, stopping at the first whose stop probability
+        exceeds `threshold`: the `[B, max_n, d]` generated vectors, each prompt's count `[B]` (the
+        vectors to use are the first count), and the stop probabilities `[B, max_n]`."""
+        if self.stop_head is None:
+            raise ValueError("this encoder has no stop head: build it with stop_head=True")
+        outputs, hidden = self._decode(prompt, max_n, None, None, keep_hidden=True)
+        stop = torch.sigmoid(self.stop_head(hidden).squeeze(-1).float())
+        return outputs, stop_counts(stop, threshold), stop
+
     def _decode(
         self,
         prompt: Prompt,
@@ -153,9 +185,10 @@ class AMERQueryEncoder(nn.Module):
         teacher: torch.Tensor | None,
         sample_mask: torch.Tensor | None,
         use_cache: bool = True,
-    ) -> torch.Tensor:
+        keep_hidden: bool = False,
+    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """Step-by-step pass; feeds back own outputs where `sample_mask` is True (everywhere when
-        `teacher` is None)."""
+        `teacher` is None). `keep_hidden`: also the hidden states the outputs were read from."""
         if not use_cache:
             return self._decode_recomputing(prompt, n, teacher, sample_mask)
         cache = DynamicCache(config=self.backbone.config)
@@ -169,6 +202,7 @@ class AMERQueryEncoder(nn.Module):
             use_cache=True,
             **prefix,
         ).last_hidden_state[:, -1:]
+        hiddens = [hidden]
         outputs = [self.output_projection(hidden)]
         for step in range(1, n):
             fed = _next_input(outputs[-1], teacher, sample_mask, step)
@@ -182,8 +216,9 @@ class AMERQueryEncoder(nn.Module):
                 use_cache=True,
                 **prefix,
             ).last_hidden_state
+            hiddens.append(hidden)
             outputs.append(self.output_projection(hidden))
-        return torch.cat(outputs, dim=1)
+        return (torch.cat(outputs, dim=1), torch.cat(hiddens, dim=1)) if keep_hidden else torch.cat(outputs, dim=1)
 
     def _decode_recomputing(
         self, prompt: Prompt, n: int, teacher: torch.Tensor | None, sample_mask: torch.Tensor | None
@@ -205,6 +240,15 @@ class AMERQueryEncoder(nn.Module):
                 f"{what} have dimension {vectors.shape[-1]}, but the encoder's embedding "
                 f"dimension is {self.embedding_dim}"
             )
+
+
+def stop_counts(stop_probability: torch.Tensor, threshold: float) -> torch.Tensor:
+    """`[B]` vectors kept per row: up to and including the first position whose stop probability
+    `[B, n]` exceeds `threshold`, all n when none does."""
+    n = stop_probability.shape[1]
+    over = stop_probability > threshold
+    first = torch.where(over.any(1), over.float().argmax(1), torch.full_like(over[:, 0], n - 1, dtype=torch.long))
+    return first + 1
 
 
 def _next_input(

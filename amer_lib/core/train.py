@@ -19,7 +19,7 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
 from amer_lib.core import distributed
-from amer_lib.core.loss import TEMPERATURE, fed_target_pairs, info_nce, matched_info_nce
+from amer_lib.core.loss import TEMPERATURE, fed_target_pairs, info_nce, matched_info_nce, stop_loss
 from amer_lib.core.model import AMERQueryEncoder, Prompt
 from amer_lib.io import save_torch
 
@@ -63,6 +63,7 @@ class TrainConfig:
     group_by_targets: bool = False  # batches of examples with equal numbers of targets
     exclude_fed_targets: bool = False  # a teacher-forced target is not matched to later queries
     single_target_step: bool = False  # multi-vector runs: an extra single-query step per iteration
+    stop_weight: float = 0.0  # > 0: the stop head's loss (`loss.stop_loss`) joins the matched loss
 
     def __post_init__(self):
         if self.sampling not in SAMPLING_MODES:
@@ -149,9 +150,13 @@ def example_loss(
         return info_nce(model(prompt, 1)[:, 0], targets[:, 0], negatives[:, 0], config.temperature, own.start)
     n = max_targets
     sample_mask = (torch.rand(batch, n - 1, generator=generator) < p)[own].to(device)
-    outputs = model(prompt, n, targets[own], sample_mask)
     forbidden = fed_target_pairs(sample_mask, n, max_targets) if config.exclude_fed_targets else None
-    return matched_info_nce(outputs, targets, negatives, mask, config.temperature, forbidden, own.start)
+    if config.stop_weight <= 0:
+        outputs = model(prompt, n, targets[own], sample_mask)
+        return matched_info_nce(outputs, targets, negatives, mask, config.temperature, forbidden, own.start)
+    outputs, stop_logits = model(prompt, n, targets[own], sample_mask, with_stop=True)
+    matched = matched_info_nce(outputs, targets, negatives, mask, config.temperature, forbidden, own.start)
+    return matched + config.stop_weight * stop_loss(stop_logits, mask[own].sum(-1))
 
 
 @torch.no_grad()
