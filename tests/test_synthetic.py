@@ -130,3 +130,34 @@ def test_authors_data_path_bug_trains_on_linear_targets():
     assert np.allclose(bug.train_inputs, mlp.train_inputs)
     assert np.allclose(bug.corpus[bug.train_target_ids], expected, atol=1e-5)
     assert np.allclose(bug.corpus[bug.test_target_ids], mlp.corpus[mlp.test_target_ids])
+
+
+# ----- the varying task (notebook 07) ----------------------------------------------------------
+def test_varying_task_gives_each_input_its_first_m_targets():
+    from amer_lib.data.synthetic import MAX_TARGETS, VARYING_STREAM, make_varying_task, target_counts
+
+    task = make_varying_task(dim=16, n_train=300, n_test=100, corpus_size=5000, seed=3)
+    ids = np.concatenate([task.train_target_ids, task.test_target_ids])
+    counts = (ids >= 0).sum(1)
+    assert ids.shape == (400, MAX_TARGETS)
+    assert ((ids >= 0) == (np.arange(MAX_TARGETS)[None] < counts[:, None])).all()  # valid targets first
+    assert set(counts.tolist()) == set(range(1, MAX_TARGETS + 1))
+    # an independent draw of the same stream: counts are 1 + argmax of the counter, targets the maps
+    rng = np.random.default_rng([3, VARYING_STREAM])
+    maps = synthetic.varying_transforms(16, rng)
+    counter = rng.standard_normal((MAX_TARGETS, 16))
+    x = np.concatenate([task.train_inputs, task.test_inputs]).astype(np.float64)
+    assert (target_counts(x, counter) == counts).all()
+    expected = maps(x)
+    expected /= np.linalg.norm(expected, axis=-1, keepdims=True)
+    for i in (0, 150, 399):
+        for j in range(counts[i]):
+            assert np.allclose(task.corpus[ids[i, j]], expected[i, j], atol=1e-5)
+    assert not np.isin(task.test_target_ids[task.test_target_ids >= 0], task.training_negative_ids).any()
+
+
+def test_varying_task_corpus_must_hold_its_targets():
+    from amer_lib.data.synthetic import make_varying_task
+
+    with pytest.raises(ValueError, match="smaller than the"):
+        make_varying_task(dim=8, n_train=100, n_test=10, corpus_size=50, seed=0)

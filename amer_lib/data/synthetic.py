@@ -159,7 +159,7 @@ class SyntheticTask:
     transform: str
     train_inputs: np.ndarray  # [N_train, d]
     test_inputs: np.ndarray  # [N_test, d]
-    train_target_ids: np.ndarray  # [N_train, 5] rows of `corpus`
+    train_target_ids: np.ndarray  # [N_train, 5] rows of `corpus` (the varying task: [N, 8], -1-padded)
     test_target_ids: np.ndarray  # [N_test, 5]
     corpus: np.ndarray  # [N_corpus, d], unit-norm
 
@@ -171,7 +171,7 @@ class SyntheticTask:
     def training_negative_ids(self) -> np.ndarray:
         """Corpus rows that training may draw as negatives: everything but the test targets, so
         that no test target is ever seen in training (as the paper's held-out test set implies)."""
-        return np.setdiff1d(np.arange(len(self.corpus)), self.test_target_ids.ravel())
+        return np.setdiff1d(np.arange(len(self.corpus)), self.test_target_ids[self.test_target_ids >= 0])
 
 
 def make_task(
@@ -231,3 +231,43 @@ def task_from_params(params, transform: str, setting: str) -> SyntheticTask:
     return make_task(
         setting, transform, train_transform=params.train_transform, **{k: getattr(params, k) for k in TASK_KEYS}
     )
+
+
+# ----- beyond the paper (notebook 07): a number of targets that varies with the input ----------
+MAX_TARGETS = 8
+VARYING_STREAM = 7  # the seed sequence [seed, 7] draws the varying task's transforms and counter
+
+
+def varying_transforms(d: int, rng: np.random.Generator) -> TargetTransforms:
+    """Eight linear maps [I, A, -A, B, -B, C, -C, D] (A..D random rotations): the first m of
+    them are an input's targets, so for m >= 3 the targets' mean is far from most of them."""
+    a, b, c, e = (random_rotation(d, rng) for _ in range(4))
+    return TargetTransforms("linear", [np.eye(d), a, -a, b, -b, c, -c, e])
+
+
+def target_counts(x: np.ndarray, counter: np.ndarray) -> np.ndarray:
+    """Each input's number of targets, 1 + argmax(counter @ x): a linear function of the input
+    the model can learn, about uniform over 1..8 for Gaussian inputs."""
+    return 1 + np.argmax(x @ counter.T, axis=1)
+
+
+def make_varying_task(*, dim: int, n_train: int, n_test: int, corpus_size: int, seed: int) -> SyntheticTask:
+    """Gaussian inputs with 1 to 8 targets each (`target_counts`), the first m of
+    `varying_transforms`; target ids `[N, 8]` padded with -1. The corpus holds every target and
+    N(0, I) negatives, as in the paper's task."""
+    rng = np.random.default_rng([seed, VARYING_STREAM])
+    transforms = varying_transforms(dim, rng)
+    counter = rng.standard_normal((MAX_TARGETS, dim))
+    x = rng.standard_normal((n_train + n_test, dim))
+    counts = target_counts(x, counter)
+    if corpus_size < counts.sum():
+        raise ValueError(f"corpus_size {corpus_size} is smaller than the {counts.sum()} targets it must hold")
+    every = transforms(x)  # [N, 8, d]
+    keep = np.arange(MAX_TARGETS)[None] < counts[:, None]
+    ids = np.full(keep.shape, -1, dtype=np.int64)
+    ids[keep] = np.arange(keep.sum())
+    negatives = rng.standard_normal((corpus_size - keep.sum(), dim))
+    corpus = np.concatenate([every[keep], negatives])
+    corpus = (corpus / np.linalg.norm(corpus, axis=1, keepdims=True)).astype(np.float32)
+    x = x.astype(np.float32)
+    return SyntheticTask("varying", "linear", x[:n_train], x[n_train:], ids[:n_train], ids[n_train:], corpus)

@@ -37,12 +37,8 @@ METRIC_COLUMNS = tuple(f"{name}@{k}" for k in KS for name in ("mrecall", "recall
 def task_data(task: SyntheticTask, device: torch.device) -> tuple[torch.Tensor]:
     """The training examples and the pool their negatives are drawn from (no test target)."""
     corpus = torch.from_numpy(task.corpus).to(device)
-    ids = torch.from_numpy(task.train_target_ids).to(device)
-    data = VectorData(
-        torch.from_numpy(task.train_inputs).to(device),
-        corpus[ids],
-        torch.ones(ids.shape, dtype=torch.bool, device=device),
-    )
+    ids = torch.from_numpy(task.train_target_ids).to(device)  # -1: no target (the varying task)
+    data = VectorData(torch.from_numpy(task.train_inputs).to(device), corpus[ids.clamp(min=0)], ids >= 0)
     return data, corpus[torch.from_numpy(task.training_negative_ids).to(device)]
 
 

@@ -78,6 +78,8 @@ class SyntheticConfig(Config):
     figures_dir: str = param(run=False)
     # the MLP sweep's bug cells train on this transform's targets and test on the setting's
     train_transform: str | None = internal(None, choices=TRANSFORMS)
+    # notebook 07: > 0 trains a stop head beside the matched loss (`amer_lib.core.loss.stop_loss`)
+    stop_weight: float = internal(0.0)
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,7 @@ class RealConfig(Config):
     results_dir: str = param()
     runs_dir: str = param()
     figures_dir: str = param(run=False)
+    stop_weight: float = internal(0.0)  # as SyntheticConfig's
 
     @property
     def tag(self) -> str:

@@ -25,14 +25,15 @@ def build_query_encoder(
     params: SyntheticConfig | RealConfig, seed: int, dim: int, device: torch.device
 ) -> AMERQueryEncoder:
     """A fresh encoder: the backbone of `params` (resized by `backbone_overrides` where given),
-    LoRA adapters when `finetune == "lora"`, projections to `dim`, all seeded by `seed`."""
+    LoRA adapters when `finetune == "lora"`, projections to `dim` (and a stop head when
+    `stop_weight > 0`), all seeded by `seed`."""
     name = params.backbone
     overrides = getattr(params, "backbone_overrides", None) or None  # notebook 04 has none
     backbone = load_backbone(name, seed=seed, dtype=weights_dtype(params, device), config_overrides=overrides)
     if params.finetune == "lora":
         backbone = add_lora(backbone, get_backbone(name).lora)
     torch.manual_seed(seed)
-    model = AMERQueryEncoder(backbone, dim)
+    model = AMERQueryEncoder(backbone, dim, stop_head=params.stop_weight > 0)
     if get_backbone(name).identity_projections:
         model.identity_projections()
     return model.to(device)
@@ -54,6 +55,7 @@ def train_config(
         seed=seed,
         temperature=float(params.temperature),
         mixed_precision=params.mixed_precision and device.type == "cuda",
+        stop_weight=float(params.stop_weight),
         **options,
     )
 
@@ -86,3 +88,23 @@ def generate_queries(
         x = torch.from_numpy(inputs[start : start + batch_size]).to(device)
         chunks.append(model.generate(model.prompt_from_vectors(x), n).float().cpu().numpy())
     return np.concatenate(chunks)
+
+
+@torch.no_grad()
+def generate_queries_until_stop(
+    model: AMERQueryEncoder,
+    inputs: np.ndarray,
+    max_n: int,
+    device: torch.device,
+    threshold: float = 0.5,
+    batch_size: int = 1024,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Up to `max_n` generated vectors `[N, max_n, d]` per input vector and how many of them each
+    input keeps `[N]` (the stop head's decision, `AMERQueryEncoder.generate_until_stop`)."""
+    vectors, counts = [], []
+    for start in range(0, len(inputs), batch_size):
+        x = torch.from_numpy(inputs[start : start + batch_size]).to(device)
+        generated, kept, _ = model.generate_until_stop(model.prompt_from_vectors(x), max_n, threshold)
+        vectors.append(generated.float().cpu().numpy())
+        counts.append(kept.cpu().numpy())
+    return np.concatenate(vectors), np.concatenate(counts)

@@ -1,0 +1,103 @@
+"""Notebook 07, beyond the paper: how many query vectors to emit, and how to merge their lists.
+
+The paper fixes n per dataset and merges round-robin; its conclusion names both as open problems.
+Here AMER is trained with a stop head (`amer_lib.core.model`, `amer_lib.core.loss.stop_loss`) and
+decides n per input, and the lists of its vectors are merged by the coverage-aware merge or by
+ranx's fusions (`amer_lib.core.merge`). Searching only the vectors an input keeps is the same as
+masking the lists of the others, which is how a kept count is scored here: one search of all
+`max_n` vectors serves every fixed n, the adaptive n and every merge.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from amer_lib.core.device import resolve_device
+from amer_lib.core.merge import get_merge
+from amer_lib.core.metrics import KS, evaluate, mean_scores
+from amer_lib.core.search import VectorIndex
+from amer_lib.core.train import split_train_validation, train
+from amer_lib.data.synthetic import MAX_TARGETS, SyntheticTask, make_varying_task
+from amer_lib.experiments.synthetic import task_data
+from amer_lib.io import git_commit
+from amer_lib.runs.configs import SyntheticConfig
+from amer_lib.runs.models import build_query_encoder, generate_queries_until_stop, train_config
+from amer_lib.runs.store import SYNTHETIC_RUNS
+
+
+def kept_lists(ids: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """`ids [N, n, K]` with the lists of the vectors past each row's count `[N]` emptied (-1)."""
+    return np.where(np.arange(ids.shape[1])[None, :, None] < counts[:, None, None], ids, -1)
+
+
+def count_rows(
+    ids: np.ndarray,
+    scores: np.ndarray,
+    gold: np.ndarray,
+    counts: dict[str, np.ndarray],
+    merge: str = "round_robin",
+    ks: tuple[int, ...] = KS,
+    **merge_options,
+) -> list[dict]:
+    """MRecall and Recall at `ks` of every fixed n (1 .. n_max) and of every per-row count in
+    `counts` (name: `[N]`, e.g. the stop head's and the true number of targets), with the mean
+    number of vectors searched; `gold [N, C, D]` padded clusters of corpus rows."""
+    merger = get_merge(merge, **merge_options)
+    rows = []
+    fixed = {f"n = {n}": np.full(len(ids), n) for n in range(1, ids.shape[1] + 1)}
+    for name, kept in {**fixed, **counts}.items():
+        merged = merger(kept_lists(ids, kept), scores, max(ks))
+        rows.append({"n": name, "vectors": float(np.mean(kept)), **mean_scores(evaluate(merged, gold, ks))})
+    return rows
+
+
+def varying_task(params: SyntheticConfig) -> SyntheticTask:
+    return make_varying_task(
+        dim=params.dim, n_train=params.n_train, n_test=params.n_test, corpus_size=params.corpus_size, seed=params.seed
+    )
+
+
+def varying_run(params: SyntheticConfig, progress: bool = True) -> dict:
+    """AMER with a stop head (`params.stop_weight > 0`) trained on the varying task (1 to 8
+    targets per input), or read back: its test inputs' true and predicted numbers of targets and
+    the MRecall of every fixed n against the stop head's n (round-robin)."""
+    if params.stop_weight <= 0:
+        raise ValueError(f"the varying task trains a stop head: stop_weight must be > 0, got {params.stop_weight}")
+    name = f"varying_linear_amer_seed{params.seed}"
+    cached = SYNTHETIC_RUNS.cached(params, name)
+    if cached is not None:
+        return cached
+    device = resolve_device(params.device)
+    task = varying_task(params)
+    data, negative_pool = task_data(task, device)
+    train_idx, val_idx = split_train_validation(len(data), params.seed)
+    model = build_query_encoder(params, params.seed, params.dim, device)
+    config = train_config(params, MAX_TARGETS, params.seed, device, sampling_rate=float(params.sampling_rate))
+    trained = train(
+        model,
+        data.subset(train_idx.to(device)),
+        data.subset(val_idx.to(device)),
+        negative_pool,
+        config,
+        run_dir=SYNTHETIC_RUNS.run_dir(params, name),
+        progress=progress,
+    )
+    vectors, predicted = generate_queries_until_stop(model, task.test_inputs, MAX_TARGETS, device)
+    scores, ids = VectorIndex(task.corpus).search(vectors, params.search_depth)
+    true_counts = (task.test_target_ids >= 0).sum(1)
+    rows = count_rows(
+        ids, scores, task.test_target_ids[:, :, None], {"stop head": predicted, "true m (told)": true_counts}
+    )
+    result = dict(
+        params=params.as_dict(),
+        seed=params.seed,
+        git_commit=git_commit(),
+        rows=rows,
+        true_counts=true_counts.tolist(),
+        predicted_counts=predicted.tolist(),
+        train_seconds=trained.seconds,
+        best_step=trained.best_step,
+        best_val_loss=trained.best_val_loss,
+        history=trained.history,
+    )
+    return SYNTHETIC_RUNS.write(params, name, result)

@@ -1,0 +1,27 @@
+"""Notebook 07's scoring of fixed and adaptive numbers of query vectors."""
+
+import numpy as np
+import pytest
+
+from amer_lib.experiments.beyond import count_rows, kept_lists
+
+
+def test_kept_lists_empties_the_vectors_past_each_count():
+    ids = np.arange(12).reshape(2, 3, 2)
+    kept = kept_lists(ids, np.array([1, 3]))
+    assert kept.tolist() == [[[0, 1], [-1, -1], [-1, -1]], [[6, 7], [8, 9], [10, 11]]]
+
+
+def test_count_rows_by_hand():
+    # query 0 has one target (doc 1), first in vector 0's list; query 1 has two, one first in each
+    # vector's list: one vector finds all of query 0's, two find all of both
+    ids = np.array([[[1, 2], [8, 9]], [[3, 4], [5, 6]]])
+    scores = np.ones(ids.shape)
+    gold = np.array([[[1], [-1]], [[3], [5]]])
+    rows = count_rows(ids, scores, gold, {"told": np.array([1, 2])}, ks=(1, 2))
+    by_name = {r["n"]: r for r in rows}
+    assert list(by_name) == ["n = 1", "n = 2", "told"]
+    assert by_name["n = 1"]["mrecall@2"] == 0.5 and by_name["n = 1"]["vectors"] == 1
+    assert by_name["n = 2"]["mrecall@2"] == 1.0 and by_name["n = 2"]["vectors"] == 2
+    assert by_name["told"]["mrecall@2"] == 1.0 and by_name["told"]["vectors"] == 1.5
+    assert by_name["told"]["recall@1"] == pytest.approx((1 + 0.5) / 2)
