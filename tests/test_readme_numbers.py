@@ -139,3 +139,74 @@ def test_table1_and_target_similarity_in_the_prose_are_figures_notebook03():
     (a, b), (c, d), (e, f), (g, h) = ((float(r["same_question_cos"]), float(r["random_pair_cos"])) for r in similarity)
     assert f"{a:.3f} vs {b:.3f} (senses), {c:.3f} vs {d:.3f} (kinds)" in quoted
     assert f"the paper measured {e:.2f} vs {f:.2f} (AmbigQA) and {g:.2f} vs {h:.2f} (QAMPARI)" in quoted
+
+
+def test_vector_count_sweep_in_the_prose_is_figures_vector_count_merge():
+    import json
+
+    rows = json.loads((ROOT / "figures" / "05_ablations" / "vector_count_merge.json").read_text())
+
+    def value(benchmark, merge, n, k):
+        (row,) = [r for r in rows if r["benchmark"].startswith(benchmark) and r["merge"] == merge and r["n"] == n]
+        return 100 * row[f"mrecall@{k}"]
+
+    def spread(benchmark, merge):  # MRecall@100 over n = 2..8
+        values = [value(benchmark, merge, n, 100) for n in range(2, 9)]
+        return f"{min(values):.1f}-{max(values):.1f}%"
+
+    real = README[README.index("Notebook 05's sweep (seed 0) shows") :]
+    real = " ".join(real[: real.index("The offline default excludes")].split())
+    senses, kinds = "wordnet_senses", "wordnet_kinds"
+    assert f"({value(senses, 'round_robin', 1, 100):.1f} vs 31.0% on senses" in real
+    assert f"{value(kinds, 'round_robin', 1, 100):.1f} vs 44.9% on kinds" in real
+    best = max(value(senses, m, n, 100) for m in ("round_robin", "rrf", "max_score") for n in range(1, 9))
+    assert f"({value(senses, 'round_robin', 2, 100):.1f}% at n = 2" in real and f"{best:.1f}% at most" in real
+    assert f"round-robin to {spread(kinds, 'round_robin')} for n = 2-8" in real
+    assert f"(RRF {spread(kinds, 'rrf')}, max-score {spread(kinds, 'max_score')})" in real
+
+    synthetic = README[README.index("The vector-count sweep (`vector_count_merge.png`)") :]
+    synthetic = " ".join(synthetic[: synthetic.index("## Departures")].split())
+    mlp = "synthetic mlp"
+    assert (
+        f"{value(mlp, 'round_robin', 3, 10):.1f}% at n = 3 and {value(mlp, 'round_robin', 4, 10):.1f}% at n = 4"
+        in synthetic
+    )
+    assert all(value(mlp, "round_robin", n, 10) == 0 for n in (1, 2)) and "0% for n <= 2" in synthetic
+    assert all(value(mlp, m, n, 10) == 100 for m in ("round_robin", "max_score") for n in range(5, 9))
+    rrf = [value(mlp, "rrf", n, 10) for n in range(6, 9)]
+    assert f"falls to {min(rrf):.1f}-{max(rrf):.1f}% at @10 for n >= 6" in synthetic
+
+
+def notebook_markdown(name: str) -> str:
+    import json
+
+    cells = json.loads((ROOT / "notebooks" / f"{name}.ipynb").read_text())["cells"]
+    return " ".join(" ".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown").split())
+
+
+def test_departures_quoted_in_notebooks_and_readme_are_benchmarks_study_departures():
+    import json
+
+    study = json.loads((ROOT / "benchmarks" / "study" / "departures.json").read_text())
+    rate = {r["sampling_rate"]: r for r in study["sampling_rate"]}
+    moved = (
+        f"from {rate[1]['mrecall@10']:.1f}% to {rate[2]['mrecall@10']:.1f}% and "
+        f"{{}}final validation loss from {rate[1]['final_val_loss']:.2f} to {rate[2]['final_val_loss']:.2f}"
+    )
+    assert moved.format("the ") in notebook_markdown("02_synthetic")
+    assert moved.format("its ") in " ".join(README.split())
+
+    default, paper = study["fed_targets"]
+    nb04 = notebook_markdown("04_real_data")
+    assert (
+        f"for {100 * paper['copies_fed_target']:.1f}% of the test questions, against "
+        f"{100 * default['copies_fed_target']:.1f}% with the fed target excluded; "
+        f"MRecall@100 {paper['mrecall@100']:.1f}% against {default['mrecall@100']:.1f}%"
+    ) in nb04
+    assert f"mean cosine {paper['cosine_first_second']:.2f} and {default['cosine_first_second']:.2f}" in nb04
+    senses, kinds = study["single_target_step"]
+    assert (
+        f"from {senses['amer']:.1f} to {senses['amer_single_target_step']:.1f}% on `wordnet_senses` and "
+        f"from {kinds['amer']:.1f} to {kinds['amer_single_target_step']:.1f}% on `wordnet_kinds` "
+        f"(single-query: {senses['single']:.1f} and {kinds['single']:.1f}%"
+    ) in nb04
