@@ -210,3 +210,33 @@ def test_departures_quoted_in_notebooks_and_readme_are_benchmarks_study_departur
         f"from {kinds['amer']:.1f} to {kinds['amer_single_target_step']:.1f}% on `wordnet_kinds` "
         f"(single-query: {senses['single']:.1f} and {kinds['single']:.1f}%"
     ) in nb04
+
+
+def test_gain_by_data_source_in_the_prose_is_figures_similarity_and_gain():
+    quoted = " ".join(README[README.index("MRecall@100 gain over single-query by data source") :].split())
+    quoted = quoted[: quoted.index("the ordering by target similarity")].replace("−", "-")
+    rows = {r["data"]: r for r in figure_rows("06_diversity_analysis/similarity_and_gain.csv")}
+
+    def points(data):
+        return f"{float(rows[data]['gain_points']):+.1f} points"
+
+    assert f"synthetic linear {float(rows['synthetic, linear']['gain_points']):+.0f} points" in quoted
+    assert f"MLP {points('synthetic, mlp')}" in quoted
+    for data in ("wordnet_senses", "wordnet_kinds"):
+        assert f"{data} {points(data)} ({100 * float(rows[data]['gain_relative']):+.1f}%)" in quoted
+
+
+def test_seen_and_unseen_table_is_figures_seen_and_unseen():
+    rows = readme_table("| data | questions | Single-Query | AMER | single-query's vector | AMER's vectors |")
+    figure = figure_rows("06_diversity_analysis/seen_and_unseen.csv")
+    assert len(rows) == len(figure)
+    for (data, questions, single, amer, single_vector, amer_vectors), row in zip(rows, figure):
+        assert (data, questions.split()[0]) == (row["dataset"], {"train": "trained", "test": "test"}[row["questions"]])
+        assert single.strip("*") == f"{float(row['single_mrecall_mean']):.1f}", data
+        assert amer.strip("*") == f"{float(row['amer_mrecall_mean']):.1f}", data
+        assert single_vector == f"{float(row['single_recall']):.1f}", data
+        vectors = [float(row[f"amer_v{i}_recall"]) for i in range(1, 6) if row[f"amer_v{i}_recall"]]
+        expected = (
+            ", ".join(f"{v:.1f}" for v in vectors) if len(vectors) == 2 else f"{min(vectors):.1f}-{max(vectors):.1f}"
+        )
+        assert amer_vectors == expected, data
