@@ -13,16 +13,17 @@ from __future__ import annotations
 import numpy as np
 
 from amer_lib.core.device import resolve_device
-from amer_lib.core.merge import get_merge
-from amer_lib.core.metrics import KS, evaluate, mean_scores
-from amer_lib.core.search import VectorIndex
+from amer_lib.core.merge import RANX_FUSIONS, WEIGHTINGS, get_merge
+from amer_lib.core.metrics import KS, K, evaluate, mean_scores
+from amer_lib.core.search import ShardedFlatIndex, VectorIndex
 from amer_lib.core.train import split_train_validation, train
 from amer_lib.data.synthetic import MAX_TARGETS, SyntheticTask, make_varying_task
 from amer_lib.experiments.synthetic import task_data
 from amer_lib.io import git_commit
-from amer_lib.runs.configs import SyntheticConfig
+from amer_lib.runs.configs import RealConfig, SyntheticConfig
 from amer_lib.runs.models import build_query_encoder, generate_queries_until_stop, train_config
 from amer_lib.runs.store import SYNTHETIC_RUNS
+from amer_lib.runs.text import RunContext, query_vectors
 
 
 def kept_lists(ids: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -101,3 +102,61 @@ def varying_run(params: SyntheticConfig, progress: bool = True) -> dict:
         history=trained.history,
     )
     return SYNTHETIC_RUNS.write(params, name, result)
+
+
+# ----- merges on the real benchmark: picked on validation questions, scored on test ------------
+MERGE_GRID: dict[str, list[dict]] = {
+    "round_robin": [{}],
+    "coverage": [
+        dict(temperature=t, diversity=d, weighting=w)
+        for t in (0.01, 0.02, 0.05, 0.1)
+        for d in (0.5, 1.0)
+        for w in WEIGHTINGS
+    ],
+    **{name: [{}] for name in RANX_FUSIONS},
+}
+
+
+def split_lists(context: RunContext, model, questions: list, n: int, depth: int) -> tuple[np.ndarray, np.ndarray]:
+    """The per-vector lists `ids, scores [Q, n, depth]` of n generated vectors per question."""
+    device = next(model.parameters()).device
+    scores, ids = ShardedFlatIndex(context.shards).search(query_vectors(model, context, questions, n, device), depth)
+    return ids, scores
+
+
+def merge_comparison(
+    params: RealConfig, dataset: str, seed: int, n: int, grid: dict[str, list[dict]] = MERGE_GRID
+) -> list[dict]:
+    """Every merge of `grid` on a trained notebook-04 AMER run's first n vectors: each merge's
+    options picked by validation MRecall@100 (the run's held-out training questions), then its
+    per-question test MRecall@100 (one row per merge, with the options chosen)."""
+    context = RunContext(params)
+    model = context.trained_encoder(dataset, "amer", seed, resolve_device(params.device))
+    train_questions = context.benchmark.questions(dataset, "train")
+    _, val_idx = split_train_validation(len(train_questions), seed)
+    splits = {
+        "validation": [train_questions[i] for i in val_idx.tolist()],
+        "test": context.benchmark.questions(dataset, "test"),
+    }
+    lists = {split: split_lists(context, model, qs, n, params.search_depth) for split, qs in splits.items()}
+    gold = {split: context.gold(qs) for split, qs in splits.items()}
+
+    def scores(split: str, merge: str, options: dict) -> np.ndarray:
+        ids, similarity = lists[split]
+        return evaluate(get_merge(merge, **options)(ids, similarity, K), gold[split], (K,))[f"mrecall@{K}"]
+
+    rows = []
+    for merge, choices in grid.items():
+        options = max(choices, key=lambda o: scores("validation", merge, o).mean())  # first of ties
+        rows.append(
+            dict(
+                dataset=dataset,
+                seed=seed,
+                n=n,
+                merge=merge,
+                options=options,
+                validation_mrecall=float(scores("validation", merge, options).mean()),
+                mrecall=scores("test", merge, options).tolist(),
+            )
+        )
+    return rows
