@@ -16,12 +16,11 @@ from amer_lib.core.device import resolve_device
 from amer_lib.core.merge import RANX_FUSIONS, WEIGHTINGS, get_merge
 from amer_lib.core.metrics import KS, K, evaluate, mean_scores
 from amer_lib.core.search import ShardedFlatIndex, VectorIndex
-from amer_lib.core.train import split_train_validation, train
+from amer_lib.core.train import split_train_validation
 from amer_lib.data.synthetic import MAX_TARGETS, SyntheticTask, make_varying_task
-from amer_lib.experiments.synthetic import task_data
 from amer_lib.io import git_commit
 from amer_lib.runs.configs import RealConfig, SyntheticConfig
-from amer_lib.runs.models import build_query_encoder, generate_queries_until_stop, train_config
+from amer_lib.runs.models import generate_queries_until_stop, train_on_task
 from amer_lib.runs.store import SYNTHETIC_RUNS
 from amer_lib.runs.text import RunContext, query_vectors
 
@@ -70,19 +69,7 @@ def varying_run(params: SyntheticConfig, progress: bool = True) -> dict:
         return cached
     device = resolve_device(params.device)
     task = varying_task(params)
-    data, negative_pool = task_data(task, device)
-    train_idx, val_idx = split_train_validation(len(data), params.seed)
-    model = build_query_encoder(params, params.seed, params.dim, device)
-    config = train_config(params, MAX_TARGETS, params.seed, device, sampling_rate=float(params.sampling_rate))
-    trained = train(
-        model,
-        data.subset(train_idx.to(device)),
-        data.subset(val_idx.to(device)),
-        negative_pool,
-        config,
-        run_dir=SYNTHETIC_RUNS.run_dir(params, name),
-        progress=progress,
-    )
+    model, trained = train_on_task(params, task, MAX_TARGETS, device, SYNTHETIC_RUNS.run_dir(params, name), progress)
     vectors, predicted = generate_queries_until_stop(model, task.test_inputs, MAX_TARGETS, device)
     scores, ids = VectorIndex(task.corpus).search(vectors, params.search_depth)
     true_counts = (task.test_target_ids >= 0).sum(1)

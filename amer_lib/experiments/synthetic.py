@@ -21,25 +21,15 @@ from amer_lib.core import distributed
 from amer_lib.core.device import resolve_device
 from amer_lib.core.metrics import KS, evaluate, mean_scores
 from amer_lib.core.search import VectorIndex, multi_vector_search, unit_norm
-from amer_lib.core.train import split_train_validation, train
-from amer_lib.data.datasets import VectorData
 from amer_lib.data.synthetic import N_TARGETS, SyntheticTask, task_from_params
 from amer_lib.io import git_commit
 from amer_lib.runs import torchrun
 from amer_lib.runs.configs import SyntheticConfig
-from amer_lib.runs.models import build_query_encoder, generate_queries, train_config
+from amer_lib.runs.models import generate_queries, train_on_task
 from amer_lib.runs.parallel import run_parallel
 from amer_lib.runs.store import SYNTHETIC_RUNS, synthetic_run_name
 
 METRIC_COLUMNS = tuple(f"{name}@{k}" for k in KS for name in ("mrecall", "recall"))
-
-
-def task_data(task: SyntheticTask, device: torch.device) -> tuple[torch.Tensor]:
-    """The training examples and the pool their negatives are drawn from (no test target)."""
-    corpus = torch.from_numpy(task.corpus).to(device)
-    ids = torch.from_numpy(task.train_target_ids).to(device)  # -1: no target (the varying task)
-    data = VectorData(torch.from_numpy(task.train_inputs).to(device), corpus[ids.clamp(min=0)], ids >= 0)
-    return data, corpus[torch.from_numpy(task.training_negative_ids).to(device)]
 
 
 def retrieval_metrics(index: VectorIndex, queries: np.ndarray, gold_ids: np.ndarray, depth: int) -> dict:
@@ -138,20 +128,7 @@ def _train_and_evaluate(
     on_step: Callable[[], None] | None,
 ) -> dict:
     n_queries = 1 if system == "single" else params.n_queries
-    data, negative_pool = task_data(task, device)
-    train_idx, val_idx = split_train_validation(len(data), params.seed)
-    model = build_query_encoder(params, params.seed, params.dim, device)
-    config = train_config(params, n_queries, params.seed, device, sampling_rate=float(params.sampling_rate))
-    trained = train(
-        model,
-        data.subset(train_idx.to(device)),
-        data.subset(val_idx.to(device)),
-        negative_pool,
-        config,
-        run_dir=run_dir,
-        progress=progress,
-        on_step=on_step,
-    )
+    model, trained = train_on_task(params, task, n_queries, device, run_dir, progress, on_step)
     if not distributed.is_main():
         return {}
     began = time.perf_counter()

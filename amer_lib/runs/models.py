@@ -3,13 +3,18 @@ run's encoder with its kept weights."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+
 import numpy as np
 import torch
 
 from amer_lib.core.backbones import add_lora, get_backbone, load_backbone
 from amer_lib.core.config import Config
 from amer_lib.core.model import AMERQueryEncoder
-from amer_lib.core.train import TrainConfig, load_trainable_state
+from amer_lib.core.train import TrainConfig, TrainResult, load_trainable_state, split_train_validation, train
+from amer_lib.data.datasets import VectorData
+from amer_lib.data.synthetic import SyntheticTask
 from amer_lib.runs.configs import RealConfig, SyntheticConfig
 from amer_lib.runs.store import SYNTHETIC_RUNS, RunStore, synthetic_run_name
 
@@ -108,3 +113,40 @@ def generate_queries_until_stop(
         vectors.append(generated.float().cpu().numpy())
         counts.append(kept.cpu().numpy())
     return np.concatenate(vectors), np.concatenate(counts)
+
+
+def task_data(task: SyntheticTask, device: torch.device) -> tuple[VectorData, torch.Tensor]:
+    """A synthetic task's training examples and the pool their negatives are drawn from (no test
+    target); a target id of -1 is no target (the varying task)."""
+    corpus = torch.from_numpy(task.corpus).to(device)
+    ids = torch.from_numpy(task.train_target_ids).to(device)
+    data = VectorData(torch.from_numpy(task.train_inputs).to(device), corpus[ids.clamp(min=0)], ids >= 0)
+    return data, corpus[torch.from_numpy(task.training_negative_ids).to(device)]
+
+
+def train_on_task(
+    params: SyntheticConfig,
+    task: SyntheticTask,
+    n_outputs: int,
+    device: torch.device,
+    run_dir: Path,
+    progress: bool = True,
+    on_step: Callable[[], None] | None = None,
+) -> tuple[AMERQueryEncoder, TrainResult]:
+    """A fresh encoder of `params` trained on a synthetic task's training inputs (10% held out
+    for validation), with its kept weights, and the training's record."""
+    data, negative_pool = task_data(task, device)
+    train_idx, val_idx = split_train_validation(len(data), params.seed)
+    model = build_query_encoder(params, params.seed, params.dim, device)
+    config = train_config(params, n_outputs, params.seed, device, sampling_rate=float(params.sampling_rate))
+    trained = train(
+        model,
+        data.subset(train_idx.to(device)),
+        data.subset(val_idx.to(device)),
+        negative_pool,
+        config,
+        run_dir=run_dir,
+        progress=progress,
+        on_step=on_step,
+    )
+    return model, trained
