@@ -240,3 +240,50 @@ def test_seen_and_unseen_table_is_figures_seen_and_unseen():
             ", ".join(f"{v:.1f}" for v in vectors) if len(vectors) == 2 else f"{min(vectors):.1f}-{max(vectors):.1f}"
         )
         assert amer_vectors == expected, data
+
+
+def test_mlp_sweep_prose_is_figures_mlp_sweep():
+    quoted = " ".join(README[README.index("- With the paper's two-layer MLP one vector suffices") :].split())
+    quoted = quoted[: quoted.index("- Made by")]
+    sweep = {
+        (int(r["d"]), int(r["depth"]), r["training data"].split()[0], r["system"]): r
+        for r in figure_rows("02_synthetic_mlp_sweep/mlp_sweep.csv")
+    }
+    dims = (128, 512, 1024)
+
+    def at10(d, depth, system, data="MLP"):
+        return float(sweep[d, depth, data, system]["mrecall@10"])
+
+    single2 = [at10(d, 2, "single") for d in dims]
+    assert f"for {min(single2):g}-{max(single2):g}% of inputs" in quoted
+    assert all(at10(d, 3, "single") == 0 for d in dims) and "fails completely at every d (0%" in quoted
+    oracle3 = [at10(d, 3, "oracle") for d in (512, 1024)]
+    assert f"succeeds for {min(oracle3):g}-{max(oracle3):.0f}% of inputs" in quoted
+    low, high = (
+        float(sweep[128, 3, "MLP", "oracle"][k]) for k in ("oracle_min_target_cos", "oracle_best_negative_cos")
+    )
+    assert f"cos {low:.3f}, lies below its best random distractor, {high:.3f}" in quoted
+    amer3 = [at10(d, 3, "amer") for d in dims]
+    assert f"there AMER reaches {amer3[0]:.1f}%" in quoted
+    assert f"AMER falls with d at this budget ({amer3[0]:.1f}, {amer3[1]:.1f}, {amer3[2]:.1f}%)" in quoted
+    bug = [at10(d, depth, "single", "linear") for d in dims for depth in (2, 3)]
+    assert all(value == 0 for value in bug) and "gives 0.0% in every cell" in quoted
+
+
+def test_ivfpq_sweep_prose_is_figures_ivfpq_sweep():
+    quoted = " ".join(README[README.index("The IVF-PQ sweep (`ivfpq_sweep.md`") :].split())
+    quoted = quoted[: quoted.index("the times say nothing about 25M passages")]
+    rows = figure_rows("03_real_data_prep/ivfpq_sweep.csv")
+    exact, approximate = rows[0], rows[1:]
+
+    def recalls(index):
+        return " / ".join(f"{float(r['recall@100_vs_exact']):.2f}" for r in approximate if r["index"] == index)
+
+    assert f"({recalls('IVF256,PQ16')} with 8 / 32 / 128 of 256 lists)" in quoted
+    assert f"48-byte codes reach {recalls('IVF256,PQ48')} and 96-byte codes {recalls('IVF256,PQ96')}" in quoted
+    assert f"exact search takes {float(exact['ms_per_query']):.2f} ms per query" in quoted
+    fastest = max(float(r["speedup_vs_exact"]) for r in approximate)
+    assert f"IVF-PQ is at most {fastest:.1f}x faster" in quoted
+    slower = {r["bytes_per_doc"] for r in approximate if float(r["speedup_vs_exact"]) < 1}
+    assert slower == {"48", "96"} and "slower than exact at 128 lists with 48- and 96-byte codes" in quoted
+    assert all(r["nprobe"] == "128" for r in approximate if float(r["speedup_vs_exact"]) < 1)
