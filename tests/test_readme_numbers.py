@@ -287,3 +287,19 @@ def test_ivfpq_sweep_prose_is_figures_ivfpq_sweep():
     slower = {r["bytes_per_doc"] for r in approximate if float(r["speedup_vs_exact"]) < 1}
     assert slower == {"48", "96"} and "slower than exact at 128 lists with 48- and 96-byte codes" in quoted
     assert all(r["nprobe"] == "128" for r in approximate if float(r["speedup_vs_exact"]) < 1)
+
+
+def test_figure5_prose_is_figures_figure5_data():
+    quoted = " ".join(README[README.index("Offline, Figure 5 comes out the other way round") :].split())
+    quoted = quoted[: quoted.index("Seen and unseen questions")].replace("−", "-")
+    rows = {r["dataset"]: r for r in figure_rows("06_diversity_analysis/figure5_data.csv")}
+
+    def cosines(data):
+        return float(rows[data]["output_cos_mean"]), float(rows[data]["train_target_cos"])
+
+    (senses, senses_targets), (kinds, kinds_targets) = cosines("wordnet_senses"), cosines("wordnet_kinds")
+    assert f"({senses:.2f} / {kinds:.2f} against {senses_targets:.2f} / {kinds_targets:.2f})" in quoted
+    mlp, mlp_targets = cosines("synthetic, mlp")
+    assert f"cosine {mlp:.2f} against the targets' {mlp_targets:.2f}" in quoted
+    linear, linear_targets = cosines("synthetic, linear")
+    assert f"({linear:.3f} against {linear_targets:.3f};" in quoted
