@@ -303,3 +303,18 @@ def test_figure5_prose_is_figures_figure5_data():
     assert f"cosine {mlp:.2f} against the targets' {mlp_targets:.2f}" in quoted
     linear, linear_targets = cosines("synthetic, linear")
     assert f"({linear:.3f} against {linear_targets:.3f};" in quoted
+
+
+def test_figure1_table_and_prose_are_figures_trends():
+    rows = readme_table("| dataset | retriever | whole set | nearest quartile | farthest quartile |")
+    trends = figure_rows("01_failure_analysis/trends.csv")
+    assert len(rows) == len(trends)
+    for (data, retriever, whole, nearest, farthest, columns, rho), row in zip(rows, trends):
+        assert (data, {"all-MiniLM-L6-v2": "minilm", "BM25": "bm25"}[retriever]) == (row["dataset"], row["retriever"])
+        for quoted, key in ((whole, "mrecall"), (nearest, "nearest"), (farthest, "farthest")):
+            assert quoted == f"{float(row[key]):.1f}", (data, retriever, key)
+        assert columns == row["size_columns_falling"] and rho.replace("−", "-") == f"{float(row['spearman']):.2f}"
+    same_bin = [100 * float(r["cos_euclid_same_bin"]) for r in trends]
+    assert f"Cosine and Euclidean distance put {min(same_bin):.0f}-{max(same_bin):.0f}% of questions" in " ".join(
+        README.split()
+    )
