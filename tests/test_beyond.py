@@ -25,3 +25,25 @@ def test_count_rows_by_hand():
     assert by_name["n = 2"]["mrecall@2"] == 1.0 and by_name["n = 2"]["vectors"] == 2
     assert by_name["told"]["mrecall@2"] == 1.0 and by_name["told"]["vectors"] == 1.5
     assert by_name["told"]["recall@1"] == pytest.approx((1 + 0.5) / 2)
+
+
+def test_count_matrix_by_hand():
+    from amer_lib.report.plots import count_matrix
+
+    # m = 1: both right; m = 2: one given 2, one given 3; no input with m = 3
+    matrix = count_matrix([1, 1, 2, 2], [1, 1, 2, 3], max_n=3)
+    assert matrix.tolist() == [[1, 0, 0], [0, 0.5, 0.5], [0, 0, 0]]
+
+
+def test_predicted_count_figure_is_written(tmp_path):
+    from amer_lib.report.plots import predicted_count_figure
+
+    predicted_count_figure([1, 2, 3, 3], [1, 2, 2, 3], 3, tmp_path / "counts")
+    assert (tmp_path / "counts.png").stat().st_size > 0 and (tmp_path / "counts.pdf").stat().st_size > 0
+
+
+def test_every_merge_has_a_colour_and_a_label_in_the_figures():
+    from amer_lib.core.merge import MERGES
+    from amer_lib.report.plots import MERGE_COLORS, MERGE_LABELS
+
+    assert set(MERGES) == set(MERGE_COLORS) == set(MERGE_LABELS)

@@ -311,8 +311,26 @@ def learning_curve_figure(curve_rows: list[dict], path: str | Path | None = None
     return _finish_with_legend(fig, axes[0][0], path, title, offset=-0.1)
 
 
-MERGE_COLORS = {"round_robin": MLP_COLOR, "rrf": LINEAR_COLOR, "max_score": "#7a9a5c"}
-MERGE_LABELS = {"round_robin": "round-robin (paper)", "rrf": "reciprocal-rank fusion", "max_score": "max score"}
+MERGE_COLORS = {
+    "round_robin": MLP_COLOR,
+    "rrf": LINEAR_COLOR,
+    "max_score": "#7a9a5c",
+    "coverage": "#b5651d",
+    "ranx_rrf": "#5f8fbf",
+    "combsum": "#9b7bb8",
+    "combmnz": "#c27c9a",
+    "max_zmuv": "#8c8c3c",
+}
+MERGE_LABELS = {
+    "round_robin": "round-robin (paper)",
+    "rrf": "reciprocal-rank fusion",
+    "max_score": "max score",
+    "coverage": "coverage (xQuAD)",
+    "ranx_rrf": "RRF (ranx)",
+    "combsum": "CombSUM (ranx)",
+    "combmnz": "CombMNZ (ranx)",
+    "max_zmuv": "z-score max (ranx)",
+}
 
 
 def vector_count_figure(rows: list[dict], path: str | Path | None = None):
@@ -501,6 +519,44 @@ def figure6(rows: list[dict], path: str | Path | None = None):
         Patch(facecolor="white", edgecolor="black", hatch="//", label="reported in the paper"),
     ]
     fig.legend(handles=legend, loc="lower center", ncol=3, frameon=False, fontsize=8, bbox_to_anchor=(0.5, -0.1))
+    fig.tight_layout()
+    if path is not None:
+        save(fig, path)
+    return fig
+
+
+def count_matrix(true_counts, predicted_counts, max_n: int):
+    """`[max_n, max_n]` share of the inputs with m true targets (row m - 1) given n vectors by
+    the stop head (column n - 1); a row sums to 1 (0 where no input has m targets)."""
+    import numpy as np
+
+    matrix = np.zeros((max_n, max_n))
+    np.add.at(matrix, (np.asarray(true_counts) - 1, np.asarray(predicted_counts) - 1), 1)
+    return matrix / np.maximum(matrix.sum(1, keepdims=True), 1)
+
+
+def predicted_count_figure(true_counts, predicted_counts, max_n: int, path: str | Path | None = None):
+    """Notebook 07: how many vectors the stop head emits against how many targets an input has,
+    each row the distribution over n of the inputs with that m (the diagonal is right)."""
+    sns.set_theme(style="white", context="paper")
+    matrix = count_matrix(true_counts, predicted_counts, max_n)
+    fig, ax = plt.subplots(figsize=(3.6, 3.2))
+    labels = list(range(1, max_n + 1))
+    sns.heatmap(
+        100 * matrix,
+        ax=ax,
+        cmap="Blues",
+        vmin=0,
+        vmax=100,
+        annot=True,
+        fmt=".0f",
+        annot_kws={"fontsize": 6},
+        xticklabels=labels,
+        yticklabels=labels,
+        cbar_kws={"label": "% of inputs with m targets"},
+    )
+    ax.set_xlabel("vectors emitted (stop head's n)")
+    ax.set_ylabel("targets of the input (m)")
     fig.tight_layout()
     if path is not None:
         save(fig, path)
