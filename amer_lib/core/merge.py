@@ -101,12 +101,11 @@ WEIGHTINGS = ("uniform", "top_score")
 
 def _vector_weights(top_logits: np.ndarray, weighting: str) -> np.ndarray:
     """`[N, n]` weights summing to 1 per row (a vector with an empty list gets 0)."""
-    present = np.isfinite(top_logits)
+    present = np.isfinite(top_logits)  # an empty list's top logit is -inf
     if weighting == "uniform":
         weights = present.astype(np.float64)
     else:
-        shifted = np.where(present, top_logits, -np.inf)
-        weights = np.exp(shifted - np.max(np.where(present, shifted, 0.0), axis=1, keepdims=True))
+        weights = np.exp(top_logits - np.max(np.where(present, top_logits, 0.0), axis=1, keepdims=True))
     return weights / np.maximum(weights.sum(1, keepdims=True), np.finfo(float).tiny)
 
 

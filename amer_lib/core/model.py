@@ -245,10 +245,9 @@ class AMERQueryEncoder(nn.Module):
 def stop_counts(stop_probability: torch.Tensor, threshold: float) -> torch.Tensor:
     """`[B]` vectors kept per row: up to and including the first position whose stop probability
     `[B, n]` exceeds `threshold`, all n when none does."""
-    n = stop_probability.shape[1]
-    over = stop_probability > threshold
-    first = torch.where(over.any(1), over.float().argmax(1), torch.full_like(over[:, 0], n - 1, dtype=torch.long))
-    return first + 1
+    stops = stop_probability > threshold
+    stops[:, -1] = True  # the last position ends every row
+    return stops.float().argmax(1) + 1  # argmax: the first True
 
 
 def _next_input(

@@ -134,16 +134,17 @@ def merge_comparison(
 
     rows = []
     for merge, choices in grid.items():
-        options = max(choices, key=lambda o: scores("validation", merge, o).mean())  # first of ties
+        validation = [float(scores("validation", merge, options).mean()) for options in choices]
+        best = int(np.argmax(validation))  # the first of ties
         rows.append(
             dict(
                 dataset=dataset,
                 seed=seed,
                 n=n,
                 merge=merge,
-                options=options,
-                validation_mrecall=float(scores("validation", merge, options).mean()),
-                mrecall=scores("test", merge, options).tolist(),
+                options=choices[best],
+                validation_mrecall=validation[best],
+                mrecall=scores("test", merge, choices[best]).tolist(),
             )
         )
     return rows

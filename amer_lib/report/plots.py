@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
 import seaborn as sns
 from matplotlib.patches import Patch
 
@@ -528,8 +529,6 @@ def figure6(rows: list[dict], path: str | Path | None = None):
 def count_matrix(true_counts, predicted_counts, max_n: int):
     """`[max_n, max_n]` share of the inputs with m true targets (row m - 1) given n vectors by
     the stop head (column n - 1); a row sums to 1 (0 where no input has m targets)."""
-    import numpy as np
-
     matrix = np.zeros((max_n, max_n))
     np.add.at(matrix, (np.asarray(true_counts) - 1, np.asarray(predicted_counts) - 1), 1)
     return matrix / np.maximum(matrix.sum(1, keepdims=True), 1)

@@ -88,11 +88,18 @@ def generate_queries(
     model: AMERQueryEncoder, inputs: np.ndarray, n: int, device: torch.device, batch_size: int = 1024
 ) -> np.ndarray:
     """`n` generated vectors `[N, n, d]` for every input vector `[N, d]` (the synthetic prompts)."""
-    chunks = []
+    return np.concatenate(
+        [
+            model.generate(prompt, n).float().cpu().numpy()
+            for prompt in _vector_prompts(model, inputs, device, batch_size)
+        ]
+    )
+
+
+def _vector_prompts(model: AMERQueryEncoder, inputs: np.ndarray, device: torch.device, batch_size: int):
+    """The prompts of `inputs [N, d]`, `batch_size` at a time, on `device`."""
     for start in range(0, len(inputs), batch_size):
-        x = torch.from_numpy(inputs[start : start + batch_size]).to(device)
-        chunks.append(model.generate(model.prompt_from_vectors(x), n).float().cpu().numpy())
-    return np.concatenate(chunks)
+        yield model.prompt_from_vectors(torch.from_numpy(inputs[start : start + batch_size]).to(device))
 
 
 @torch.no_grad()
@@ -107,9 +114,8 @@ def generate_queries_until_stop(
     """Up to `max_n` generated vectors `[N, max_n, d]` per input vector and how many of them each
     input keeps `[N]` (the stop head's decision, `AMERQueryEncoder.generate_until_stop`)."""
     vectors, counts = [], []
-    for start in range(0, len(inputs), batch_size):
-        x = torch.from_numpy(inputs[start : start + batch_size]).to(device)
-        generated, kept, _ = model.generate_until_stop(model.prompt_from_vectors(x), max_n, threshold)
+    for prompt in _vector_prompts(model, inputs, device, batch_size):
+        generated, kept, _ = model.generate_until_stop(prompt, max_n, threshold)
         vectors.append(generated.float().cpu().numpy())
         counts.append(kept.cpu().numpy())
     return np.concatenate(vectors), np.concatenate(counts)

@@ -46,7 +46,7 @@ def fed_target_copying(context, model, questions) -> dict:
     teacher_forced = model(data.prompt(model, indices), 2, teacher_inputs=data.target_vectors[:, :1]).float().numpy()
     _, top = ShardedFlatIndex(context.shards).search(teacher_forced[:, 1], 1)
     fed = context.rows([q.targets[0][0] for q in questions])
-    generated = unit_norm(generated_vectors(model, data, 2).reshape(-1, context.shards.dim)).reshape(len(data), 2, -1)
+    generated = unit_norm(generated_vectors(model, data, 2))
     return {
         "copies_fed_target": float(np.mean(top[:, 0] == fed)),
         "cosine_first_second": float(np.mean(np.sum(generated[:, 0] * generated[:, 1], axis=1))),
