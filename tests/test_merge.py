@@ -3,6 +3,7 @@ import pytest
 
 from amer_lib.core.merge import (
     MERGES,
+    RANX_FUSIONS,
     coverage_merge,
     get_merge,
     max_score_merge,
@@ -161,11 +162,22 @@ def test_combsum_by_hand():
     assert get_merge("combsum")(ids, scores, 4).tolist() == [[1, 3, 2, 4]]
 
 
-def test_ranx_fusion_of_one_vector_is_its_list_and_empty_lists_are_refused():
+def test_ranx_fusion_of_one_vector_is_its_list():
     ids = np.array([[[4, 2, -1]]])
     assert ranx_fusion(ids, np.array([[[0.9, 0.5, 0.0]]]), 3, "sum", "min-max").tolist() == [[4, 2, -1]]
-    with pytest.raises(ValueError, match="empty list"):
-        ranx_fusion(np.array([[[1, 2], [-1, -1]]]), np.zeros((1, 2, 2)), 2, "sum")
+    assert ranx_fusion(np.array([[[1, 2], [-1, -1]]]), np.zeros((1, 2, 2)), 3, "sum").tolist() == [[1, 2, -1]]
+
+
+@pytest.mark.parametrize("name", list(RANX_FUSIONS))
+def test_ranx_fusion_of_a_row_that_kept_fewer_vectors_is_the_fusion_of_those_it_kept(name):
+    # row 0 keeps its three vectors, row 1 only its first two: its fusion is that of the two alone
+    ids = np.array([[[1, 2, 3], [3, 4, 5], [6, 1, 7]], [[8, 9, 10], [10, 11, 12], [-1, -1, -1]]])
+    scores = np.array(
+        [[[0.9, 0.5, 0.1], [0.8, 0.6, 0.4], [0.7, 0.3, 0.2]], [[0.9, 0.4, 0.3], [0.6, 0.5, 0.1], [0] * 3]]
+    )
+    fused = get_merge(name)(ids, scores, 6)
+    assert fused[1].tolist() == get_merge(name)(ids[1:, :2], scores[1:, :2], 6)[0].tolist()
+    assert fused[0].tolist() == get_merge(name)(ids[:1], scores[:1], 6)[0].tolist()
 
 
 def test_merge_options_are_bound_by_name():

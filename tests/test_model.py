@@ -128,15 +128,6 @@ def test_a_stop_head_leaves_the_other_weights_as_without_it(tiny_encoder):
     assert set(with_head.state_dict()) - set(tiny_encoder.state_dict()) == {"stop_head.weight", "stop_head.bias"}
 
 
-def test_stop_counts_by_hand():
-    from amer_lib.core.model import stop_counts
-
-    probability = torch.tensor([[0.1, 0.7, 0.9], [0.2, 0.3, 0.4], [0.8, 0.1, 0.9], [0.5, 0.5, 0.6]])
-    # first position over 0.5 (inclusive count); none over it: all three; 0.5 itself is not over
-    assert stop_counts(probability, 0.5).tolist() == [2, 3, 1, 3]
-    assert stop_counts(probability, 0.05).tolist() == [1, 1, 1, 1]
-
-
 def test_generation_until_stop_is_generation_truncated_and_its_stops_a_teacher_forced_pass():
     encoder = stop_encoder()
     with torch.no_grad():

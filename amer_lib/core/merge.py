@@ -113,28 +113,26 @@ def ranx_fusion(ids: np.ndarray, scores: np.ndarray, k: int, method: str, norm: 
     """The lists fused by ranx (`ranx.fuse`, one run per query vector): `method` one of ranx's
     fusion methods ("rrf", "sum" = CombSUM, "mnz" = CombMNZ, "max", ...), `norm` its score
     normalisation ("min-max", "zmuv", ...; None: the raw cosines). Ties go to the round-robin
-    order, as in the other merges."""
+    order, as in the other merges. A vector's empty list (a row that kept fewer vectors,
+    `amer_lib.experiments.beyond.kept_lists`) is an empty ranking of that query in its run, so
+    every row is fused from the vectors it kept."""
     from ranx import Run, fuse
 
-    n_rows, n_vectors, _ = ids.shape
-    empty = np.flatnonzero((ids < 0).all(-1).any(-1))
-    if len(empty):
-        raise ValueError(
-            f"rows {empty[:10].tolist()} have a vector with an empty list: ranx fuses runs over the same queries"
-        )
+    n_rows = ids.shape[0]
     docs, _ = _candidates(ids)
-    if n_vectors == 1:  # nothing to fuse (ranx refuses a single run)
+    searched = [j for j in range(ids.shape[1]) if (ids[:, j] >= 0).any()]  # ranx refuses a run with no document
+    if len(searched) < 2:  # nothing to fuse (ranx refuses a single run)
         return _pad(docs[:, :k], k)
     runs = [
         Run({f"q{q}": {f"d{d}": float(s) for d, s in zip(ids[q, j], scores[q, j]) if d >= 0} for q in range(n_rows)})
-        for j in range(n_vectors)
+        for j in searched
     ]
     with warnings.catch_warnings():  # numba's notes on ranx's integer casts
         warnings.simplefilter("ignore")
         fused = fuse(runs, norm=norm, method=method).to_dict()
     merged = np.full((n_rows, k), -1, dtype=np.int64)
     for q in range(n_rows):
-        fused_scores = fused[f"q{q}"]
+        fused_scores = fused.get(f"q{q}", {})
         row = [d for d in docs[q] if d >= 0]  # round-robin order, kept for ties by the stable sort
         row.sort(key=lambda d: -fused_scores[f"d{d}"])
         merged[q, : min(k, len(row))] = row[:k]

@@ -22,6 +22,8 @@ import torch
 from torch import nn
 from transformers import DynamicCache, PreTrainedModel
 
+from amer_lib.core.stopping import stop_counts
+
 
 @dataclass
 class Prompt:
@@ -173,10 +175,20 @@ class AMERQueryEncoder(nn.Module):
         exceeds `threshold`: the `[B, max_n, d]` generated vectors, each prompt's count `[B]` (the
         vectors to use are the first count), and the stop probabilities `[B, max_n]`."""
         if self.stop_head is None:
-            raise ValueError("this encoder has no stop head: build it with stop_head=True")
-        outputs, hidden = self._decode(prompt, max_n, None, None, keep_hidden=True)
-        stop = torch.sigmoid(self.stop_head(hidden).squeeze(-1).float())
+            raise ValueError("this encoder has no stop head: build it with stop_head=True or fit one (fit_stop_head)")
+        outputs, hidden = self.generate_with_states(prompt, max_n)
+        stop = self.stop_probability(hidden)
         return outputs, stop_counts(stop, threshold), stop
+
+    @torch.no_grad()
+    def generate_with_states(self, prompt: Prompt, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """`generate`'s `[B, n, d]` embeddings and the hidden states `[B, n, H]` they were read
+        from (what a stop head reads; `amer_lib.core.train.fit_stop_head` fits one on them)."""
+        return self._decode(prompt, n, None, None, keep_hidden=True)
+
+    def stop_probability(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The stop head's probabilities `[B, n]` of hidden states `[B, n, H]`."""
+        return torch.sigmoid(self.stop_head(hidden.to(self.stop_head.weight.dtype)).squeeze(-1).float())
 
     def _decode(
         self,
@@ -240,14 +252,6 @@ class AMERQueryEncoder(nn.Module):
                 f"{what} have dimension {vectors.shape[-1]}, but the encoder's embedding "
                 f"dimension is {self.embedding_dim}"
             )
-
-
-def stop_counts(stop_probability: torch.Tensor, threshold: float) -> torch.Tensor:
-    """`[B]` vectors kept per row: up to and including the first position whose stop probability
-    `[B, n]` exceeds `threshold`, all n when none does."""
-    stops = stop_probability > threshold
-    stops[:, -1] = True  # the last position ends every row
-    return stops.float().argmax(1) + 1  # argmax: the first True
 
 
 def _next_input(

@@ -157,10 +157,34 @@ def recall_against_exact(approximate_rows: np.ndarray, exact_rows: np.ndarray) -
 
 
 def multi_vector_search(
-    index: VectorIndex, queries: np.ndarray, k: int, depth: int | None = None, merge: str = "round_robin"
+    index: VectorIndex,
+    queries: np.ndarray,
+    k: int,
+    depth: int | None = None,
+    merge: str = "round_robin",
+    counts: np.ndarray | None = None,
+    **merge_options,
 ) -> np.ndarray:
     """Search every vector of `queries [N, n, d]` to `depth` (default k) and merge the lists to k
-    (`merge`: one of `amer_lib.core.merge.MERGES`; the paper's is round-robin)."""
-    merger = get_merge(merge)
-    scores, ids = index.search(queries, depth or k)
+    (`merge`: one of `amer_lib.core.merge.MERGES`, with its options; the paper's is round-robin).
+    `counts [N]`: an adaptive n (notebook 07), row i searches only its first `counts[i]` vectors."""
+    merger = get_merge(merge, **merge_options)
+    scores, ids = kept_search(index, queries, counts, depth or k)
     return merger(ids, scores, k)
+
+
+def kept_search(
+    index: VectorIndex, queries: np.ndarray, counts: np.ndarray | None, depth: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Scores and ids `[N, n, depth]` of the first `counts[i]` vectors of each row `queries [N, n, d]`
+    (all of them when `counts` is None); the lists of the vectors not searched are empty (-1)."""
+    if counts is None:
+        return index.search(queries, depth)
+    counts = np.asarray(counts)
+    if counts.shape != queries.shape[:1] or counts.min(initial=1) < 1 or counts.max(initial=1) > queries.shape[1]:
+        raise ValueError(f"counts must be {queries.shape[0]} integers in 1..{queries.shape[1]}, got {counts}")
+    kept = np.arange(queries.shape[1])[None, :] < counts[:, None]
+    scores = np.zeros((*kept.shape, depth), dtype=np.float32)
+    ids = np.full((*kept.shape, depth), -1, dtype=np.int64)
+    scores[kept], ids[kept] = index.search(queries[kept], depth)
+    return scores, ids

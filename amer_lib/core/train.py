@@ -409,3 +409,32 @@ def train(
         load_trainable_state(model, best_state, "the best weights")
     model.eval()
     return result
+
+
+def fit_stop_head(
+    model: AMERQueryEncoder,
+    hidden: torch.Tensor,
+    counts: torch.Tensor,
+    steps: int = 500,
+    lr: float = 1e-2,
+    weight_decay: float = 1e-2,
+    seed: int = 0,
+) -> list[float]:
+    """Give a trained encoder a stop head fitted on its frozen hidden states `hidden [N, n, H]`
+    (`AMERQueryEncoder.generate_with_states`: fully autoregressive, as at inference) of inputs
+    with `counts [N]` targets: `loss.stop_loss` alone, full batch, AdamW. The encoder itself is
+    untouched, so the first n of its vectors are what they were. Returns the loss at each step."""
+    features = hidden.detach().float()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        head = torch.nn.Linear(features.shape[-1], 1).to(features.device)
+    optimizer = torch.optim.AdamW(head.parameters(), lr=lr, weight_decay=weight_decay)
+    losses = []
+    for _ in range(steps):
+        loss = stop_loss(head(features).squeeze(-1), counts.to(features.device))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    model.stop_head = head.to(next(model.parameters()).device)
+    return losses

@@ -128,9 +128,27 @@ def query_vectors(
 @torch.no_grad()
 def generated_vectors(model: AMERQueryEncoder, data: TextData, n_queries: int, batch_size: int = 128) -> np.ndarray:
     """`n_queries` generated vectors `[Q, n, d]` for every prompt of `data` (on the model's device)."""
+    return np.concatenate(
+        [model.generate(prompt, n_queries).float().cpu().numpy() for prompt in _prompts(model, data, batch_size)]
+    )
+
+
+@torch.no_grad()
+def generated_states(
+    model: AMERQueryEncoder, data: TextData, n_queries: int, batch_size: int = 128
+) -> tuple[np.ndarray, torch.Tensor]:
+    """`generated_vectors` and the hidden states they were read from `[Q, n, H]` (float32, on the
+    CPU): what a stop head reads (notebook 07)."""
+    vectors, states = [], []
+    for prompt in _prompts(model, data, batch_size):
+        generated, hidden = model.generate_with_states(prompt, n_queries)
+        vectors.append(generated.float().cpu().numpy())
+        states.append(hidden.float().cpu())
+    return np.concatenate(vectors), torch.cat(states)
+
+
+def _prompts(model: AMERQueryEncoder, data: TextData, batch_size: int):
+    """The prompts of `data`, `batch_size` at a time, with the model in eval mode."""
     model.eval()
-    vectors = []
     for start in range(0, len(data), batch_size):
-        indices = torch.arange(start, min(start + batch_size, len(data)), device=data.input_ids.device)
-        vectors.append(model.generate(data.prompt(model, indices), n_queries).float().cpu().numpy())
-    return np.concatenate(vectors)
+        yield data.prompt(model, torch.arange(start, min(start + batch_size, len(data)), device=data.input_ids.device))
