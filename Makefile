@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 # laptop users may prefer: make test TORCH_PIP_FLAGS="--index-url https://download.pytorch.org/whl/cpu"
 TORCH_SPEC ?= torch==2.13.0
 TORCH_PIP_FLAGS ?=
-NOTEBOOKS ?= 02_synthetic 03_real_data_prep 01_failure_analysis 04_real_data 05_ablations 06_diversity_analysis
+NOTEBOOKS ?= 02_synthetic 03_real_data_prep 01_failure_analysis 04_real_data 05_ablations 06_diversity_analysis 07_beyond
 
 .PHONY: test figures benchmark clean-venv
 

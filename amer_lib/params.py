@@ -14,7 +14,14 @@ from typing import Any
 
 from amer_lib.core.config import Config
 from amer_lib.data.prepared import PrepConfig
-from amer_lib.runs.configs import AblationConfig, DiversityConfig, FailureConfig, RealConfig, SyntheticConfig
+from amer_lib.runs.configs import (
+    AblationConfig,
+    BeyondConfig,
+    DiversityConfig,
+    FailureConfig,
+    RealConfig,
+    SyntheticConfig,
+)
 
 CONFIGS: dict[str, type[Config]] = {
     "01_failure_analysis": FailureConfig,
@@ -23,6 +30,7 @@ CONFIGS: dict[str, type[Config]] = {
     "04_real_data": RealConfig,
     "05_ablations": AblationConfig,
     "06_diversity_analysis": DiversityConfig,
+    "07_beyond": BeyondConfig,
 }
 
 

@@ -47,3 +47,20 @@ def test_every_merge_has_a_colour_and_a_label_in_the_figures():
     from amer_lib.report.plots import MERGE_COLORS, MERGE_LABELS
 
     assert set(MERGES) == set(MERGE_COLORS) == set(MERGE_LABELS)
+
+
+def test_stop_head_against_the_fixed_n_of_no_less_search_by_hand():
+    from amer_lib.experiments.beyond import stop_head_against_fixed
+
+    def row(name, vectors, scores):
+        return {"n": name, "vectors": vectors, "per_input": {"mrecall@10": scores}}
+
+    # the stop head searches 2.5 vectors on average: it is compared with n = 3, which it beats on
+    # every input of both runs (p = 0), not with n = 2
+    runs = [
+        {"rows": [row("n = 2", 2, [0, 0]), row("n = 3", 3, [0, 0.5]), row("stop head", 2.4, [1, 1])]},
+        {"rows": [row("n = 2", 2, [1, 1]), row("n = 3", 3, [0.5, 0]), row("stop head", 2.6, [1, 1])]},
+    ]
+    result = stop_head_against_fixed(runs, 200)
+    assert result["fixed_n"] == 3 and result["stop_head"] == 100 and result["fixed"] == 25
+    assert result["p_value"] == 0

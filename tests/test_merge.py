@@ -180,6 +180,20 @@ def test_ranx_fusion_of_a_row_that_kept_fewer_vectors_is_the_fusion_of_those_it_
     assert fused[0].tolist() == get_merge(name)(ids[:1], scores[:1], 6)[0].tolist()
 
 
+@pytest.mark.parametrize("name", list(RANX_FUSIONS))
+def test_ranx_fusion_of_rows_that_kept_different_vectors_is_each_rows_own(name):
+    # ranx pairs queries by position across runs: rows with an empty list in some run must not shift
+    rng = np.random.default_rng(0)
+    ids = np.stack([np.stack([rng.choice(40, 8, replace=False) for _ in range(4)]) for _ in range(25)])
+    scores = -np.sort(-rng.random((25, 4, 8)), axis=-1)
+    counts = rng.integers(1, 5, 25)
+    ids = np.where(np.arange(4)[None, :, None] < counts[:, None, None], ids, -1)
+    fused = get_merge(name)(ids, scores, 20)
+    for row, count in enumerate(counts):
+        alone = get_merge(name)(ids[row : row + 1, :count], scores[row : row + 1, :count], 20)
+        assert fused[row].tolist() == alone[0].tolist(), row
+
+
 def test_merge_options_are_bound_by_name():
     ids = np.array([[[1, 2, 3, 4], [5, 6, 7, 8]]])
     scores = np.array([[[0.9, 0.3, 0.29, 0.28], [0.5, 0.5, 0.5, 0.5]]])

@@ -386,3 +386,52 @@ def test_diversity_notebook(real_runs, synthetic_runs):
         len(kinds["amer", "train"]["per_vector_recall"]) == 5 and len(kinds["single", "test"]["per_vector_recall"]) == 1
     )
     assert kinds["amer", "test"]["n_questions"] == 12 and kinds["amer", "train"]["n_questions"] > 12
+
+
+def test_beyond_notebook(real_runs, synthetic_runs):
+    tmp_path = real_runs
+    beyond = run_notebook(
+        "07_beyond.ipynb",
+        {
+            "synthetic_params": str(tmp_path / "results" / "params.yaml"),
+            "synthetic_steps": 4,
+            "real_params": [str(tmp_path / "results04" / "params_minilm_wordnet_senses+wordnet_kinds.yaml")],
+            "real_seeds": [0, 1],
+            "max_n": 5,  # kinds' n
+            "merges": ["round_robin", "coverage", "combsum"],
+            "bootstrap_resamples": 200,
+            "results_dir": str(tmp_path / "results07"),
+            "runs_dir": str(tmp_path / "runs07"),
+            "figures_dir": str(tmp_path / "figures07"),
+        },
+        tmp_path / "07",
+    )
+    assert beyond.returncode == 0, beyond.stderr[-3000:]
+    figures07, values = tmp_path / "figures07", recorded(tmp_path / "07" / "out.ipynb")
+    # the varying task: every fixed n of its 8, the stop head's and the told m, as the table prints them
+    varying = pd.read_csv(figures07 / "varying_task.csv")
+    assert varying["n"].tolist() == [f"n = {n}" for n in range(1, 9)] + ["stop head", "true m (told)"]
+    assert varying["n"].tolist() == [r["n"] for r in values["varying_task"]]
+    assert 0 <= values["varying_stop_accuracy"]["exact"] <= values["varying_stop_accuracy"]["within_one"] <= 1
+    assert 0 <= values["varying_stop_vs_fixed"]["p_value"] <= 1
+    # the real benchmark: the paper's system is notebook 04's AMER, read back score for score
+    assert values["reproduces_notebook04"] is True
+    rows = {(r["dataset"], r["system"]): r for r in values["beyond_real"]}
+    for seed_count, dataset in ((2, "wordnet_senses"), (2, "wordnet_kinds")):
+        stored = [
+            json.loads((tmp_path / "results04" / f"{dataset}_amer_seed{s}.json").read_text()) for s in range(seed_count)
+        ]
+        paper = rows[dataset, "paper/round_robin"]
+        assert paper["whole_mean"] == pytest.approx(100 * np.mean([np.mean(r["mrecall"]) for r in stored]))
+        assert paper["vectors"] == stored[0]["n_queries"]
+        for n in range(1, 6):
+            assert rows[dataset, f"n{n}/round_robin"]["vectors"] == n
+        for mode in ("stop_head", "similarity", "true_m"):
+            assert 1 <= rows[dataset, f"{mode}/combsum"]["vectors"] <= 5
+            assert 0 <= rows[dataset, f"{mode}/coverage"]["whole_p"] <= 1
+    table = pd.read_csv(figures07 / "beyond_real.csv")
+    assert table.loc[0, "Whole Set Δ"] == "+0.00%" and "Vectors" in table.columns
+    every = pd.read_csv(figures07 / "beyond_real_every_merge.csv")
+    assert len(every) == 2 * (5 + 4 * 3)  # datasets x (fixed n + n modes x merges)
+    for name in ("varying_predicted_n", "beyond_cost_real", "beyond_cost_synthetic"):
+        assert (figures07 / f"{name}.png").exists()

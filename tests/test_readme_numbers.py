@@ -318,3 +318,36 @@ def test_figure1_table_and_prose_are_figures_trends():
     assert f"Cosine and Euclidean distance put {min(same_bin):.0f}-{max(same_bin):.0f}% of questions" in " ".join(
         README.split()
     )
+
+
+def test_notebook07_table_and_prose_are_figures_results():
+    import json
+
+    table = {(r["Dataset"], r["System"]): r for r in figure_rows("07_beyond/beyond_real.csv")}
+    rows = readme_table("| dataset | system | vectors | MRecall@100 whole")
+    assert len(rows) == 8
+    for dataset, system, vectors, whole, low in rows:
+        label = system.replace("round-robin", "round-robin (paper)").replace("coverage", "coverage (xQuAD)")
+        row = table[dataset, label]
+        assert (vectors, whole, low) == (
+            row["Vectors"],
+            row["Whole Set MRec@100"],
+            row["Low Similarity Set MRec@100"],
+        )
+    varying = {r["n"]: r for r in figure_rows("07_beyond/varying_task.csv")}
+    for name, vectors, mrecall in (
+        ("stop head", "4.71", "73.70"),
+        ("n = 5", "5.00", "71.70"),
+        ("true m (told)", "4.68", "76.50"),
+    ):
+        assert varying[name]["Vectors"] == vectors and varying[name]["MRecall@10"].startswith(mrecall)
+        assert f"{float(mrecall):.1f}%" in README
+    comparison = json.loads((ROOT / "figures" / "07_beyond" / "real_comparison.json").read_text())
+    kinds = [s for s in comparison["stop"] if s["dataset"] == "wordnet_kinds"]
+    assert [round(100 * s["stop_exact"]) for s in kinds] == [12, 13, 13] and "12-14%" in README
+    third = [s["median_repeat_cosine"][1] for s in comparison["stop"]]
+    later = [c for s in comparison["stop"] for c in s["median_repeat_cosine"][2:]]
+    assert f"{min(third):.2f} to {max(third):.2f}" == "0.89 to 1.00" and min(later) >= 0.98
+    rr = {r["system"]: r for r in comparison["rows"] if r["dataset"] == "wordnet_kinds"}
+    assert f"p = {rr['similarity/round_robin']['whole_p']:.3f} whole" in README
+    assert f"{rr['n2/round_robin']['whole_mean']:.2f}" == "44.02"

@@ -113,29 +113,46 @@ def ranx_fusion(ids: np.ndarray, scores: np.ndarray, k: int, method: str, norm: 
     """The lists fused by ranx (`ranx.fuse`, one run per query vector): `method` one of ranx's
     fusion methods ("rrf", "sum" = CombSUM, "mnz" = CombMNZ, "max", ...), `norm` its score
     normalisation ("min-max", "zmuv", ...; None: the raw cosines). Ties go to the round-robin
-    order, as in the other merges. A vector's empty list (a row that kept fewer vectors,
-    `amer_lib.experiments.beyond.kept_lists`) is an empty ranking of that query in its run, so
-    every row is fused from the vectors it kept."""
+    order, as in the other merges.
+
+    Rows that searched different vectors (an adaptive n leaves the lists of the others empty,
+    `amer_lib.experiments.beyond.kept_lists`) are fused in groups of rows that searched the same
+    ones: ranx pairs the runs' queries by position, and a query with no document in one run
+    would pair the wrong queries."""
+    docs, _ = _candidates(ids)
+    merged = _pad(docs[:, :k], k)  # a row that searched one vector: its list
+    searched = (ids >= 0).any(-1)  # [N, n]
+    patterns, group_of = np.unique(searched, axis=0, return_inverse=True)
+    for group, pattern in enumerate(patterns):
+        rows = np.flatnonzero(group_of.ravel() == group)
+        if pattern.sum() > 1:
+            vectors = np.flatnonzero(pattern)
+            fused = _ranx_fuse(ids[rows][:, vectors], scores[rows][:, vectors], method, norm)
+            merged[rows] = _ranked(docs[rows], fused, k)
+    return merged
+
+
+def _ranx_fuse(ids: np.ndarray, scores: np.ndarray, method: str, norm: str | None) -> list[dict]:
+    """ranx's fused scores `{"d<id>": score}` of every row, every vector's list non-empty."""
     from ranx import Run, fuse
 
-    n_rows = ids.shape[0]
-    docs, _ = _candidates(ids)
-    searched = [j for j in range(ids.shape[1]) if (ids[:, j] >= 0).any()]  # ranx refuses a run with no document
-    if len(searched) < 2:  # nothing to fuse (ranx refuses a single run)
-        return _pad(docs[:, :k], k)
     runs = [
-        Run({f"q{q}": {f"d{d}": float(s) for d, s in zip(ids[q, j], scores[q, j]) if d >= 0} for q in range(n_rows)})
-        for j in searched
+        Run({f"q{q}": {f"d{d}": float(s) for d, s in zip(ids[q, j], scores[q, j]) if d >= 0} for q in range(len(ids))})
+        for j in range(ids.shape[1])
     ]
     with warnings.catch_warnings():  # numba's notes on ranx's integer casts
         warnings.simplefilter("ignore")
         fused = fuse(runs, norm=norm, method=method).to_dict()
-    merged = np.full((n_rows, k), -1, dtype=np.int64)
-    for q in range(n_rows):
-        fused_scores = fused.get(f"q{q}", {})
-        row = [d for d in docs[q] if d >= 0]  # round-robin order, kept for ties by the stable sort
-        row.sort(key=lambda d: -fused_scores[f"d{d}"])
-        merged[q, : min(k, len(row))] = row[:k]
+    return [fused[f"q{q}"] for q in range(len(ids))]
+
+
+def _ranked(docs: np.ndarray, fused: list[dict], k: int) -> np.ndarray:
+    """`[N, k]` each row's candidates `docs [N, C]` by fused score, highest first (a stable sort:
+    ties keep the round-robin order)."""
+    merged = np.full((len(docs), k), -1, dtype=np.int64)
+    for q, row_scores in enumerate(fused):
+        row = sorted((d for d in docs[q] if d >= 0), key=lambda d: -row_scores[f"d{d}"])[:k]
+        merged[q, : len(row)] = row
     return merged
 
 

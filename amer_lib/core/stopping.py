@@ -23,12 +23,18 @@ def stop_counts(stop_probability: torch.Tensor, threshold: float) -> torch.Tenso
     return stops.float().argmax(1) + 1  # argmax: the first True
 
 
-def similarity_counts(vectors: np.ndarray, max_cosine: float) -> np.ndarray:
-    """`[B]` vectors kept per row of `vectors [B, n, d]`: those before the first whose cosine to an
-    earlier vector exceeds `max_cosine` (at least the first, all n when none does)."""
+def repeat_cosine(vectors: np.ndarray) -> np.ndarray:
+    """`[B, n]` each vector's highest cosine to an earlier vector of its row `vectors [B, n, d]`
+    (-inf for the first)."""
     unit = vectors / np.maximum(np.linalg.norm(vectors, axis=-1, keepdims=True), 1e-12)
     cosine = np.einsum("bid,bjd->bij", unit, unit)
     earlier = np.tril(np.ones(cosine.shape[1:], dtype=bool), k=-1)  # j < i
-    repeats = (np.where(earlier, cosine, -np.inf) > max_cosine).any(-1)  # [B, n]; position 0 never repeats
+    return np.where(earlier, cosine, -np.inf).max(-1)
+
+
+def similarity_counts(vectors: np.ndarray, max_cosine: float) -> np.ndarray:
+    """`[B]` vectors kept per row of `vectors [B, n, d]`: those before the first whose cosine to an
+    earlier vector exceeds `max_cosine` (at least the first, all n when none does)."""
+    repeats = repeat_cosine(vectors) > max_cosine  # position 0 never repeats
     repeats = np.concatenate([repeats, np.ones((len(vectors), 1), dtype=bool)], axis=1)
     return repeats.argmax(1)  # the first repeat's position = the count before it; n when none

@@ -10,19 +10,27 @@ masking the lists of the others, which is how a kept count is scored here: one s
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import numpy as np
+import torch
+from tqdm.auto import tqdm
 
 from amer_lib.core.device import resolve_device
-from amer_lib.core.merge import RANX_FUSIONS, WEIGHTINGS, get_merge
-from amer_lib.core.metrics import KS, K, evaluate, mean_scores
+from amer_lib.core.merge import WEIGHTINGS, get_merge
+from amer_lib.core.metrics import KS, K, evaluate, mean_scores, paired_bootstrap
 from amer_lib.core.search import ShardedFlatIndex, VectorIndex
-from amer_lib.core.train import split_train_validation
+from amer_lib.core.stopping import repeat_cosine, similarity_counts, stop_counts
+from amer_lib.core.train import fit_stop_head, split_train_validation
 from amer_lib.data.synthetic import MAX_TARGETS, SyntheticTask, make_varying_task
 from amer_lib.io import git_commit
-from amer_lib.runs.configs import RealConfig, SyntheticConfig
+from amer_lib.report.plots import MERGE_LABELS
+from amer_lib.report.summaries import summary
+from amer_lib.runs.configs import BeyondConfig, RealConfig, SyntheticConfig
 from amer_lib.runs.models import generate_queries_until_stop, train_on_task
 from amer_lib.runs.store import SYNTHETIC_RUNS
-from amer_lib.runs.text import RunContext, query_vectors
+from amer_lib.runs.text import RunContext, cached_result, generated_states
 
 
 def kept_lists(ids: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -40,15 +48,79 @@ def count_rows(
     **merge_options,
 ) -> list[dict]:
     """MRecall and Recall at `ks` of every fixed n (1 .. n_max) and of every per-row count in
-    `counts` (name: `[N]`, e.g. the stop head's and the true number of targets), with the mean
-    number of vectors searched; `gold [N, C, D]` padded clusters of corpus rows."""
+    `counts` (name: `[N]`, e.g. the stop head's and the true number of targets), mean and per
+    input, with the mean number of vectors searched; `gold [N, C, D]` padded clusters of corpus rows."""
     merger = get_merge(merge, **merge_options)
     rows = []
     fixed = {f"n = {n}": np.full(len(ids), n) for n in range(1, ids.shape[1] + 1)}
     for name, kept in {**fixed, **counts}.items():
-        merged = merger(kept_lists(ids, kept), scores, max(ks))
-        rows.append({"n": name, "vectors": float(np.mean(kept)), **mean_scores(evaluate(merged, gold, ks))})
+        scores_of = evaluate(merger(kept_lists(ids, kept), scores, max(ks)), gold, ks)
+        rows.append(
+            {
+                "n": name,
+                "vectors": float(np.mean(kept)),
+                **mean_scores(scores_of),
+                "per_input": {name: values.tolist() for name, values in scores_of.items()},
+            }
+        )
     return rows
+
+
+def varying_runs(params: BeyondConfig, params02: SyntheticConfig, progress: bool = True) -> list[dict]:
+    """`varying_run` of every synthetic seed: notebook 02's model, `synthetic_steps` steps."""
+    base = params02.replace(
+        steps=params.synthetic_steps,
+        stop_weight=params.stop_weight,
+        results_dir=f"{params.results_dir}/varying",
+        runs_dir=f"{params.runs_dir}/varying",
+    )
+    return [varying_run(base.replace(seed=seed), progress) for seed in params.synthetic_seeds]
+
+
+def varying_table(runs: list[dict]):
+    """The varying task's MRecall@10 and @100 in % (mean ± std over the seeds' runs) of every
+    fixed n, the stop head's n and n told the true m, with the vectors searched per input."""
+    import pandas as pd
+
+    table = []
+    for i, name in enumerate(r["n"] for r in runs[0]["rows"]):
+        row = {"n": name, "Vectors": f"{np.mean([run['rows'][i]['vectors'] for run in runs]):.2f}"}
+        for k in (10, 100):
+            values = 100 * np.array([run["rows"][i][f"mrecall@{k}"] for run in runs])
+            row[f"MRecall@{k}"] = f"{values.mean():.2f}±{values.std():.2f}"
+        table.append(row)
+    return pd.DataFrame(table)
+
+
+def stop_accuracy(runs: list[dict]) -> dict:
+    """The share of test inputs given exactly their number of targets by the stop head, and
+    within one, pooled over the runs."""
+    true = np.concatenate([run["true_counts"] for run in runs])
+    predicted = np.concatenate([run["predicted_counts"] for run in runs])
+    return {"exact": float(np.mean(true == predicted)), "within_one": float(np.mean(np.abs(true - predicted) <= 1))}
+
+
+def stop_head_against_fixed(runs: list[dict], resamples: int, k: int = 10) -> dict:
+    """The stop head's MRecall@k against the fixed n that searches as many vectors or more (the
+    smallest n >= its mean count): means in % and the paired bootstrap p over the test inputs of
+    every run (inputs paired within a run)."""
+    stop = np.concatenate([_per_input(run, "stop head", k) for run in runs])
+    n = int(np.ceil(np.mean([_row(run, "stop head")["vectors"] for run in runs]) - 1e-9))
+    fixed = np.concatenate([_per_input(run, f"n = {n}", k) for run in runs])
+    return {
+        "fixed_n": n,
+        "stop_head": float(100 * stop.mean()),
+        "fixed": float(100 * fixed.mean()),
+        "p_value": paired_bootstrap(fixed, stop, resamples)["p_value"],
+    }
+
+
+def _row(run: dict, name: str) -> dict:
+    return next(r for r in run["rows"] if r["n"] == name)
+
+
+def _per_input(run: dict, name: str, k: int) -> np.ndarray:
+    return np.array(_row(run, name)["per_input"][f"mrecall@{k}"])
 
 
 def varying_task(params: SyntheticConfig) -> SyntheticTask:
@@ -91,60 +163,248 @@ def varying_run(params: SyntheticConfig, progress: bool = True) -> dict:
     return SYNTHETIC_RUNS.write(params, name, result)
 
 
-# ----- merges on the real benchmark: picked on validation questions, scored on test ------------
+# ----- the real benchmark: notebook 04's AMER runs, n per question, merges picked on validation ------
+N_MODES = {  # how many vectors a question searches; each is merged by every merge
+    "paper": "n = {paper_n} (paper)",
+    "stop_head": "n = auto, stop head",
+    "similarity": "n = auto, similarity rule",
+    "true_m": "n = true m (oracle)",
+}
+# the cost curve: every fixed n from 1 to max_n, round-robin (mode "n<k>", label "n = k")
+BASELINE = "paper/round_robin"  # the paper's system: notebook 04's AMER, its n, round-robin
 MERGE_GRID: dict[str, list[dict]] = {
-    "round_robin": [{}],
     "coverage": [
-        dict(temperature=t, diversity=d, weighting=w)
-        for t in (0.01, 0.02, 0.05, 0.1)
-        for d in (0.5, 1.0)
-        for w in WEIGHTINGS
+        dict(temperature=t, diversity=d, weighting=w) for t in (0.02, 0.05, 0.1) for d in (0.5, 1.0) for w in WEIGHTINGS
     ],
-    **{name: [{}] for name in RANX_FUSIONS},
 }
 
 
-def split_lists(context: RunContext, model, questions: list, n: int, depth: int) -> tuple[np.ndarray, np.ndarray]:
-    """The per-vector lists `ids, scores [Q, n, depth]` of n generated vectors per question."""
-    device = next(model.parameters()).device
-    scores, ids = ShardedFlatIndex(context.shards).search(query_vectors(model, context, questions, n, device), depth)
-    return ids, scores
+@dataclass
+class SplitLists:
+    """One split's per-vector lists `ids, scores [Q, max_n, depth]` (all max_n vectors searched),
+    its gold clusters, and how many vectors each question keeps under every n mode (`N_MODES`)."""
+
+    ids: np.ndarray
+    scores: np.ndarray
+    gold: np.ndarray
+    counts: dict[str, np.ndarray]
+
+    def merged(self, mode: str, merge: str, options: dict) -> np.ndarray:
+        """Per-question MRecall@100 of `mode`'s kept vectors merged by `merge`."""
+        ranked = get_merge(merge, **options)(kept_lists(self.ids, self.counts[mode]), self.scores, K)
+        return evaluate(ranked, self.gold, (K,))[f"mrecall@{K}"]
 
 
-def merge_comparison(
-    params: RealConfig, dataset: str, seed: int, n: int, grid: dict[str, list[dict]] = MERGE_GRID
-) -> list[dict]:
-    """Every merge of `grid` on a trained notebook-04 AMER run's first n vectors: each merge's
-    options picked by validation MRecall@100 (the run's held-out training questions), then its
-    per-question test MRecall@100 (one row per merge, with the options chosen)."""
-    context = RunContext(params)
-    model = context.trained_encoder(dataset, "amer", seed, resolve_device(params.device))
+def seed_lists(params: BeyondConfig, params04: RealConfig, context: RunContext, dataset: str, seed: int) -> dict:
+    """One notebook-04 AMER run (its kept weights) given a stop head fitted on its training
+    questions' generations (`fit_stop_head`), then its validation and test questions' lists of
+    `max_n` generated vectors with every n mode's counts (`SplitLists`), the test questions'
+    target similarity and the stop head's record."""
+    paper_n = context.n_queries(dataset, "amer")
+    if paper_n > params.max_n:
+        raise ValueError(
+            f"max_n = {params.max_n} is below {dataset}'s n = {paper_n}: the paper's system needs {paper_n}"
+        )
+    device = resolve_device(params04.device)
+    model = context.trained_encoder(dataset, "amer", seed, device)
     train_questions = context.benchmark.questions(dataset, "train")
-    _, val_idx = split_train_validation(len(train_questions), seed)
+    train_idx, val_idx = split_train_validation(len(train_questions), seed)
     splits = {
+        "train": [train_questions[i] for i in train_idx.tolist()],
         "validation": [train_questions[i] for i in val_idx.tolist()],
         "test": context.benchmark.questions(dataset, "test"),
     }
-    lists = {split: split_lists(context, model, qs, n, params.search_depth) for split, qs in splits.items()}
-    gold = {split: context.gold(qs) for split, qs in splits.items()}
+    states = {
+        split: generated_states(model, context.text_data(questions).to(device), params.max_n)
+        for split, questions in splits.items()
+    }
+    targets = {split: np.array([len(q.targets) for q in questions]) for split, questions in splits.items()}
+    losses = fit_stop_head(model, states["train"][1], torch.from_numpy(targets["train"]), seed=seed)
+    index = ShardedFlatIndex(context.shards)
+    lists = {}
+    for split in ("validation", "test"):
+        vectors, hidden = states[split]
+        scores, ids = index.search(vectors, params04.search_depth)
+        rows = len(vectors)
+        counts = {
+            **{f"n{n}": np.full(rows, n) for n in range(1, params.max_n + 1)},
+            "paper": np.full(rows, paper_n),
+            "stop_head": stop_counts(model.stop_probability(hidden.to(device)), params.stop_threshold).cpu().numpy(),
+            "similarity": similarity_counts(vectors, params.max_cosine),
+            "true_m": np.minimum(targets[split], params.max_n),
+        }
+        lists[split] = SplitLists(ids, scores, context.gold(splits[split]), counts)
+    test_counts = lists["test"].counts
+    return dict(
+        lists=lists,
+        target_similarity=context.target_similarity(splits["test"]),
+        paper_n=paper_n,
+        stop_fit_loss=losses[-1],
+        stop_exact=float(np.mean(test_counts["stop_head"] == test_counts["true_m"])),
+        stop_within_one=float(np.mean(np.abs(test_counts["stop_head"] - test_counts["true_m"]) <= 1)),
+        # why a later vector adds little: its median cosine to the closest earlier one, per position
+        median_repeat_cosine=[round(float(c), 3) for c in np.median(repeat_cosine(states["test"][0])[:, 1:], axis=0)],
+    )
 
-    def scores(split: str, merge: str, options: dict) -> np.ndarray:
-        ids, similarity = lists[split]
-        return evaluate(get_merge(merge, **options)(ids, similarity, K), gold[split], (K,))[f"mrecall@{K}"]
 
-    rows = []
-    for merge, choices in grid.items():
-        validation = [float(scores("validation", merge, options).mean()) for options in choices]
-        best = int(np.argmax(validation))  # the first of ties
-        rows.append(
+def real_comparison(params: BeyondConfig, params04: RealConfig, progress: bool = True) -> dict:
+    """Every n mode with every merge of `params.merges` on notebook 04's AMER runs (seeds
+    `params.real_seeds`): each merge's options picked by validation MRecall@100 averaged over the
+    seeds, then per-question test MRecall@100 per seed. Returns the result dicts in
+    `summary`'s format (system `mode/merge`, with the vectors searched), the options picked,
+    the stop head's record per seed, and whether the paper's system reproduces notebook 04's
+    stored scores."""
+    if "round_robin" not in params.merges:
+        raise ValueError(
+            f"merges must include round_robin, the paper's merge every system is compared with; got {params.merges}"
+        )
+    context = RunContext(params04)
+    results, picked, stop_records, reproduced = [], [], [], []
+    jobs = [(dataset, seed) for dataset in params04.datasets for seed in params.real_seeds]
+    by_seed = {}
+    for dataset, seed in tqdm(jobs, desc="AMER runs: generation and search", disable=not progress):
+        by_seed[dataset, seed] = seed_lists(params, params04, context, dataset, seed)
+    for dataset in params04.datasets:
+        seeds = {seed: by_seed[dataset, seed] for seed in params.real_seeds}
+        for seed, record in seeds.items():
+            stored = np.array(context_result(params04, dataset, seed)["mrecall"])
+            ours = record["lists"]["test"].merged("paper", "round_robin", {})
+            reproduced.append(bool(np.allclose(stored, ours)))
+            stop_records.append(
+                dict(
+                    dataset=dataset,
+                    seed=seed,
+                    **{k: v for k, v in record.items() if k.startswith(("stop_", "median_"))},
+                )
+            )
+        paper_n = next(iter(seeds.values()))["paper_n"]
+
+        def add(mode: str, label: str, merge: str, options: dict) -> None:
+            for seed, record in seeds.items():
+                test = record["lists"]["test"]
+                results.append(
+                    dict(
+                        params=params04.as_dict(),
+                        dataset=dataset,
+                        system=f"{mode}/{merge}",
+                        label=f"{label}, {MERGE_LABELS[merge]}",
+                        seed=seed,
+                        mrecall=test.merged(mode, merge, options).tolist(),
+                        vectors=float(test.counts[mode].mean()),
+                        target_similarity=record["target_similarity"].tolist(),
+                    )
+                )
+
+        for n in range(1, params.max_n + 1):
+            add(f"n{n}", f"n = {n}", "round_robin", {})
+        for mode, label in N_MODES.items():
+            for merge in params.merges:
+                choices = MERGE_GRID.get(merge, [{}])
+                validation = [
+                    float(np.mean([r["lists"]["validation"].merged(mode, merge, o).mean() for r in seeds.values()]))
+                    for o in choices
+                ]
+                options = choices[int(np.argmax(validation))]  # the first of ties
+                picked.append(
+                    dict(dataset=dataset, mode=mode, merge=merge, options=options, validation=max(validation))
+                )
+                add(mode, label.format(paper_n=paper_n), merge, options)
+    return dict(results=results, picked=picked, stop=stop_records, reproduces_notebook04=all(reproduced))
+
+
+def real_comparisons(params: BeyondConfig, run_all: Callable[..., list[dict]], progress: bool = True) -> dict:
+    """`real_comparison` of every notebook-04 parameter file in `params.real_params` (one per
+    backbone and dataset group), their AMER runs of `real_seeds` made first where missing
+    (`run_all`: notebook 04's runner, `amer_lib.experiments.real.run_all`), joined."""
+    joined = dict(results=[], picked=[], stop=[], reproduces_notebook04=True)
+    every = [RealConfig.from_yaml(path) for path in params.real_params]
+    datasets = [dataset for params04 in every for dataset in params04.datasets]
+    if len(set(datasets)) < len(datasets):
+        raise ValueError(f"real_params name a dataset twice ({datasets}): compare one backbone per dataset")
+    for params04 in every:
+        run_all(params04.replace(systems=["amer"], baselines=[], seeds=params.real_seeds), progress)
+        comparison = real_comparison(params, params04, progress)
+        for key in ("results", "picked", "stop"):
+            joined[key] += comparison[key]
+        joined["reproduces_notebook04"] &= comparison["reproduces_notebook04"]
+    return joined
+
+
+def context_result(params04: RealConfig, dataset: str, seed: int) -> dict:
+    """Notebook 04's stored results of one AMER run."""
+    result = cached_result(params04, dataset, "amer", seed)
+    if result is None:
+        raise FileNotFoundError(
+            f"notebook 04 has no AMER run of {dataset}, seed {seed}, with {params04.tag}'s parameters"
+        )
+    return result
+
+
+def comparison_rows(comparison: dict, resamples: int) -> list[dict]:
+    """`summary` rows of every system against the paper's (`BASELINE`), with the mean vectors
+    searched per question."""
+    rows = summary(comparison["results"], resamples, baseline=BASELINE)
+    for row in rows:
+        runs = [r for r in comparison["results"] if r["dataset"] == row["dataset"] and r["system"] == row["system"]]
+        row["vectors"] = float(np.mean([r["vectors"] for r in runs]))
+    return rows
+
+
+NEW_MERGE = "coverage"  # the repository's own merge (its options picked on validation)
+
+
+def real_table(rows: list[dict], merges: list[str], every_system: bool = False):
+    """The comparison in the layout of the paper's tables (`real_results_table`), Δ and * against
+    the paper's system, with the vectors searched: the fixed and adaptive n under round-robin,
+    then the new merge at the paper's and the adaptive n; `every_system`: every row measured."""
+    from amer_lib.report.tables import real_results_table
+
+    if every_system:
+        systems = list(dict.fromkeys(r["system"] for r in rows))
+    else:
+        fixed = sorted(
+            {r["system"] for r in rows if r["system"].startswith("n")}, key=lambda s: int(s[1:].split("/")[0])
+        )
+        systems = [BASELINE, *fixed, *(f"{mode}/round_robin" for mode in N_MODES if mode != "paper")]
+        if NEW_MERGE in merges:
+            systems += [f"{mode}/{NEW_MERGE}" for mode in N_MODES if mode != "true_m"]
+    return real_results_table(rows, systems=[(system, system) for system in systems])
+
+
+def real_cost_points(rows: list[dict], merges: list[str]) -> list[dict]:
+    """`cost_recall_figure`'s points of the real comparison (whole-set MRecall@100): the fixed n
+    under round-robin, the adaptive n under round-robin and under the new merge."""
+    shown = {f"{mode}/round_robin" for mode in N_MODES if mode != "paper"}
+    shown |= {f"{mode}/{NEW_MERGE}" for mode in N_MODES} if NEW_MERGE in merges else set()
+    return [
+        dict(
+            panel=r["dataset"],
+            label=r["label"],
+            vectors=r["vectors"],
+            mean=r["whole_mean"],
+            std=r["whole_std"],
+            fixed=r["system"].startswith("n"),
+        )
+        for r in rows
+        if r["system"].startswith("n") or r["system"] in shown
+    ]
+
+
+def varying_cost_points(runs: list[dict], k: int = 10) -> list[dict]:
+    """`cost_recall_figure`'s points of the varying task (MRecall@k in %, mean and std over runs)."""
+    points = []
+    for i, name in enumerate(r["n"] for r in runs[0]["rows"]):
+        values = 100 * np.array([run["rows"][i][f"mrecall@{k}"] for run in runs])
+        vectors = float(np.mean([run["rows"][i]["vectors"] for run in runs]))
+        fixed = name.startswith("n = ")
+        points.append(
             dict(
-                dataset=dataset,
-                seed=seed,
-                n=n,
-                merge=merge,
-                options=choices[best],
-                validation_mrecall=validation[best],
-                mrecall=scores("test", merge, choices[best]).tolist(),
+                panel="synthetic, varying m",
+                label=name,
+                vectors=vectors,
+                mean=values.mean(),
+                std=values.std(),
+                fixed=fixed,
             )
         )
-    return rows
+    return points

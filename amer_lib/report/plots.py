@@ -560,3 +560,50 @@ def predicted_count_figure(true_counts, predicted_counts, max_n: int, path: str 
     if path is not None:
         save(fig, path)
     return fig
+
+
+def cost_recall_figure(points: list[dict], ylabel: str, path: str | Path | None = None):
+    """Notebook 07: retrieval quality against search cost, one panel per benchmark. `points`:
+    {panel, label, vectors, mean, std, fixed}; the fixed-n points are joined (the cost curve of
+    searching more vectors), the others (an adaptive n, another merge) are marked and named, so
+    a point above the curve gains at its cost and one left of it saves search."""
+    sns.set_theme(style="whitegrid", context="paper")
+    panels = list(dict.fromkeys(p["panel"] for p in points))
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.2), squeeze=False)
+    markers = iter(["o", "s", "D", "^", "v", "P", "X", "*"] * 4)
+    marker_of: dict[str, str] = {}
+    for ax, panel in zip(axes[0], panels):
+        fixed = sorted((p for p in points if p["panel"] == panel and p["fixed"]), key=lambda p: p["vectors"])
+        ax.errorbar(
+            [p["vectors"] for p in fixed],
+            [p["mean"] for p in fixed],
+            yerr=[p["std"] for p in fixed],
+            fmt="-o",
+            ms=3,
+            color="0.45",
+            capsize=2,
+            label="fixed n (round-robin)",
+        )
+        for p in (p for p in points if p["panel"] == panel and not p["fixed"]):
+            marker = marker_of.setdefault(p["label"], next(markers))
+            ax.errorbar(p["vectors"], p["mean"], yerr=p["std"], fmt=marker, ms=6, capsize=2, label=p["label"])
+        ax.set_title(panel, fontsize=9)
+        ax.set_xlabel("vectors searched per input")
+    axes[0][0].set_ylabel(ylabel)
+    handles = {}
+    for ax in axes[0]:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, handle)
+    fig.legend(
+        list(handles.values()),
+        list(handles),
+        loc="lower center",
+        ncol=3,
+        frameon=False,
+        fontsize=7,
+        bbox_to_anchor=(0.5, -0.16),
+    )
+    fig.tight_layout()
+    if path is not None:
+        save(fig, path)
+    return fig

@@ -44,13 +44,14 @@ def learning_curves(results: list[dict]) -> list[dict]:
     return sorted(rows, key=lambda r: (r["dataset"], r["system"] != "single", r["system"], r["step"]))
 
 
-def summary(results: list[dict], n_resamples: int = 10_000, seed: int = 0) -> list[dict]:
+def summary(results: list[dict], n_resamples: int = 10_000, seed: int = 0, baseline: str = "single") -> list[dict]:
     """Per dataset and system: MRecall@100 mean and std over seeds (in %), relative gain over
-    single-query, on the whole test set and the low-similarity third; for AMER, the paired
-    bootstrap p-value against single-query on seed-averaged per-question scores."""
+    the `baseline` system (the paper's: single-query), on the whole test set and the
+    low-similarity third; for the other systems, the paired bootstrap p-value against the
+    baseline on seed-averaged per-question scores."""
     rows = []
     for dataset in dict.fromkeys(r["dataset"] for r in results):
-        base, similarity = _per_question(results, dataset, "single")
+        base, similarity = _per_question(results, dataset, baseline)
         subsets = {"whole": np.arange(base.shape[1]), "low_sim": low_similarity_subset(similarity)}
         for system in dict.fromkeys(r["system"] for r in results if r["dataset"] == dataset):
             scores, _ = _per_question(results, dataset, system)
@@ -67,7 +68,7 @@ def summary(results: list[dict], n_resamples: int = 10_000, seed: int = 0) -> li
                 reference = 100 * base[:, subset].mean()
                 row[f"{name}_mean"], row[f"{name}_std"] = float(per_seed.mean()), float(per_seed.std())
                 row[f"{name}_delta"] = float((per_seed.mean() - reference) / reference) if reference else float("nan")
-                if system != "single":
+                if system != baseline:
                     row[f"{name}_p"] = paired_bootstrap(
                         base[:, subset].mean(0), scores[:, subset].mean(0), n_resamples, seed
                     )["p_value"]

@@ -61,18 +61,21 @@ def full_results_name(backbone: str, tag: str) -> str:
     return f"table{number}_{tag}" if number else f"full_results_{tag}"
 
 
-def real_results_table(summary_rows: list[dict], alpha: float = 0.05):
+def real_results_table(summary_rows: list[dict], alpha: float = 0.05, systems=SYSTEM_ROWS):
     """Tables 5-8 (one backbone each): per dataset, MRecall@100 (mean +- std over seeds) and the relative
     gain over single-query on the whole and the low-similarity test set; * marks p < alpha in
-    the paired bootstrap against single-query."""
+    the paired bootstrap against single-query. `systems`: the (system, label) rows, in order
+    (notebook 07 passes its own, against its own baseline, with the vectors each searches)."""
     import pandas as pd
 
     rows = []
     for dataset in dict.fromkeys(r["dataset"] for r in summary_rows):
         by_system = {r["system"]: r for r in summary_rows if r["dataset"] == dataset}
-        for system, label in SYSTEM_ROWS:
+        for system, label in systems:
             result = by_system.get(system)
             row = {"Dataset": dataset, "System": (result or {}).get("label") or label}
+            if result is not None and "vectors" in result:
+                row["Vectors"] = f"{result['vectors']:.2f}"
             for subset, name in (("whole", "Whole Set"), ("low_sim", "Low Similarity Set")):
                 if result is None:
                     row[f"{name} MRec@100"] = row[f"{name} Δ"] = PENDING

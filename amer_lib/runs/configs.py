@@ -141,6 +141,27 @@ class AblationConfig(Config):
 
 
 @dataclass(frozen=True)
+class BeyondConfig(Config):
+    """Notebook 07: an adaptive number of query vectors and merges beyond round-robin, on
+    notebook 02's model and budget (the varying task) and notebook 04's AMER runs."""
+
+    synthetic_params: str = param()  # notebook 02's params.yaml: the varying task's model and budget
+    synthetic_steps: int = param(minimum=1)  # the varying task's training steps
+    synthetic_seeds: list[int] = param()
+    stop_weight: float = param()  # the stop loss's weight beside the matched loss (varying task)
+    real_params: list[str] = param()  # notebook 04's params_<tag>.yaml files (their AMER runs are reused)
+    real_seeds: list[int] = param()
+    max_n: int = param(minimum=1)  # the most vectors an adaptive n searches (real benchmark)
+    stop_threshold: float = param()  # the stop head stops past this probability
+    max_cosine: float = param()  # the similarity rule stops before a vector this close to one kept
+    merges: list[str] = param(choices=tuple(MERGES))
+    bootstrap_resamples: int = param(minimum=1)
+    results_dir: str = param()
+    runs_dir: str = param()
+    figures_dir: str = param()
+
+
+@dataclass(frozen=True)
 class DiversityConfig(Config):
     """Notebook 06: how diverse AMER's vectors and the targets are, from notebooks 02 and 04's runs."""
 
