@@ -1,12 +1,17 @@
-"""Data-parallel training: two gloo ranks on the CPU train the model one process trains."""
+"""Several processes: two gloo ranks on the CPU train the model one process trains and encode the
+shards one process encodes."""
 
 import multiprocessing
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
+import test_encoding
 import torch
 import torch.distributed as dist
+from test_encoding import documents
 from test_failure import HashEncoder
 from test_synthetic_experiment import tiny_params
 from test_train import CONFIG, make_model, make_problem, state
@@ -203,3 +208,85 @@ def test_a_failing_distributed_run_names_its_command(tmp_path, capsys):
     ):
         torchrun.launch(run_setting, params, ("linear", "single"), progress=False)
     assert "config_overrides only apply to randomly initialised" in capsys.readouterr().err  # the ranks' own error
+
+
+class CountingEncoder(test_encoding.HashEncoder):
+    """Writes one line per encoded batch to `log`, so a test can see which process encoded what."""
+
+    def __init__(self, log: str):
+        super().__init__()
+        self.log = log
+
+    def encode_documents(self, texts, batch_size):
+        with open(self.log, "a") as out:
+            out.write(texts[0].split()[1] + "\n")  # the batch's first document number
+        return super().encode_documents(texts, batch_size)
+
+
+def _encode_rank(rank: int, store: str, out: str) -> None:
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=WORLD)
+    try:
+        encoder = CountingEncoder(os.path.join(out, f"rank{rank}.log"))
+        encode_corpus(encoder, documents(50), os.path.join(out, "two"), shard_size=8, batch_size=2, progress=False)
+    finally:
+        dist.destroy_process_group()
+
+
+def test_two_ranks_encode_alternate_shards_into_the_files_one_process_writes(tmp_path):
+    context = multiprocessing.get_context("spawn")
+    ranks = [context.Process(target=_encode_rank, args=(r, str(tmp_path / "store"), str(tmp_path))) for r in (0, 1)]
+    for process in ranks:
+        process.start()
+    for process in ranks:
+        process.join(60)
+    assert [p.exitcode for p in ranks] == [0, 0]
+    # one encode call per shard (batch_size * 16 documents): rank 0 took shards 0, 2, 4, 6, rank 1 shards 1, 3, 5
+    assert (tmp_path / "rank0.log").read_text().split() == ["0", "16", "32", "48"]
+    assert (tmp_path / "rank1.log").read_text().split() == ["8", "24", "40"]
+    alone = encode_corpus(
+        test_encoding.HashEncoder(), documents(50), tmp_path / "one", shard_size=8, batch_size=2, progress=False
+    )
+    assert sorted(p.name for p in (tmp_path / "two").iterdir()) == sorted(p.name for p in (tmp_path / "one").iterdir())
+    for path in (tmp_path / "one").iterdir():
+        assert (tmp_path / "two" / path.name).read_bytes() == path.read_bytes(), path.name
+    assert alone.manifest == {
+        "encoder": "hash",
+        "dim": 16,
+        "shard_size": 8,
+        "complete": True,
+        "n_documents": 50,
+        "n_shards": 7,
+    }
+
+
+def test_an_encoding_of_two_ranks_resumes_in_one_process(tmp_path):
+    encode_corpus(test_encoding.HashEncoder(), documents(50), tmp_path, shard_size=8, batch_size=2, progress=False)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    (tmp_path / "shard_00003.npy").unlink()  # rank 1 died while writing shard 3
+    write_json(tmp_path / "manifest.json", {"encoder": "hash", "dim": 16, "shard_size": 8, "complete": False})
+    encoder = CountingEncoder(str(tmp_path.parent / "resume.log"))
+    encode_corpus(encoder, documents(50), tmp_path, shard_size=8, batch_size=2, progress=False)
+    assert (tmp_path.parent / "resume.log").read_text().split() == ["24"]  # shard 3 only
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+@pytest.mark.slow
+def test_torchrun_encodes_a_corpus_with_minilm_into_the_shards_of_one_process(tmp_path):
+    """The command the README shows, on two gloo ranks: torchrun gives each rank one thread, and
+    one process with one thread writes the same bytes (with more threads MiniLM's float32 sums
+    round differently and the odd float16 value moves by one unit in the last place)."""
+    words = "river bank bass spring crane bat match pitch seal plant".split()
+    (tmp_path / "corpus.tsv").write_text(
+        "".join(f"d{i}\t{' '.join(words[(i * j) % 10] for j in range(3 + i % 40))}\tTitle {i}\n" for i in range(90))
+    )
+    command = ["-m", "amer_lib.runs.encode", "--corpus", str(tmp_path / "corpus.tsv"), "--encoder", "minilm"]
+    command += ["--shard-size", "20", "--batch-size", "8", "--quiet"]
+    environment = {**os.environ, "OMP_NUM_THREADS": "1"}
+    subprocess.run([sys.executable, *command, "--out", str(tmp_path / "one")], check=True, env=environment)
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+    subprocess.run([*torchrun, *command, "--out", str(tmp_path / "two")], check=True, env=environment)
+    one = sorted((tmp_path / "one").iterdir())
+    assert [p.name for p in one] == sorted(p.name for p in (tmp_path / "two").iterdir())
+    assert len([p for p in one if p.suffix == ".npy"]) == 5
+    for path in one:
+        assert (tmp_path / "two" / path.name).read_bytes() == path.read_bytes(), path.name

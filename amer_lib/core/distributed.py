@@ -13,6 +13,7 @@ The ranks are started by `amer_lib.runs.torchrun`, one run at a time.
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
@@ -38,6 +39,12 @@ def local_share(batch: int) -> slice:
     return slice(first, first + base + (rank < extra))
 
 
+def barrier() -> None:
+    """Wait for every rank (nothing outside a group)."""
+    if rank_and_size()[1] > 1:
+        dist.barrier()
+
+
 def sum_over_ranks(values: list[float], device: torch.device) -> list[float]:
     """Element-wise sum of `values` over the ranks (the values themselves outside a group)."""
     if rank_and_size()[1] == 1:
@@ -47,8 +54,9 @@ def sum_over_ranks(values: list[float], device: torch.device) -> list[float]:
     return total.tolist()
 
 
-def setup() -> torch.device:
-    """Join the process group torchrun describes (NCCL on GPUs, gloo on CPUs); each rank's device."""
+def setup(timeout: timedelta | None = None) -> torch.device:
+    """Join the process group torchrun describes (NCCL on GPUs, gloo on CPUs); each rank's device.
+    `timeout`: how long a collective waits for the slowest rank (torch's default when None)."""
     if "LOCAL_RANK" not in os.environ:
         raise RuntimeError(
             "the ranks must be started by torchrun "
@@ -62,9 +70,9 @@ def setup() -> torch.device:
                 "use --nproc_per_node <= the number of GPUs"
             )
         torch.cuda.set_device(local_rank)
-        dist.init_process_group("nccl")
+        dist.init_process_group("nccl", timeout=timeout)
         return torch.device("cuda", local_rank)
-    dist.init_process_group("gloo")
+    dist.init_process_group("gloo", timeout=timeout)
     return torch.device("cpu")
 
 

@@ -9,6 +9,12 @@ A corpus is encoded shard by shard: `shard_00000.npy` (float16, unit-norm rows) 
 `shard_00000.ids` (one document id per line), each written atomically once complete, and a
 `manifest.json` that marks the whole encoding complete. An interrupted encoding resumes after
 its last complete shard.
+
+Inside a torch.distributed process group (`amer_lib.runs.encode` under torchrun) the ranks share
+the work: rank r encodes shards r, r + size, r + 2 size, ... of the same stream (every rank reads
+the whole stream, which costs little beside encoding it), and rank 0 writes the manifest once
+every rank is done. A shard's content depends only on its number, so the shards are the ones one
+process writes, and an encoding may resume on another number of ranks.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
+from amer_lib.core.distributed import barrier, is_main, rank_and_size
 from amer_lib.core.packaged import MINILM, PackagedWeights
 from amer_lib.core.search import unit_norm
 from amer_lib.data.corpus import Document
@@ -153,7 +160,8 @@ def encode_corpus(
     progress: bool = True,
 ) -> EmbeddingShards:
     """Encode `documents` into float16 shards under `directory`, resuming after the last
-    complete shard. `encoder` needs `.dim`, `.spec.name` and `.encode_documents(texts)`."""
+    complete shard (this rank's shards only, in a process group). `encoder` needs `.dim`,
+    `.spec.name` and `.encode_documents(texts)`."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     manifest_path = directory / "manifest.json"
@@ -166,24 +174,48 @@ def encode_corpus(
             )
         if manifest.get("complete"):
             return EmbeddingShards(directory)
-    write_json(manifest_path, {**settings, "complete": False})
+    barrier()  # every rank has read the old manifest before rank 0 replaces it
+    if is_main():
+        write_json(manifest_path, {**settings, "complete": False})
+    rank, size = rank_and_size()
     seen: set[str] = set()
-    n_shards = done = 0
-    bar = tqdm(total=total, desc=f"encode {encoder.spec.name}", unit="doc", disable=not progress)
+    sizes = []
+    share = None if total is None else -(-total // size)
+    desc = f"encode {encoder.spec.name}" + (f" (rank {rank} of {size})" if size > 1 else "")
+    bar = tqdm(total=share, desc=desc, unit="doc", disable=not progress)
     for number, shard in enumerate(_batches(documents, shard_size)):
         ids = [d.id for d in shard]
         _check_unique(ids, seen, number)
+        sizes.append(len(shard))
+        if number % size != rank:
+            continue  # another rank's shard
         vectors_path, ids_path = _shard_paths(directory, number)
-        if vectors_path.exists() and ids_path.exists() and ids_path.read_text().split("\n")[:-1] == ids:
+        if _complete(vectors_path, ids_path, ids):
             bar.update(len(shard))  # complete from an earlier, interrupted run
         else:
             _write_shard(encoder, shard, vectors_path, ids_path, batch_size, bar)
-        n_shards, done = number + 1, done + len(shard)
     bar.close()
-    if not done:
+    if not sizes:
         raise ValueError("the corpus to encode is empty")
-    write_json(manifest_path, {**settings, "complete": True, "n_documents": done, "n_shards": n_shards})
+    barrier()  # every rank's shards are written
+    if is_main():
+        _check_shards(directory, sizes)
+        manifest = {**settings, "complete": True, "n_documents": sum(sizes), "n_shards": len(sizes)}
+        write_json(manifest_path, manifest)
+    barrier()
     return EmbeddingShards(directory)
+
+
+def _complete(vectors_path: Path, ids_path: Path, ids: list[str]) -> bool:
+    return vectors_path.exists() and ids_path.exists() and ids_path.read_text().split("\n")[:-1] == ids
+
+
+def _check_shards(directory: Path, sizes: list[int]) -> None:
+    """Before the manifest says complete: every shard is on disk with its number of rows."""
+    for number, rows in enumerate(sizes):
+        vectors_path, ids_path = _shard_paths(directory, number)
+        if not ids_path.exists() or len(np.load(vectors_path, mmap_mode="r")) != rows:
+            raise RuntimeError(f"shard {number} of {directory} is missing or incomplete after every rank finished")
 
 
 def _write_shard(
