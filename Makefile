@@ -9,7 +9,7 @@ TORCH_SPEC ?= torch==2.13.0
 TORCH_PIP_FLAGS ?=
 NOTEBOOKS ?= 02_synthetic 03_real_data_prep 01_failure_analysis 04_real_data 05_ablations 06_diversity_analysis 07_beyond
 
-.PHONY: test figures benchmark clean-venv
+.PHONY: test figures benchmark benchmark-scale clean-venv
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +47,10 @@ figures: $(VENV)/.installed-notebooks
 
 benchmark: $(VENV)/.installed-test
 	$(PY) benchmarks/bench_core.py --out benchmarks/RESULTS.md
+
+# about 40 minutes on 2 cores and 16 GB of scratch shards under build/bench_scale
+benchmark-scale: $(VENV)/.installed-test
+	$(PY) benchmarks/bench_scale.py --out benchmarks/RESULTS.md
 
 clean-venv:
 	rm -rf $(VENV)

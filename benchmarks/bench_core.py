@@ -13,12 +13,11 @@
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import time
 
 import numpy as np
 import torch
+from results_file import machine, write_section
 
 from amer_lib.core.backbones import load_backbone
 from amer_lib.core.loss import candidate_log_probs, hungarian_assignment, matched_info_nce, own_positive_block
@@ -131,9 +130,11 @@ def bench_optimizer(n_params: int, repeat: int) -> dict:
 
 def report(rows_a, rows_b, rows_c, rows_d) -> str:
     lines = [
-        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
-        f"torch {torch.__version__} ({torch.get_num_threads()} threads), CPU only. "
-        "Best of repeated runs; all rows measured in one invocation.",
+        "## Core hot spots (`bench_core.py`)",
+        "",
+        "Command: `python benchmarks/bench_core.py --out benchmarks/RESULTS.md`",
+        "",
+        f"Machine: {machine()}. Best of repeated runs; all rows measured in one invocation.",
         "",
         "(a) Generation: KV cache vs recomputing the prefix",
         "",
@@ -193,11 +194,7 @@ def main() -> None:
     text = report(rows_a, rows_b, rows_c, rows_d)
     print(text)
     if args.out:
-        with open(args.out, "w") as f:
-            f.write(
-                "# Benchmark results\n\nCommand: `python benchmarks/bench_core.py --out benchmarks/RESULTS.md`\n\n"
-                + text
-            )
+        write_section(args.out, "bench_core", text)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,20 @@
 """Sharded corpus encoding (resume after an interruption) and search over the shards."""
 
+import warnings
 import zlib
 from dataclasses import dataclass
 
 import numpy as np
 import pytest
 
-from amer_lib.core.search import IVFPQIndex, ShardedFlatIndex, VectorIndex, recall_against_exact, unit_norm
+from amer_lib.core.search import (
+    IVFPQIndex,
+    ShardedFlatIndex,
+    VectorIndex,
+    half_to_float,
+    recall_against_exact,
+    unit_norm,
+)
 from amer_lib.data.corpus import Document
 from amer_lib.data.encoders import EmbeddingShards, encode_corpus
 from amer_lib.data.questions import DataFormatError
@@ -98,3 +106,23 @@ def test_other_encoder_settings_need_another_directory(tmp_path):
     encode_corpus(HashEncoder(), documents(20), tmp_path, shard_size=8, progress=False)
     with pytest.raises(ValueError, match="Use another directory"):
         encode_corpus(HashEncoder(), documents(20), tmp_path, shard_size=4, progress=False)
+
+
+def test_half_to_float_reads_a_read_only_memory_map_into_the_front_of_a_buffer(tmp_path):
+    rows = np.random.default_rng(3).normal(size=(50, 16)).astype(np.float16)
+    np.save(tmp_path / "rows.npy", rows)
+    mapped = np.load(tmp_path / "rows.npy", mmap_mode="r")
+    buffer = np.full((80, 16), np.nan, dtype=np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # torch's warning about a non-writable array is silenced
+        out = half_to_float(mapped[10:40], buffer)
+    assert out.shape == (30, 16) and np.shares_memory(out, buffer)
+    assert np.array_equal(out, rows[10:40].astype(np.float32))
+    assert np.isnan(buffer[30:]).all()
+
+
+def test_ivfpq_build_reports_its_training_and_adding_time(tmp_path):
+    shards = encode_corpus(HashEncoder(), documents(600), tmp_path, shard_size=256, progress=False)
+    index = IVFPQIndex(shards, "IVF8,PQ4", nprobe=8)
+    assert set(index.build_seconds) == {"train", "add"} and min(index.build_seconds.values()) > 0
+    assert len(index) == 600 and index.code_size == 4

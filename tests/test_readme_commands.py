@@ -3,8 +3,9 @@
 file, which the command's own `-p` values still override). Commands that need a paper-scale
 backbone must stop at once with what to fetch. Not run here: `make test` (CI runs it), `make
 figures` (hours of CPU; run before each commit of figures/), pip / conda set-up lines, the
-hand-started torchrun (tests/test_distributed.py runs the same entry), the WordNet derivation
-(needs Debian's wordnet-base) and `benchmarks/bench_core.py` (timings, not behaviour)."""
+hand-started torchrun trainings and encodings (tests/test_distributed.py runs the same entries), the
+WordNet derivation (needs Debian's wordnet-base), `benchmarks/bench_core.py` (timings, not
+behaviour) and `benchmarks/bench_scale.py` (tests/test_bench_scale.py runs it at a tiny size)."""
 
 import json
 import re
