@@ -351,3 +351,46 @@ def test_notebook07_table_and_prose_are_figures_results():
     rr = {r["system"]: r for r in comparison["rows"] if r["dataset"] == "wordnet_kinds"}
     assert f"p = {rr['similarity/round_robin']['whole_p']:.3f} whole" in README
     assert f"{rr['n2/round_robin']['whole_mean']:.2f}" == "44.02"
+
+
+def test_scale_prose_is_benchmarks_results():
+    """The README's scale section quotes benchmarks/scale.json and the projection bench_scale.py wrote."""
+    import json
+
+    quoted = " ".join(README[README.index("## Scale: the paper's 25M passages") :].split())
+    measured = json.loads((ROOT / "benchmarks" / "scale.json").read_text())
+    results = (ROOT / "benchmarks" / "RESULTS.md").read_text()
+
+    def row(n, dim, operation):
+        return next(r for r in measured["index"] if (r["n"], r["dim"], r["operation"]) == (n, dim, operation))
+
+    shards = "exact search, float16 shards"
+    assert (
+        f"its peak grew by {row(1_000_000, 1536, shards)['peak_gib']:.2f} GiB at 1M x 1536 and "
+        f"{row(4_000_000, 1536, shards)['peak_gib']:.2f} GiB at 4M x 1536" in quoted
+    )
+    in_memory = row(1_000_000, 1536, "exact index build, in memory (float32)")["peak_gib"]
+    assert f"an in-memory float32 index of 1M x 1536 takes {in_memory:.2f} GiB" in quoted
+    conversion = measured["half_to_float"]
+    assert f"{conversion['torch_gb_s'] / conversion['numpy_gb_s']:.1f}x faster than numpy's" in quoted
+    recall = [row(n, 1536, "IVF1024,PQ96 search, nprobe 64")["recall"] for n in (1_000_000, 4_000_000)]
+    assert f"finds {recall[0]:.3g} of the exact top 100 at 1M x 1536 and {recall[1]:.3g} at 4M" in quoted
+    calibration = measured["calibration"]["recall"]
+    assert f"finds {calibration['tree vectors']:.3f} of the exact top 100 on 30,000 of them" in quoted
+    assert f"{calibration['real MiniLM']:.3f} on notebook 03's 30,000 MiniLM embeddings" in quoted
+
+    def projected(quantity: str) -> list[str]:
+        line = next(line for line in results.splitlines() if line.startswith(f"| {quantity} |"))
+        return [cell.strip() for cell in line.strip("|").split("|")][2:]
+
+    one_gpu, four_gpus = (
+        projected("encode with inf-retriever-1.5B, one GPU"),
+        projected("encode, four GPUs (torchrun, alternate 250,000-row shards)"),
+    )
+    assert f"takes about {one_gpu[0]} on one H100 and {four_gpus[0]} on four ({four_gpus[1]} for 100M" in quoted
+    streaming = projected("exact search, one GPU streaming the shards (ShardedFlatIndex)")[0]
+    cpu = projected("exact search of the test sets, this CPU")[0]
+    assert f"through one GPU in about {streaming}, against {cpu} on this CPU" in quoted
+    train = projected("IVF65536 training (k-means over 3,276,800 vectors), this CPU")[0]
+    add = projected("IVF65536 adding (coarse assignment), this CPU")[0]
+    assert f"would take {train} and {add} on this CPU" in quoted
