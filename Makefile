@@ -48,7 +48,7 @@ figures: $(VENV)/.installed-notebooks
 benchmark: $(VENV)/.installed-test
 	$(PY) benchmarks/bench_core.py --out benchmarks/RESULTS.md
 
-# about 40 minutes on 2 cores and 16 GB of scratch shards under build/bench_scale
+# about 30 minutes on 2 cores and 20 GB of scratch shards under build/bench_scale (kept for reruns)
 benchmark-scale: $(VENV)/.installed-test
 	$(PY) benchmarks/bench_scale.py --out benchmarks/RESULTS.md
 
