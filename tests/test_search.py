@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from amer_lib.core.search import VectorIndex, kept_search, multi_vector_search, unit_norm
+from amer_lib.core.search import VectorIndex, kept_lists, kept_search, multi_vector_search, unit_norm
 
 
 def test_index_search_equals_brute_force():
@@ -51,3 +51,9 @@ def test_wrong_query_dimension_is_named():
 def test_index_rejects_vectors_that_are_not_unit_norm():
     with pytest.raises(ValueError, match="unit-norm"):
         VectorIndex(np.full((3, 4), 2.0))
+
+
+def test_kept_lists_empties_the_vectors_past_each_count():
+    ids = np.arange(12).reshape(2, 3, 2)
+    kept = kept_lists(ids, np.array([1, 3]))
+    assert kept.tolist() == [[[0, 1], [-1, -1], [-1, -1]], [[6, 7], [8, 9], [10, 11]]]

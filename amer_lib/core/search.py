@@ -110,8 +110,8 @@ class ShardedFlatIndex:
 
 def half_to_float(rows: np.ndarray, buffer: np.ndarray) -> np.ndarray:
     """float16 `rows` as float32 in the front of `buffer`: torch's vectorised, threaded copy runs
-    ~40x faster than numpy's `astype` on 2 cores (benchmarks/RESULTS.md), and reusing the buffer
-    spares a page-faulted allocation per block."""
+    about 30x faster than numpy's `astype` on 2 cores (benchmarks/RESULTS.md), and reusing the
+    buffer spares a page-faulted allocation per block."""
     out = buffer[: len(rows)]
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="The given NumPy array is not writable")  # a read-only memory map
@@ -146,7 +146,7 @@ class IVFPQIndex:
         self.dim, self.on_gpu = shards.dim, _use_gpu(use_gpu)
         index = faiss.index_factory(self.dim, factory, faiss.METRIC_INNER_PRODUCT)
         ivf = faiss.extract_index_ivf(index)
-        if self.on_gpu:  # k-means on the GPUs (faiss's clustering_index), the rest on the CPU
+        if self.on_gpu:  # k-means on the GPUs (faiss's clustering_index)
             ivf.clustering_index = faiss.index_cpu_to_all_gpus(faiss.IndexFlat(self.dim, index.metric_type))
         train_size = train_size or max(100_000, 50 * ivf.nlist)
         rng = np.random.default_rng(seed)
@@ -212,11 +212,22 @@ def kept_search(
     (all of them when `counts` is None); the lists of the vectors not searched are empty (-1)."""
     if counts is None:
         return index.search(queries, depth)
-    counts = np.asarray(counts)
-    if counts.shape != queries.shape[:1] or counts.min(initial=1) < 1 or counts.max(initial=1) > queries.shape[1]:
-        raise ValueError(f"counts must be {queries.shape[0]} integers in 1..{queries.shape[1]}, got {counts}")
-    kept = np.arange(queries.shape[1])[None, :] < counts[:, None]
+    kept = kept_vectors(counts, *queries.shape[:2])
     scores = np.zeros((*kept.shape, depth), dtype=np.float32)
     ids = np.full((*kept.shape, depth), -1, dtype=np.int64)
     scores[kept], ids[kept] = index.search(queries[kept], depth)
     return scores, ids
+
+
+def kept_lists(ids: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """`ids [N, n, K]` of lists already searched, with those of the vectors past each row's count
+    emptied (-1): what `kept_search` returns, without searching again."""
+    return np.where(kept_vectors(counts, *ids.shape[:2])[..., None], ids, -1)
+
+
+def kept_vectors(counts: np.ndarray, rows: int, n: int) -> np.ndarray:
+    """`[rows, n]` True for the first `counts[i]` vectors of row i."""
+    counts = np.asarray(counts)
+    if counts.shape != (rows,) or counts.min(initial=1) < 1 or counts.max(initial=1) > n:
+        raise ValueError(f"counts must be {rows} integers in 1..{n}, got {counts}")
+    return np.arange(n)[None, :] < counts[:, None]

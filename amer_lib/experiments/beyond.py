@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 from amer_lib.core.device import resolve_device
 from amer_lib.core.merge import WEIGHTINGS, get_merge
 from amer_lib.core.metrics import KS, K, evaluate, mean_scores, paired_bootstrap
-from amer_lib.core.search import ShardedFlatIndex, VectorIndex
+from amer_lib.core.search import ShardedFlatIndex, VectorIndex, kept_lists
 from amer_lib.core.stopping import repeat_cosine, similarity_counts, stop_counts
 from amer_lib.core.train import fit_stop_head, split_train_validation
 from amer_lib.data.synthetic import MAX_TARGETS, SyntheticTask, make_varying_task
@@ -31,11 +31,6 @@ from amer_lib.runs.configs import BeyondConfig, RealConfig, SyntheticConfig
 from amer_lib.runs.models import generate_queries_until_stop, train_on_task
 from amer_lib.runs.store import SYNTHETIC_RUNS
 from amer_lib.runs.text import RunContext, cached_result, generated_states
-
-
-def kept_lists(ids: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """`ids [N, n, K]` with the lists of the vectors past each row's count `[N]` emptied (-1)."""
-    return np.where(np.arange(ids.shape[1])[None, :, None] < counts[:, None, None], ids, -1)
 
 
 def count_rows(

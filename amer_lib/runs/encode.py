@@ -2,7 +2,7 @@
 
     python -m amer_lib.runs.encode --corpus corpus.tsv --out embeddings/minilm --encoder minilm
     python -m torch.distributed.run --standalone --nproc_per_node 4 -m amer_lib.runs.encode \\
-        --prepared results/prepared/paper --encoder inf-retriever-v1-1.5b --shard-size 1000000 --batch-size 256
+        --prepared results/prepared/wordnet --encoder contriever-msmarco --shard-size 250000 --batch-size 256
 
 Under torchrun rank r encodes shards r, r + N, ... on its own GPU (`amer_lib.data.encoders`);
 a rerun after an interruption encodes only the shards that are not complete, on any number of
