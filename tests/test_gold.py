@@ -2,6 +2,7 @@
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -11,21 +12,22 @@ import pytest
 from amer_lib.data.corpus import Corpus
 from amer_lib.data.gold import (
     ambigqa_splits,
-    bm25_top_k,
     map_gold_documents,
     qampari_splits,
     question_candidates,
     without_test_questions,
 )
 from amer_lib.data.prepared import prepare_paper_data
-from amer_lib.data.questions import MultiAnswerQuestion, normalize_text, read_ambigqa
+from amer_lib.data.questions import MultiAnswerQuestion, read_ambigqa, read_qampari
 
 FIXTURES = Path(__file__).parent / "fixtures"
+PUBLISHED = FIXTURES / "published"  # genuine published records (README.md there)
+PAPER = FIXTURES / "paper"  # passages written for those records, in QAMPARI's chunk format
 
 
 def test_exact_substring_mapping_keeps_questions_whose_every_answer_is_found():
     corpus = Corpus.read(FIXTURES / "corpus.tsv")  # rows 0..5 hold ids "1".."6"
-    [harry] = read_ambigqa(FIXTURES / "ambigqa_light.json")
+    harry = next(q for q in read_ambigqa(PUBLISHED / "dev_light.sample.json") if q.qid == "8450376111876739069")
     director = MultiAnswerQuestion("d", "directors?", [["Zack Snyder"], ["Ariel Schulman"], ["Jose Padilha"]])
     # BM25 found rows 0, 4 and 5 for Harry Potter; the dense retriever rows 1 and 4 (4 twice: de-duplicated)
     candidates = question_candidates(np.array([[0, 4, 5], [2, 3, -1]]), np.array([[1, 4, -1], [0, 1, 2]]))
@@ -82,71 +84,109 @@ def test_training_questions_that_are_test_questions_are_removed():
 
 
 class FixedRetriever:
-    """A dense retriever stub for `prepare_paper_data`: each question text retrieves fixed corpus rows."""
+    """A dense retriever stub for `prepare_paper_data`: each question text retrieves fixed corpus ids."""
 
-    def __init__(self, name: str, rows: dict[str, list[int]]):
-        self.spec, self.rows = SimpleNamespace(name=name), rows
+    def __init__(self, name: str, corpus: Corpus, ids: dict[str, list[str]]):
+        self.spec, self.rows = SimpleNamespace(name=name), {q: corpus.rows(d) for q, d in ids.items()}
+        self.size = len(corpus)
 
     def encode_queries(self, texts):
         return texts
 
     def __len__(self):
-        return 6
+        return self.size
 
     def search(self, texts, k):
         return None, np.array([(self.rows.get(t, []) + [-1] * k)[:k] for t in texts])
 
 
-def test_paper_mapping_takes_the_union_of_bm25_and_both_dense_retrievers(tmp_path):
-    """AmbigQA files in their real formats; depth 1, so each retriever contributes its top document.
-    The Harry Potter question needs documents 1 and 2: BM25 finds one of them, the stub
-    "Contriever" the other, the stub "inf-retriever" neither."""
+def test_the_whole_paper_preparation_on_published_records(tmp_path):
+    """AmbigQA, NQ-open and QAMPARI records as published, over a corpus in QAMPARI's chunk format
+    (fixtures/paper/chunks.jsonl, written for these questions). Depth 1: BM25 gives each query its
+    top passage, the stub dense retriever the one named below. Gold sets checked by hand."""
     raw = tmp_path / "raw"
     raw.mkdir()
-    records = json.loads((FIXTURES / "ambigqa_light.json").read_text())
-    directors = {
-        "id": "d2",
-        "question": "Who directed the films?",
-        "annotations": [
-            {
-                "type": "multipleQAs",
-                "qaPairs": [
-                    {"question": "2004?", "answer": ["Zack Snyder"]},
-                    {"question": "2020?", "answer": ["Ariel Schulman"]},
-                ],
-            }
-        ],
+    for name in ("train_light", "dev_light"):
+        shutil.copy(PUBLISHED / f"{name}.sample.json", raw / f"{name}.json")
+    for name in ("train_data", "dev_data"):
+        shutil.copy(PUBLISHED / f"qampari_{name}.sample.jsonl", raw / f"{name}.jsonl")
+    google = [json.loads(line) for line in (PUBLISHED / "NQ-open.dev.sample.jsonl").read_text().splitlines()]
+    # AmbigQA's NQ-open files (no public copy: Google's lines with ids of ours); the dev file holds
+    # the Harry Potter question as NQ writes it, which must not be trained on if it is a test question
+    harry_nq = {
+        "id": "harry",
+        "question": "when did harry potter and the sorcerer's stone movie come out",
+        "answer": ["4 November 2001", "16 November 2001"],
     }
-    (raw / "train_light.json").write_text(json.dumps(records))
-    (raw / "dev_light.json").write_text(json.dumps(records + [directors]))
-    for name in ("NQ-open.dev.jsonl", "NQ-open.efficientqa.test.1.1.jsonl"):
-        shutil.copy(FIXTURES / "nq_open.jsonl", raw / name)
-    for name in ("train_data.jsonl", "dev_data.jsonl"):
-        shutil.copy(FIXTURES / "qampari.jsonl", raw / name)
-    corpus = Corpus.read(FIXTURES / "corpus.tsv")
-    harry = records[0]["question"]
-    [[bm25_row]] = bm25_top_k(corpus, [harry], 1, progress=False)
-    assert bm25_row in (0, 1)  # one of the two Harry Potter documents
-    other = 1 - int(bm25_row)
-    nq_harry = "when did harry potter and the sorcerer's stone movie come out"
-    directors = directors["question"]
-    contriever = FixedRetriever("contriever-msmarco", {harry: [other], nq_harry: [other], directors: [2]})
-    inf = FixedRetriever("inf-retriever-v1-1.5b", {directors: [3]})  # Ariel Schulman's document
+    (raw / "nqopen-dev.json").write_text(json.dumps([harry_nq]))
+    (raw / "nqopen-test.json").write_text(json.dumps([{"id": f"t{n}", **r} for n, r in enumerate(google, 1)]))
+    corpus = Corpus.read(PAPER / "chunks.jsonl")
+    pages = {d.title: d.id for d in corpus.documents}
+    food = "When did the food stamp card come out?"
+    dragon = "Who wrote the music for how to train your dragon?"
+    dense = FixedRetriever(
+        "inf-retriever-v1-1.5b",
+        corpus,
+        {
+            food: [pages["Electronic benefit transfer"]],
+            "When did harry potter and the sorcerer's stone movie come out?": ["9019__0", "9019__1"],
+            harry_nq["question"]: ["9019__0", "9019__1"],
+            dragon: ["9022__0", "9023__0"],  # John Powell's and Jónsi's passages
+            "when did the movie varsity blues come out": [pages["Varsity Blues (film)"]],
+        },
+    )
+    benchmark, mapping = prepare_paper_data(
+        raw, PAPER / "chunks.jsonl", tmp_path / "prepared", [(dense, dense)], seed=1, progress=False, depth=1
+    )
+    questions = {
+        q.qid: q
+        for dataset in ("ambigqa", "qampari")
+        for split in ("train", "test")
+        for q in benchmark.questions(dataset, split)
+    }
+    by_title = {d.id: d.title for d in corpus.documents}
+    titles = lambda qid: [[by_title[d] for d in docs] for docs in questions[qid].targets]
+    # QAMPARI composition: the first proofs' pages (Warlock, All That Jazz, Grand Prix) do not name
+    # the composers; their second proofs find the pages that do
+    assert titles("9001__wikidata_comp__dev") == [
+        ["Leigh Harline"],
+        ["Edge of the City"],
+        ["Ralph Burns"],
+        ["Maurice Jarre"],
+        ["The Lost Man"],
+    ]
+    # P. Balachandran, the question's entity, is named by all five films' passages; its target is
+    # its own evidence, not Kamal's film
+    assert titles("366__wikidata_comp__dev") == [
+        ["Ulladakkam"],
+        ["Ivan Megharoopan"],
+        ["Pavithram"],
+        ["Police (2005 film)"],
+        ["Kammatipaadam"],
+    ]
+    # a quoted answer in a passage read from the corpus; the second annotator's "June 2004"
+    assert titles("8267019542652470869") == [["How to Train Your Dragon (film)"], ["Sticks & Stones (Jónsi song)"]]
+    assert titles("-6391747800866431933") == [["Electronic benefit transfer"]] * 3
+    # NQ-open writes "January 15, 1999" with no-break spaces; the passage with plain ones
+    assert titles("nq-t31") == [["Varsity Blues (film)"], ["Varsity Blues (film)"]]
+    assert mapping["qampari_dev"] == {"questions": 4, "kept": 2, "answers_without_gold": 13}
+    assert mapping["ambigqa_dev"]["questions"] == 5 and mapping["nq_open"]["questions"] == 16
+    test = {q.qid for q in benchmark.questions("ambigqa", "test")}
+    train = {q.qid for q in benchmark.questions("ambigqa", "train")}
+    # seed 1 draws Harry Potter for the test half: its NQ-open twin leaves training
+    assert test == {"8450376111876739069"} and mapping["ambigqa_train_removed_as_test_questions"] == 1
+    assert train == {"-6391747800866431933", "8267019542652470869", "nq-t31", "nq-t32"}
+    assert {q.qid for q in benchmark.questions("qampari", "test")} == {
+        "9001__wikidata_comp__dev",
+        "366__wikidata_comp__dev",
+    }
 
-    def prepare(retrievers, name):
-        benchmark, mapping = prepare_paper_data(
-            raw, FIXTURES / "corpus.tsv", tmp_path / name, [(r, r) for r in retrievers], seed=0, progress=False, depth=1
-        )
-        return benchmark, mapping
 
-    benchmark, mapping = prepare([contriever, inf], "three")
-    assert mapping["ambigqa_dev"]["kept"] == 2  # Harry Potter (BM25 + Contriever) and the directors (both stubs)
-    assert mapping["ambigqa_train"]["kept"] == 1
-    _, without_contriever = prepare([inf], "two")
-    # without Contriever both lose a gold document: Harry Potter's other date, and Zack Snyder
-    assert without_contriever["ambigqa_dev"]["kept"] == 0
-    test = {normalize_text(q.question) for q in benchmark.questions("ambigqa", "test")}
-    train = [normalize_text(q.question) for q in benchmark.questions("ambigqa", "train")]
-    assert len(test) == 1 and not test & set(train)  # no test question is trained on
-    # seed 0 puts Harry Potter in the test half: its AmbigQA-train copy and both NQ-open copies are removed
-    assert test == {normalize_text(harry)} and mapping["ambigqa_train_removed_as_test_questions"] == 3
+def test_an_answer_keeps_the_passages_of_its_own_evidence_page_first():
+    corpus = Corpus.read(PAPER / "chunks.jsonl")
+    [_, _, entity, _] = read_qampari(PUBLISHED / "qampari_dev_data.sample.jsonl")
+    entity = replace(entity, answers=entity.answers[:2], proofs=entity.proofs[:2])  # Kamal, P. Balachandran
+    rows = corpus.rows(["9008__0", "9009__0"])  # Ulladakkam (Kamal's film), then Ivan Megharoopan
+    [mapped], _ = map_gold_documents([entity], corpus, [[np.array(rows)] * 2])
+    assert mapped.targets[1] == ["9009__0", "9008__0"]  # P. Balachandran: his evidence page first
+    assert mapped.targets[0] == ["9008__0"]  # only Ulladakkam names Kamal

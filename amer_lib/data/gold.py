@@ -10,7 +10,9 @@ question is kept only if every answer found a gold document.
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, replace
+from itertools import repeat
 
 import numpy as np
 
@@ -33,6 +35,11 @@ def bm25_top_k(corpus: Corpus, queries: list[str], k: int = DEPTH, progress: boo
     return np.asarray(rows)
 
 
+def match_form(text: str) -> str:
+    """The form answers and passages are compared in: NFC, white space (U+00A0 included) as single spaces."""
+    return " ".join(unicodedata.normalize("NFC", text).split())
+
+
 def dense_top_k(encoder, index, queries: list[str], k: int = DEPTH) -> np.ndarray:
     """Rows `[len(queries), k]` from a dense encoder's query vectors and an index of its documents."""
     _, rows = index.search(encoder.encode_queries(queries), min(k, len(index)))
@@ -53,25 +60,42 @@ class MappingReport:
 
 
 def map_gold_documents(
-    questions: list[MultiAnswerQuestion], corpus: Corpus, candidates: list[np.ndarray]
+    questions: list[MultiAnswerQuestion], corpus: Corpus, candidates: list
 ) -> tuple[list[MultiAnswerQuestion], MappingReport]:
-    """Targets for each question from its candidate rows (`candidates[i]`, any union of result
-    lists, -1 ignored); questions with an answer left without a gold document are dropped."""
+    """Targets for each question from its candidate rows, -1 ignored: `candidates[i]` is one array
+    searched for every answer of question i (AmbigQA: any union of result lists) or a list of one
+    array per answer (QAMPARI: the results of that answer's own proofs). An answer's targets are
+    its candidates that contain it, those on a page its proofs were found in first; questions with
+    an answer left without a gold document are dropped."""
     if len(candidates) != len(questions):
         raise ValueError(f"{len(candidates)} candidate lists for {len(questions)} questions")
     kept, missing = [], 0
     for question, rows in zip(questions, candidates):
-        rows = [int(r) for r in dict.fromkeys(np.asarray(rows).reshape(-1).tolist()) if r >= 0]
-        texts = [(corpus.documents[r].id, corpus.documents[r].full_text) for r in rows]
+        per_answer = rows if isinstance(rows, list) else [rows] * len(question.answers)
         targets = [
-            [doc_id for doc_id, text in texts if any(alias in text for alias in aliases)]
-            for aliases in question.answers
+            _answer_targets(corpus, aliases, answer_rows, proofs)
+            for aliases, answer_rows, proofs in zip(question.answers, per_answer, question.proofs or repeat([]))
         ]
         unmatched = sum(not t for t in targets)
         missing += unmatched
         if not unmatched:
             kept.append(replace(question, targets=targets))
     return kept, MappingReport(len(questions), len(kept), missing)
+
+
+def _answer_targets(corpus: Corpus, aliases: list[str], rows: np.ndarray, proofs: list[dict]) -> list[str]:
+    """The ids of the candidate `rows` whose text holds an alias, in candidate order, those whose
+    title is a page of the answer's `proofs` first (an answer that every candidate names, such as
+    the question's own entity, then keeps its own evidence as its first target)."""
+    sought = [f for f in map(match_form, aliases) if f]
+    pages = {match_form(p["page"]).casefold() for p in proofs if p.get("page")}
+    found = []
+    for row in dict.fromkeys(int(r) for r in np.asarray(rows).reshape(-1) if r >= 0):
+        document = corpus.documents[row]
+        text = match_form(document.full_text)
+        if any(f in text for f in sought):
+            found.append((match_form(document.title).casefold() not in pages, document.id))
+    return [doc_id for _, doc_id in sorted(found, key=lambda pair: pair[0])]  # stable: candidate order kept
 
 
 def question_candidates(*ranked: np.ndarray) -> list[np.ndarray]:
@@ -81,14 +105,18 @@ def question_candidates(*ranked: np.ndarray) -> list[np.ndarray]:
 
 def proof_candidates(
     questions: list[MultiAnswerQuestion], corpus: Corpus, k: int = DEPTH, progress: bool = True
-) -> list[np.ndarray]:
-    """QAMPARI: per question, the union of the BM25 top-k of each answer's evidence snippet."""
-    snippets = [(i, proof) for i, q in enumerate(questions) for proof in q.proofs if proof]
-    rows = bm25_top_k(corpus, [s for _, s in snippets], k, progress) if snippets else np.zeros((0, k), int)
-    per_question = [[] for _ in questions]
-    for (i, _), result in zip(snippets, rows):
-        per_question[i].append(result)
-    return [np.concatenate(r) if r else np.zeros(0, int) for r in per_question]
+) -> list[list[np.ndarray]]:
+    """QAMPARI: per question, per answer, the BM25 top-k of each of its proofs, interleaved by rank
+    (a composition answer's two proofs both count: the first names the base question's answer,
+    the second the answer itself). Each distinct snippet is searched once."""
+    snippets = list(dict.fromkeys(p["text"] for q in questions for proofs in q.proofs for p in proofs))
+    found = bm25_top_k(corpus, snippets, k, progress) if snippets else np.zeros((0, k), int)
+    row_of = {snippet: found[i] for i, snippet in enumerate(snippets)}
+    empty = np.zeros(0, int)
+    return [
+        [np.stack([row_of[p["text"]] for p in proofs], 1).reshape(-1) if proofs else empty for proofs in q.proofs]
+        for q in questions
+    ]
 
 
 def filter_target_count(questions: list[MultiAnswerQuestion], low: int, high: int) -> list[MultiAnswerQuestion]:

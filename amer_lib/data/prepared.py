@@ -23,7 +23,7 @@ from amer_lib.core.device import DEVICES
 from amer_lib.core.metrics import same_vs_random_cosine
 from amer_lib.core.search import IVFPQIndex, ShardedFlatIndex, recall_against_exact
 from amer_lib.data import wordnet
-from amer_lib.data.corpus import Corpus, Document, iter_documents
+from amer_lib.data.corpus import Corpus, Document, iter_documents, write_tsv
 from amer_lib.data.encoders import ENCODERS, DocumentEncoder, EmbeddingShards, encode_corpus
 from amer_lib.data.gold import (
     DEPTH,
@@ -44,14 +44,16 @@ from amer_lib.data.questions import (
     read_questions,
     write_questions,
 )
-from amer_lib.io import open_text, write_json, write_text, write_trec_qrels
+from amer_lib.io import open_text, write_json, write_trec_qrels
 
 # the offline WordNet benchmark, the paper's data from its files, or a dataset of your own (questions + corpus)
 SOURCES = ("wordnet", "paper", "files")
 SPLITS = ("train", "test")
-# NQ-open's development and test sets (google-research-datasets/natural-questions, nq_open/): the
-# paper's "development set and test set" of NQ-open, whose multi-answer questions join training
-NQ_OPEN_FILES = ("NQ-open.dev.jsonl", "NQ-open.efficientqa.test.1.1.jsonl")
+# The paper's "development set and test set" of NQ-open (Lee et al., 2019), whose multi-answer
+# questions join training: AmbigQA's nqopen-dev.json (8,757 questions held out of NQ's training
+# set, like AmbigQA's own dev set) and nqopen-test.json (3,610: Google's NQ-open.dev.jsonl), the
+# files the AMER authors read. Google's EfficientQA test set is not part of it.
+NQ_OPEN_FILES = ("nqopen-dev.json", "nqopen-test.json")
 # the paper's number of query vectors per dataset; the offline ones mirror AmbigQA and QAMPARI
 N_QUERIES = {"ambigqa": 2, "qampari": 5, "wordnet_senses": 2, "wordnet_kinds": 5}
 MAX_AUTO_QUERIES = 8  # a dataset of your own: n defaults to its median answer count, at most this
@@ -196,7 +198,7 @@ def prepare_wordnet(directory: str | Path, max_train: int, max_test: int, corpus
     keep = gold | {others[i] for i in extra}
     chosen = [d for d in corpus.documents if d.id in keep]
     path = directory / "corpus.tsv"
-    write_text(path, "id\ttext\ttitle\n" + "".join(f"{d.id}\t{d.text}\t{d.title}\n" for d in chosen))
+    write_tsv(path, chosen)
     return _write(directory, splits, path, len(chosen), {"recipe": recipe})
 
 
@@ -253,7 +255,7 @@ def prepare_paper_data(
     ambigqa, removed = ambigqa_splits(
         mapped("ambigqa_train", read_ambigqa(raw / "train_light.json")),
         mapped("ambigqa_dev", read_ambigqa(raw / "dev_light.json")),
-        mapped("nq_open", read_nq_open_multi(raw / NQ_OPEN_FILES[0]) + read_nq_open_multi(raw / NQ_OPEN_FILES[1])),
+        mapped("nq_open", [q for name in NQ_OPEN_FILES for q in read_nq_open_multi(raw / name)]),
         seed,
     )
     qampari = qampari_splits(

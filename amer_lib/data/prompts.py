@@ -1,8 +1,13 @@
 """Text prompts for the query encoder.
 
-The paper's prompt is the chat template's user turn holding the instruction and the query, then
-the assistant header; outputs are read from the last prompt position on. The offline MiniLM,
-which has neither a chat template nor instruction tuning, gets the query alone.
+The paper states no prompt. This one is the AMER authors' code's: the chat template's user turn
+holding their instruction and the query, then the assistant header; outputs are read from the
+last prompt position on. The offline MiniLM, which has neither a chat template nor instruction
+tuning, gets the query alone.
+
+Llama-3.x chat templates write today's date into the system turn (`strftime_now`) unless the
+caller gives `date_string`: the date is pinned, so a prompt is the same on every day (training,
+resuming and the reloads of notebooks 05-07 see one prompt).
 """
 
 from __future__ import annotations
@@ -11,7 +16,11 @@ import torch
 
 from amer_lib.core.backbones import Backbone
 
+# the AMER authors' instruction (their code's, verbatim; "aspect" sic)
 INSTRUCTION = "Retrieve a diverse set of documents that covers multiple aspect of the query.\nQuery: {query}"
+
+# the Llama-3.2 template's own fallback date, used where `strftime_now` is not defined
+PINNED_DATE = "26 Jul 2024"
 
 
 def prompt_text(tokenizer, question: str, backbone: Backbone) -> str:
@@ -19,7 +28,7 @@ def prompt_text(tokenizer, question: str, backbone: Backbone) -> str:
     if not backbone.chat_template:
         return user
     return tokenizer.apply_chat_template(
-        [{"role": "user", "content": user}], tokenize=False, add_generation_prompt=True
+        [{"role": "user", "content": user}], tokenize=False, add_generation_prompt=True, date_string=PINNED_DATE
     )
 
 

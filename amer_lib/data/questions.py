@@ -10,20 +10,22 @@ The readers below return questions without targets; `amer_lib.data.gold` maps th
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 import string
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from urllib.parse import unquote
 
 from amer_lib.io import atomic_path, open_text
 
 DOWNLOADS = {
     "ambigqa": "AmbigQA light JSON (train_light.json, dev_light.json) from https://nlp.cs.washington.edu/ambigqa/",
     "qampari": "QAMPARI jsonl (train_data.jsonl, dev_data.jsonl) from https://samsam3232.github.io/qampari/",
-    "nq_open": "NQ-open jsonl (NQ-open.dev.jsonl, NQ-open.efficientqa.test.1.1.jsonl) from "
-    "https://github.com/google-research-datasets/natural-questions/tree/master/nq_open",
+    "nq_open": "NQ-open as AmbigQA splits it (nqopen-dev.json, nqopen-test.json in nqopen.zip) from "
+    "https://nlp.cs.washington.edu/ambigqa/",
     "corpus": "the QAMPARI / DPR Wikipedia chunks as TSV (id<TAB>text<TAB>title) or a BEIR corpus.jsonl",
 }
 
@@ -38,7 +40,8 @@ class MultiAnswerQuestion:
     question: str
     answers: list[list[str]]
     targets: list[list[str]] = field(default_factory=list)
-    proofs: list[str] = field(default_factory=list)  # QAMPARI's evidence snippet per answer (mapping only)
+    # QAMPARI, per answer: its evidence snippets with their pages, [{"text", "page"}, ...] (gold mapping only)
+    proofs: list[list[dict]] = field(default_factory=list)
 
     def to_json(self) -> dict:
         record = asdict(self)
@@ -55,9 +58,29 @@ def require_file(path: str | Path, dataset: str) -> Path:
     return path
 
 
+def decoded_lines(lines: Iterable[str], path: Path) -> Iterator[str]:
+    """`lines` of a file opened as UTF-8; a byte that is not UTF-8 stops with the file and line."""
+    try:
+        yield from lines
+    except UnicodeDecodeError as exc:
+        raise DataFormatError(f"{_first_undecodable_line(path)} is not UTF-8 text ({exc.reason})") from exc
+
+
+def _first_undecodable_line(path: Path) -> str:
+    """`path:line` of the first line that is not UTF-8 (the decoder reads ahead, so it cannot say)."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as raw:
+        for number, line in enumerate(raw, 1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError:
+                return f"{path}:{number}"
+    return str(path)
+
+
 def _json_lines(path: Path) -> Iterator[tuple[int, dict]]:
     with open_text(path) as lines:
-        for number, line in enumerate(lines, 1):
+        for number, line in enumerate(decoded_lines(lines, path), 1):
             if line.strip():
                 try:
                     yield number, json.loads(line)
@@ -115,25 +138,41 @@ def write_questions(path: str | Path, questions: Iterable[MultiAnswerQuestion]) 
 
 
 def read_ambigqa(path: str | Path) -> list[MultiAnswerQuestion]:
-    """AmbigQA's JSON list. A question is kept when an annotation of type `multipleQAs` has at
-    least two `qaPairs`; each pair's `answer` list is one answer cluster (its aliases). Where
-    several annotators disagree, the first `multipleQAs` annotation is used."""
+    """AmbigQA's JSON list (`train_light.json`, `dev_light.json`). A question is kept when AmbigQA's
+    own evaluation counts it as multi-answer (every annotation is of type `multipleQAs`: one
+    `singleAnswer` annotation makes it single-answer) and it has two answers or more. Its answers
+    are every annotator's, each `qaPairs` entry's `answer` list one cluster of aliases, clusters
+    that name one answer (`same_answer`) merged."""
     path = require_file(path, "ambigqa")
-    try:
-        records = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise DataFormatError(f"{path} is not valid JSON ({exc.msg})") from exc
+    records = _json_list(path)
     questions = []
     for position, record in enumerate(records):
-        if "annotations" not in record or "question" not in record:
+        if not isinstance(record, dict) or not {"question", "annotations"} <= set(record):
             raise DataFormatError(f"{path}: entry {position} lacks 'question' or 'annotations'")
-        multi = [a for a in record["annotations"] if a.get("type") == "multipleQAs"]
-        if not multi:
+        annotations = record["annotations"]
+        if not annotations or any(a.get("type") != "multipleQAs" for a in annotations):
             continue
-        clusters = _unique_clusters([pair["answer"] for pair in multi[0]["qaPairs"]])
+        pairs = [pair for a in annotations for pair in a.get("qaPairs", [])]
+        if any("answer" not in pair for pair in pairs):
+            raise DataFormatError(f"{path}: entry {position} has a qaPair without 'answer'")
+        aliases = [[a.strip() for a in pair["answer"] if a and a.strip()] for pair in pairs]
+        clusters = merge_clusters([cluster for cluster in aliases if cluster])
         if len(clusters) >= 2:
             questions.append(MultiAnswerQuestion(str(record.get("id", position)), record["question"], clusters))
     return questions
+
+
+def _json_list(path: Path) -> list:
+    """A whole JSON file that must hold a list; bad JSON is reported with its line."""
+    with open_text(path) as lines:
+        text = "".join(decoded_lines(lines, path))
+    try:
+        records = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataFormatError(f"{path}:{exc.lineno} is not valid JSON ({exc.msg})") from exc
+    if not isinstance(records, list):
+        raise DataFormatError(f"{path} holds a JSON {type(records).__name__}, not the list of questions expected")
+    return records
 
 
 PUNCTUATION = frozenset(string.punctuation)
@@ -164,68 +203,80 @@ def same_answer(first: str, second: str) -> bool:
 
 
 def cluster_aliases(answers: list[str]) -> list[list[str]]:
-    """NQ-open lists every annotator's string; strings naming one answer (`same_answer`, taken
-    transitively) form one cluster, in order of first appearance."""
-    answers = [a.strip() for a in answers if a and a.strip()]
-    parent = list(range(len(answers)))
-
-    def root(i: int) -> int:
-        while parent[i] != i:
-            i = parent[i]
-        return i
-
-    for i in range(len(answers)):
-        for j in range(i):
-            if same_answer(answers[i], answers[j]):
-                parent[root(i)] = root(j)
-    clusters: dict[int, list[str]] = {}
-    for i, answer in enumerate(answers):
-        cluster = clusters.setdefault(root(i), [])
-        if answer not in cluster:
-            cluster.append(answer)
-    return list(clusters.values())
+    """NQ-open lists every annotator's string; strings naming one answer form one cluster."""
+    return merge_clusters([[a.strip()] for a in answers if a and a.strip()])
 
 
 def read_nq_open_multi(path: str | Path) -> list[MultiAnswerQuestion]:
-    """The multi-answer subset of NQ-open (jsonl `question`, `answer`): questions whose answer
-    strings form two or more clusters (`cluster_aliases`), each cluster one answer with its aliases."""
+    """The multi-answer subset of NQ-open: questions whose answer strings form two or more clusters
+    (`cluster_aliases`), each cluster one answer with its aliases. Reads AmbigQA's NQ-open split
+    (`nqopen-dev.json`, `nqopen-test.json`: a JSON list of `id`, `question`, `answer`) or Google's
+    jsonl (`NQ-open.dev.jsonl`: one `question`, `answer` object per line)."""
     path = require_file(path, "nq_open")
+    if path.suffix == ".json":
+        records = [(f"{path}: entry {i}", r) for i, r in enumerate(_json_list(path))]
+    else:
+        records = [(f"{path}:{number}", r) for number, r in _json_lines(path)]
     questions = []
-    for number, record in _json_lines(path):
-        if "question" not in record or "answer" not in record:
-            raise DataFormatError(f"{path}:{number} lacks 'question' or 'answer'")
+    for where, record in records:
+        if not isinstance(record, dict) or "question" not in record or "answer" not in record:
+            raise DataFormatError(f"{where} lacks 'question' or 'answer'")
         clusters = cluster_aliases(record["answer"])
         if len(clusters) >= 2:
-            questions.append(MultiAnswerQuestion(f"nq-{path.stem}-{number}", record["question"], clusters))
+            qid = f"nq-{record['id']}" if "id" in record else f"nq-{path.stem}-{where.rsplit(':', 1)[-1]}"
+            questions.append(MultiAnswerQuestion(qid, record["question"], clusters))
     return questions
 
 
 def read_qampari(path: str | Path) -> list[MultiAnswerQuestion]:
-    """QAMPARI jsonl: `question_text` and an `answer_list` of {answer_text, aliases, proof}.
-    The first proof's text is kept per answer: the gold mapping searches with it."""
+    """QAMPARI jsonl: `question_text`, `qid` and an `answer_list` of {answer_text, aliases, proof}.
+    Every proof of an answer is kept (a composition answer has two: the second names the answer;
+    an intersection answer has one per condition) with the page it was found in (`found_in_url`):
+    the gold mapping searches with each proof and prefers passages of those pages."""
     path = require_file(path, "qampari")
     questions = []
     for number, record in _json_lines(path):
         if "question_text" not in record or "answer_list" not in record:
             raise DataFormatError(f"{path}:{number} lacks 'question_text' or 'answer_list'")
         answers, proofs = [], []
-        for answer in record["answer_list"]:
+        for position, answer in enumerate(record["answer_list"]):
+            if not answer.get("answer_text"):
+                raise DataFormatError(f"{path}:{number}: answer {position} has no 'answer_text'")
             aliases = [answer["answer_text"], *[a for a in answer.get("aliases", []) if a != answer["answer_text"]]]
             answers.append(aliases)
-            proof = answer.get("proof") or []
-            proofs.append(proof[0].get("proof_text", "") if proof else "")
+            proofs.append([_proof(proof, f"{path}:{number}: answer {position}") for proof in answer.get("proof") or []])
         questions.append(
             MultiAnswerQuestion(str(record.get("qid", number)), record["question_text"], answers, proofs=proofs)
         )
     return questions
 
 
-def _unique_clusters(clusters: list[list[str]]) -> list[list[str]]:
-    """Drop empty clusters and clusters whose first alias repeats an earlier one."""
-    seen, unique = set(), []
-    for cluster in clusters:
-        aliases = [a.strip() for a in cluster if a and a.strip()]
-        if aliases and aliases[0].lower() not in seen:
-            seen.add(aliases[0].lower())
-            unique.append(aliases)
-    return unique
+def _proof(proof: dict, where: str) -> dict:
+    """{"text": the evidence snippet, "page": the title of the Wikipedia page it was found in}."""
+    if not isinstance(proof, dict) or not str(proof.get("proof_text") or "").strip():
+        raise DataFormatError(f"{where} has a proof without 'proof_text'")
+    url = proof.get("found_in_url") or ""
+    page = unquote(url.rsplit("/wiki/", 1)[1]).replace("_", " ") if "/wiki/" in url else ""
+    return {"text": proof["proof_text"], "page": page}
+
+
+def merge_clusters(clusters: list[list[str]]) -> list[list[str]]:
+    """Clusters of aliases joined when an alias of one and an alias of the other name one answer
+    (`same_answer`, taken transitively: annotators write one answer differently), each joined
+    cluster's aliases without repeats, in order of first appearance."""
+    parent = list(range(len(clusters)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            i = parent[i]
+        return i
+
+    for i in range(len(clusters)):
+        for j in range(i):
+            if any(same_answer(a, b) for a in clusters[i] for b in clusters[j]):
+                parent[root(i)] = root(j)
+    joined: dict[int, list[str]] = {}
+    for i, cluster in enumerate(clusters):
+        aliases = joined.setdefault(root(i), [])
+        aliases.extend(a for a in cluster if a not in aliases)
+    return list(joined.values())
