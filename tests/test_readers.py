@@ -284,3 +284,35 @@ def test_shipped_copy_is_what_the_script_derives(tmp_path):
     wordnet.derive("/usr/share/wordnet", tmp_path)
     for path in wordnet.SHIPPED.glob("*.gz"):
         assert (tmp_path / path.name).read_bytes() == path.read_bytes(), path.name
+
+
+WHOLE = PUBLISHED / "whole"  # whole published files, gzipped (sources in ../README.md)
+
+
+def test_counts_on_whole_published_files_are_the_readmes():
+    """The README's table of questions kept per file, recomputed from the published files."""
+    rows = {}
+    for split, name in (("dev", "AmbigQA `dev_light.json`"), ("train", "AmbigQA `train_light.json`")):
+        with gzip.open(WHOLE / f"{split}_light.json.gz", "rt", encoding="utf-8") as file:
+            records = json.load(file)
+        kept = read_ambigqa(WHOLE / f"{split}_light.json.gz")
+        authors = sum(any(a["type"] == "multipleQAs" for a in r["annotations"]) for r in records)
+        by_rule = sum(all(a["type"] == "multipleQAs" for a in r["annotations"]) for r in records)
+        rows[name] = (len(records), authors, by_rule, len(kept), sum(len(q.answers) for q in kept) / len(kept))
+    assert rows["AmbigQA `dev_light.json`"][:4] == (2002, 1172, 1002, 987)
+    assert round(rows["AmbigQA `dev_light.json`"][4], 2) == 3.46
+    assert rows["AmbigQA `train_light.json`"][:4] == (10036, 4749, 4739, 4573)
+    with gzip.open(WHOLE / "NQ-open.dev.jsonl.gz", "rt", encoding="utf-8") as file:
+        nq = [json.loads(line) for line in file]
+    kept = read_nq_open_multi(WHOLE / "NQ-open.dev.jsonl.gz")
+    nbsp = sum(any(all("\u00a0" in alias for alias in aliases) for aliases in q.answers) for q in kept)
+    assert (len(nq), sum(len(r["answer"]) > 1 for r in nq), len(kept), nbsp) == (3610, 1534, 1382, 46)
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    for line in (
+        "| AmbigQA `dev_light.json` | 2,002 | 1,172 (a `multipleQAs` annotation) | 987 (1,002 multi-answer by "
+        "AmbigQA's rule, 15 of them with one distinct answer); 3.46 answers per question |",
+        "| AmbigQA `train_light.json` | 10,036 | 4,749 | 4,573 |",
+        "| `nqopen-test.json` = Google's `NQ-open.dev.jsonl` | 3,610 | 1,534 (more than one answer string) | "
+        "1,382 (46 with an answer written only with no-break spaces) |",
+    ):
+        assert line in readme

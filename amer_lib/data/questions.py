@@ -213,7 +213,7 @@ def read_nq_open_multi(path: str | Path) -> list[MultiAnswerQuestion]:
     (`nqopen-dev.json`, `nqopen-test.json`: a JSON list of `id`, `question`, `answer`) or Google's
     jsonl (`NQ-open.dev.jsonl`: one `question`, `answer` object per line)."""
     path = require_file(path, "nq_open")
-    if path.suffix == ".json":
+    if path.name.removesuffix(".gz").endswith(".json"):
         records = [(f"{path}: entry {i}", r) for i, r in enumerate(_json_list(path))]
     else:
         records = [(f"{path}:{number}", r) for number, r in _json_lines(path)]
