@@ -1,0 +1,127 @@
+"""Dress rehearsal of every paper parameter file: each notebook runs from the file under
+`params/` exactly as a GPU user passes it (`papermill ... -f params/<notebook>/<file>.yaml`), then a
+second file of substitutions only: sizes and steps made tiny, the backbone a local folder holding
+a tiny Llama / Qwen3 with SmolLM2's tokenizer and the Llama-3.2 chat template, the encoders MiniLM,
+GPT-4.1-mini an OpenAI-compatible server on 127.0.0.1, `device: cpu`, and the output folders in a
+temporary directory. LoRA, the paper's matching, the extra single-target step, search depth 500,
+mixed precision and the tuning grid's selection run as the files say.
+
+The notebooks form one chain, as on a GPU: 03 prepares the paper's data (stand-in files in the
+published layouts, tests/rehearsal.py), 01 and the 04 files read it, 05, 06 and 07 reuse 02's and
+04's runs. Each test asserts the artefacts the paper numbers, with the values its runs recorded.
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from rehearsal import backbone_folder, paper_raw_data
+
+from amer_lib.report.record import recorded
+
+ROOT = Path(__file__).resolve().parent.parent
+PARAMS = ROOT / "params"
+pytestmark = pytest.mark.slow
+BACKBONES = {"llama1b": "llama", "llama3b": "llama", "llama8b": "llama", "qwen4b": "qwen3"}
+
+
+def rehearse(notebook: str, paper_files: list[str], substitutions: dict, out: Path, env: dict | None = None):
+    """Run `notebook` with the paper files, then the substitutions (papermill merges -f files in order)."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "substitutions.yaml").write_text(yaml.safe_dump(substitutions))
+    files = [arg for name in paper_files for arg in ("-f", str(PARAMS / name))]
+    command = [sys.executable, "-m", "papermill", str(ROOT / "notebooks" / f"{notebook}.ipynb"), str(out / "out.ipynb")]
+    command += [*files, "-f", str(out / "substitutions.yaml"), "--cwd", str(ROOT / "notebooks"), "-k", "python3"]
+    run = subprocess.run(command, capture_output=True, text=True, env=env)
+    assert run.returncode == 0, (
+        f"{notebook} with {paper_files} failed: {_error(out / 'out.ipynb')}\n{run.stderr[-2000:]}"
+    )
+    return recorded(out / "out.ipynb")
+
+
+def _error(notebook: Path) -> str:
+    """The exception a failed notebook recorded (its name and message)."""
+    if not notebook.exists():
+        return "(no output notebook)"
+    cells = json.loads(notebook.read_text())["cells"]
+    errors = [o for c in cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    return f"{errors[0]['ename']}: {errors[0]['evalue']}" if errors else "(no error recorded)"
+
+
+@pytest.fixture(scope="module")
+def stage(tmp_path_factory):
+    """The stand-ins: backbone folders named as the registry names them, the raw data, the corpus."""
+    root = tmp_path_factory.mktemp("rehearsal")
+    for name, architecture in BACKBONES.items():
+        backbone_folder(root / "backbones" / name, architecture)
+    paper_raw_data(root / "raw", root / "chunks.jsonl", n_ambigqa=30, n_qampari=12, extra_docs=600)
+    return root
+
+
+@pytest.fixture(scope="module")
+def prepared(stage):
+    substitutions = {
+        "raw_dir": str(stage / "raw"),
+        "corpus_path": str(stage / "chunks.jsonl"),
+        "encoder": "minilm",
+        "mapping_encoders": ["minilm"],
+        "encode_batch_size": 64,
+        "shard_size": 400,
+        "ivfpq_factories": ["IVF8,PQ8x4"],
+        "device": "cpu",
+        "prepared_dir": str(stage / "prepared"),
+        "figures_dir": str(stage / "figures03"),
+    }
+    return stage, rehearse("03_real_data_prep", ["03_real_data_prep/paper.yaml"], substitutions, stage / "03")
+
+
+def test_03_paper(prepared):
+    stage, values = prepared
+    manifest = json.loads((stage / "prepared" / "manifest.json").read_text())
+    assert manifest["datasets"] == ["ambigqa", "qampari"] and manifest["recipe"]["source"] == "paper"
+    assert manifest["recipe"]["depth"] == 500 and manifest["n_queries"] == {"ambigqa": 2, "qampari": 5}
+    for row in values["table1"]:  # Table 1 counted again from the prepared files
+        for split in ("train", "test"):
+            lines = (stage / "prepared" / f"{row['dataset']}_{split}.jsonl").read_text().splitlines()
+            assert row[split] == len(lines) > 0, (row, split)
+    test = [json.loads(line) for line in (stage / "prepared" / "qampari_test.jsonl").read_text().splitlines()]
+    assert all(5 <= len(q["targets"]) <= 8 for q in test)
+    assert manifest["mapping"]["qampari_dev"]["kept"] == len(test)
+    # NQ-open's dev file holds every AmbigQA dev question again: the test ones leave training
+    ambigqa_test = [json.loads(line) for line in (stage / "prepared" / "ambigqa_test.jsonl").open()]
+    train = {json.loads(line)["question"] for line in (stage / "prepared" / "ambigqa_train.jsonl").open()}
+    assert manifest["mapping"]["ambigqa_train_removed_as_test_questions"] == len(ambigqa_test)
+    assert not {q["question"].lower().rstrip("?") for q in ambigqa_test} & train
+    shards = json.loads((stage / "prepared" / "embeddings" / "minilm" / "manifest.json").read_text())
+    assert shards["complete"] and shards["n_shards"] == 3 and shards["n_documents"] == manifest["corpus_size"]
+    assert pd.read_csv(stage / "figures03" / "table4.csv")["Dataset"].tolist() == ["ambigqa", "qampari"]
+    sweep = pd.read_csv(stage / "figures03" / "ivfpq_sweep.csv")
+    assert sweep["nprobe"].tolist() == ["-", "16", "64", "256"]  # the paper file's nprobes
+
+
+def test_01_paper(prepared):
+    stage, _ = prepared
+    substitutions = {
+        "retrievers": ["minilm", "bm25"],
+        "min_questions": 4,
+        "device": "cpu",
+        "prepared_dir": str(stage / "prepared"),
+        "results_dir": str(stage / "results01"),
+        "figures_dir": str(stage / "figures01"),
+    }
+    values = rehearse("01_failure_analysis", ["01_failure_analysis/paper.yaml"], substitutions, stage / "01")
+    test_sizes = {
+        d: len((stage / "prepared" / f"{d}_test.jsonl").read_text().splitlines()) for d in ("ambigqa", "qampari")
+    }
+    for row in values["overall"]:  # Figure 1's overall numbers, from each run's results file
+        run = json.loads((stage / "results01" / f"{row['dataset']}_{row['retriever']}.json").read_text())
+        assert len(run["mrecall"]) == test_sizes[row["dataset"]]
+        assert row["MRecall@100 (%)"] == pytest.approx(100 * sum(run["mrecall"]) / len(run["mrecall"]), abs=0.005)
+    assert {(r["dataset"], r["retriever"]) for r in values["overall"]} == {
+        (d, r) for d in ("ambigqa", "qampari") for r in ("minilm", "bm25")
+    }
+    assert (stage / "figures01" / "figure1.png").exists()
