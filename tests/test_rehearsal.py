@@ -12,6 +12,7 @@ published layouts, tests/rehearsal.py), 01 and the 04 files read it, 05, 06 and 
 """
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from rehearsal import backbone_folder, paper_raw_data
+from rehearsal import ChatServer, backbone_folder, paper_raw_data
 
 from amer_lib.report.record import recorded
 
@@ -125,3 +126,68 @@ def test_01_paper(prepared):
         (d, r) for d in ("ambigqa", "qampari") for r in ("minilm", "bm25")
     }
     assert (stage / "figures01" / "figure1.png").exists()
+
+
+PAPER_RUNS = [f"{d}_{b}" for b in BACKBONES for d in ("ambigqa", "qampari")]
+
+
+def real_substitutions(stage: Path, backbone: str) -> dict:
+    return {
+        "backbone": str(stage / "backbones" / backbone),
+        "encoder": "minilm",
+        "steps": 2,
+        "batch_size": 4,
+        "eval_every": 1,
+        "bootstrap_resamples": 200,
+        "device": "cpu",
+        "prepared_dir": str(stage / "prepared"),
+        "results_dir": str(stage / "results04" / backbone),
+        "runs_dir": str(stage / "runs04" / backbone),
+        "figures_dir": str(stage / "figures04"),
+    }
+
+
+@pytest.fixture(scope="module")
+def real_runs(prepared):
+    """Every notebook-04 paper file, with query expansion asked of the local chat server."""
+    stage, _ = prepared
+    values = {}
+    with ChatServer() as base_url:
+        env = {**os.environ, "AMER_QE_BASE_URL": base_url, "AMER_QE_API_KEY": "rehearsal"}
+        for name in PAPER_RUNS:
+            backbone = name.split("_")[1]
+            files = [f"04_real_data/{name}.yaml"]
+            values[name] = rehearse(
+                "04_real_data", files, real_substitutions(stage, backbone), stage / "04" / name, env
+            )
+    return stage, values
+
+
+def test_04_paper_files(real_runs):
+    """Tables 2 and 5-8 and Figure 4 from the eight paper files, each file's runs as the file asks."""
+    stage, values = real_runs
+    for name, recorded_values in values.items():
+        dataset, backbone = name.split("_")
+        paper = yaml.safe_load((PARAMS / "04_real_data" / f"{name}.yaml").read_text())
+        rows = recorded_values["summary"]
+        assert {r["system"] for r in rows} == {"single", "amer", "query_expansion", "rerank"}
+        for row in rows:  # each mean is the runs' own per-question MRecall@100, averaged over the file's seeds
+            runs = [
+                json.loads((stage / "results04" / backbone / f"{dataset}_{row['system']}_seed{seed}.json").read_text())
+                for seed in paper["seeds"]
+            ]
+            means = [100 * sum(run["mrecall"]) / len(run["mrecall"]) for run in runs]
+            assert row["seeds"] == 3 and row["whole_mean"] == pytest.approx(sum(means) / 3)
+            for run in runs:
+                used = run["params"]
+                assert used["finetune"] == "lora" and used["search_depth"] == 500 and used["mixed_precision"]
+                assert used["single_target_step"] and not used["exclude_fed_targets"] and used["lr"] == paper["lr"]
+        expansion = json.loads((stage / "results04" / backbone / f"{dataset}_query_expansion_seed0.json").read_text())
+        assert expansion["label"] == "+Query Expansion (gpt-4.1-mini)" and expansion["keyword_source"] == "gpt-4.1-mini"
+        assert (stage / "figures04" / f"full_results_{backbone}_{dataset}.csv").exists()  # Tables 5-8
+    assert ChatServer.requests > 0
+    table2 = pd.read_csv(stage / "figures04" / "table2.csv")
+    assert list(table2.columns)[1:] == [
+        f"{d} ({s})" for d in ("ambigqa", "qampari") for s in ("Whole Set", "Low Similarity Set")
+    ]
+    assert (stage / "figures04" / "figure4.png").exists()
