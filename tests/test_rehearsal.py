@@ -160,6 +160,11 @@ def real_runs(prepared):
             values[name] = rehearse(
                 "04_real_data", files, real_substitutions(stage, backbone), stage / "04" / name, env
             )
+        for dataset in ("ambigqa", "qampari"):  # the paper's grid on top of a backbone's file, cut to 4 points
+            files = [f"04_real_data/{dataset}_llama1b.yaml", f"04_real_data/tuning_{dataset}.yaml"]
+            grid = {"lr": [1e-5, 1e-4], "batch_size": [4], "temperature": [0.05, 0.02], "epochs": [1]}
+            substitutions = {**real_substitutions(stage, "llama1b"), "tuning_grid": grid}
+            rehearse("04_real_data", files, substitutions, stage / "04" / f"tuning_{dataset}", env)
     return stage, values
 
 
@@ -191,3 +196,164 @@ def test_04_paper_files(real_runs):
         f"{d} ({s})" for d in ("ambigqa", "qampari") for s in ("Whole Set", "Low Similarity Set")
     ]
     assert (stage / "figures04" / "figure4.png").exists()
+
+
+def test_04_tuning_files(real_runs):
+    """The tuning grid's selection: each point's validation MRecall@100 is its run's, at the
+    checkpoint chosen by validation loss; epochs become steps over the training split."""
+    stage, _ = real_runs
+    for dataset in ("ambigqa", "qampari"):
+        table = pd.read_csv(stage / "figures04" / f"tuning_llama1b_{dataset}.csv")
+        assert len(table) == 4 and set(table["lr"]) == {1e-5, 1e-4} and set(table["temperature"]) == {0.05, 0.02}
+        questions = len((stage / "prepared" / f"{dataset}_train.jsonl").read_text().splitlines())
+        assert set(table["steps"]) == {(questions - max(1, round(0.1 * questions))) // 4}
+        for row in table.to_dict("records"):
+            point = "_".join(f"{key}{row[key]}" for key in table.columns[1:5])  # the grid's keys, in its order
+            run = json.loads(
+                (stage / "results04" / "llama1b" / "tuning" / point / f"{dataset}_amer_seed0.json").read_text()
+            )
+            chosen = next(h for h in run["history"] if h["step"] == run["best_step"])
+            assert row["val_mrecall"] == pytest.approx(round(100 * chosen["val_mrecall"], 2))
+
+
+def synthetic_substitutions(stage: Path, name: str) -> dict:
+    return {
+        "dim": 16,
+        "n_train": 120,
+        "n_test": 20,
+        "corpus_size": 1000,
+        "steps": 4,
+        "batch_size": 16,
+        "eval_every": 2,
+        "device": "cpu",
+        "results_dir": str(stage / "results02" / name),
+        "runs_dir": str(stage / "runs02" / name),
+        "figures_dir": str(stage / "figures02" / name),
+    }
+
+
+@pytest.fixture(scope="module")
+def synthetic_runs(stage):
+    """Notebook 02's paper files (Figure 3), the first with the Llama-architecture folder as llama1b."""
+    values = {}
+    llama = {"backbone": str(stage / "backbones" / "llama1b")}
+    tiny = {
+        "backbone_overrides": {
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 4,
+        }
+    }
+    for name, extra in (
+        ("paper_scale", llama),
+        ("paper_scale_mlp3", llama),
+        ("gpu_tiny_d1024", tiny),
+        ("mlp_sweep", {**tiny, "mlp_sweep_dims": [16, 8], "settings": ["single"]}),
+    ):
+        substitutions = {**synthetic_substitutions(stage, name), **extra}
+        values[name] = rehearse("02_synthetic", [f"02_synthetic/{name}.yaml"], substitutions, stage / "02" / name)
+    return stage, values
+
+
+def test_02_paper_files(synthetic_runs):
+    stage, values = synthetic_runs
+    for name, recorded_values in values.items():
+        paper = yaml.safe_load((PARAMS / "02_synthetic" / f"{name}.yaml").read_text())
+        results = stage / "results02" / name
+        for row in recorded_values["results"]:  # Figure 3's bars are the runs' results
+            run = json.loads((results / f"{row['transform']}_{row['setting']}_{row['system']}_seed0.json").read_text())
+            assert row["mrecall@10"] == pytest.approx(run["metrics"]["mrecall@10"], abs=1e-12)
+            assert run["params"]["finetune"] == paper.get("finetune", "full") and run["params"]["steps"] == 4
+        transforms = {row["transform"] for row in recorded_values["results"]}
+        assert transforms == set(paper.get("transforms", ["linear", "mlp"]))
+        assert (stage / "figures02" / name / "figure3.png").exists()
+    assert len(pd.read_csv(stage / "figures02" / "mlp_sweep" / "mlp_sweep.csv")) > 0
+
+
+def real_params_of(stage: Path, paper_list: list[str]) -> list[str]:
+    """Notebook 04's params files of the rehearsal, in the order of a paper file's list."""
+    return [str(stage / "results04" / Path(p).parent.name / Path(p).name) for p in paper_list]
+
+
+def test_05_paper(real_runs, synthetic_runs):
+    """Table 3: scheduled sampling against always-predicted, relative to single-query, macro-averaged
+    over the four backbones; the scheduled runs are notebook 04's, the predicted ones trained here."""
+    stage, _ = real_runs
+    paper = yaml.safe_load((PARAMS / "05_ablations" / "paper.yaml").read_text())
+    substitutions = {
+        "synthetic_params": str(stage / "results02" / "paper_scale" / "params.yaml"),
+        "real_params": real_params_of(stage, paper["real_params"]),
+        "vector_counts": [1, 2, 5],
+        "bootstrap_resamples": 200,
+        "results_dir": str(stage / "results05"),
+        "runs_dir": str(stage / "runs05"),
+        "figures_dir": str(stage / "figures05"),
+    }
+    values = rehearse("05_ablations", ["05_ablations/paper.yaml"], substitutions, stage / "05")
+    table3 = pd.read_csv(stage / "figures05" / "table3.csv")
+    assert table3["System"].tolist() == ["AMER (scheduled sampling)", "AMER (always predicted)"]
+    assert table3.to_dict("records") == values["table3"]
+    detail = json.loads((stage / "figures05" / "table3_per_backbone.json").read_text())
+    assert {(r["backbone"], r["dataset"]) for r in detail} >= {
+        (b, d) for b in BACKBONES for d in ("ambigqa", "qampari")
+    }
+    for row in detail:  # scheduled sampling's row is notebook 04's AMER runs, as they were recorded
+        if row["label"] == "AMER (scheduled sampling)":
+            summary = json.loads((stage / "figures04" / f"summary_{row['backbone']}_{row['dataset']}.json").read_text())
+            amer = next(r for r in summary if r["system"] == "amer")
+            assert row["whole_mean"] == pytest.approx(amer["whole_mean"])
+    trained = sorted(p.name for p in (stage / "results05").iterdir())
+    assert trained == sorted(
+        [f"real_{b}_{d}_predicted" for b in BACKBONES for d in ("ambigqa", "qampari")] + ["synthetic_predicted"]
+    )
+
+
+def test_06_paper(real_runs, synthetic_runs):
+    """Figures 5 and 6 over the four backbones' AMER runs (seeds 0-2) and the synthetic reference."""
+    stage, _ = real_runs
+    paper = yaml.safe_load((PARAMS / "06_diversity_analysis" / "paper.yaml").read_text())
+    substitutions = {
+        "real_params": real_params_of(stage, paper["real_params"]),
+        "synthetic_params": str(stage / "results02" / "paper_scale" / "params.yaml"),
+        "random_pairs": 500,
+        "figures_dir": str(stage / "figures06"),
+    }
+    values = rehearse("06_diversity_analysis", ["06_diversity_analysis/paper.yaml"], substitutions, stage / "06")
+    outputs = json.loads((stage / "figures06" / "output_similarity.json").read_text())
+    real = [r for r in outputs if not r["dataset"].startswith("synthetic")]
+    assert len(real) == 8 * 3  # eight backbone x dataset runs, seeds 0-2
+    assert {r["dataset"] for r in outputs} >= {"ambigqa", "qampari", "synthetic, linear", "synthetic, mlp"}
+    figure6 = pd.read_csv(stage / "figures06" / "figure6_data.csv")
+    recorded_rows = {r["data"]: r for r in values["figure6"]}
+    for row in figure6.itertuples():
+        assert row.same_question_cos == pytest.approx(recorded_rows[row.data]["same_question_cos"], abs=0.0005)
+    assert (stage / "figures06" / "figure5.png").exists() and (stage / "figures06" / "figure6.png").exists()
+
+
+def test_07_paper(real_runs, synthetic_runs):
+    """Notebook 07 from its paper file: the varying task on notebook 02's paper-scale model (three
+    seeds) and the stop head and merges on the Llama-8B runs of both datasets, n up to 10."""
+    stage, _ = real_runs
+    paper = yaml.safe_load((PARAMS / "07_beyond" / "paper.yaml").read_text())
+    substitutions = {
+        "synthetic_params": str(stage / "results02" / "paper_scale" / "params.yaml"),
+        "synthetic_steps": 4,
+        "real_params": real_params_of(stage, paper["real_params"]),
+        "bootstrap_resamples": 200,
+        "results_dir": str(stage / "results07"),
+        "runs_dir": str(stage / "runs07"),
+        "figures_dir": str(stage / "figures07"),
+    }
+    values = rehearse("07_beyond", ["07_beyond/paper.yaml"], substitutions, stage / "07")
+    assert values["reproduces_notebook04"] is True
+    rows = {(r["dataset"], r["system"]): r for r in values["beyond_real"]}
+    for dataset in ("ambigqa", "qampari"):
+        stored = [
+            json.loads((stage / "results04" / "llama8b" / f"{dataset}_amer_seed{s}.json").read_text()) for s in range(3)
+        ]
+        means = [100 * sum(r["mrecall"]) / len(r["mrecall"]) for r in stored]
+        assert rows[dataset, "paper/round_robin"]["whole_mean"] == pytest.approx(sum(means) / 3)
+        assert all(rows[dataset, f"n{n}/round_robin"]["vectors"] == n for n in range(1, 11))
+    varying = json.loads((stage / "figures07" / "varying_task.json").read_text())
+    assert [run["seed"] for run in varying] == [0, 1, 2]

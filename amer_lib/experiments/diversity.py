@@ -8,6 +8,8 @@ notebook's last section compares seen with unseen questions.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 from tqdm.auto import tqdm
 
@@ -54,7 +56,7 @@ def output_similarity(params: RealConfig, seeds: list[int], progress: bool = Tru
         train_targets = context.target_similarity(context.benchmark.questions(dataset, "train"))
         rows.append(
             _similarity_row(
-                params.backbone,
+                params.backbone_name,
                 dataset,
                 seed,
                 mean_pairwise_cosine(list(vectors)),
@@ -93,7 +95,7 @@ def synthetic_output_similarity(params: SyntheticConfig, setting: str) -> list[d
         outputs = generate_queries(model, task.test_inputs, params.n_queries, device)
         rows.append(
             _similarity_row(
-                params.backbone,
+                Path(params.backbone).name,
                 f"synthetic, {transform}",
                 params.seed,
                 mean_pairwise_cosine(list(outputs)),
@@ -236,7 +238,7 @@ def seen_and_unseen(
             vectors = query_vectors(model, context, questions, n_queries, device)
             gold = context.gold(questions)
             row = {
-                "backbone": params.backbone,
+                "backbone": params.backbone_name,
                 "dataset": dataset,
                 "seed": seed,
                 "system": system,

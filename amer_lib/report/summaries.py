@@ -5,6 +5,8 @@ validation learning curves."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from amer_lib.core.metrics import low_similarity_subset, paired_bootstrap
@@ -57,7 +59,7 @@ def summary(results: list[dict], n_resamples: int = 10_000, seed: int = 0, basel
             scores, _ = _per_question(results, dataset, system)
             label = next(r.get("label") for r in results if r["dataset"] == dataset and r["system"] == system)
             row = {
-                "backbone": results[0]["params"]["backbone"],
+                "backbone": Path(results[0]["params"]["backbone"]).name,  # a local folder: its last part
                 "dataset": dataset,
                 "system": system,
                 "label": label,

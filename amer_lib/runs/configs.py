@@ -56,7 +56,7 @@ class SyntheticConfig(Config):
     mlp_sweep_dims: list[int] = param(minimum=1, may_be_empty=True, run=False)  # [] skips the sweep
     mlp_sweep_depths: list[int] = param(minimum=1, run=False)
     mlp_sweep_authors_bug: bool = param(run=False)
-    backbone: str = param(choices=tuple(BACKBONES))
+    backbone: str = param(choices=tuple(BACKBONES), or_folder=True)  # or a local model folder (the paper: Llama-3.2-1B)
     backbone_overrides: dict = param()
     finetune: str = param(choices=FINETUNE_MODES)
     n_queries: int = param(minimum=1)
@@ -117,9 +117,14 @@ class RealConfig(Config):
     stop_weight: float = internal(0.0)  # as SyntheticConfig's
 
     @property
+    def backbone_name(self) -> str:
+        """The backbone as tables name it: a registry name, or a local folder's last part."""
+        return Path(self.backbone).name
+
+    @property
     def tag(self) -> str:
         """The name of this backbone's figures and summary on these datasets."""
-        return f"{Path(self.backbone).name}_{'+'.join(self.datasets)}"
+        return f"{self.backbone_name}_{'+'.join(self.datasets)}"
 
 
 @dataclass(frozen=True)
