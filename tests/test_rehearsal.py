@@ -13,6 +13,7 @@ published layouts, tests/rehearsal.py), 01 and the 04 files read it, 05, 06 and 
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -23,10 +24,10 @@ import yaml
 from rehearsal import ChatServer, backbone_folder, paper_raw_data
 
 from amer_lib.report.record import recorded
+from amer_lib.report.tables import percent_change
 
 ROOT = Path(__file__).resolve().parent.parent
 PARAMS = ROOT / "params"
-pytestmark = pytest.mark.slow
 BACKBONES = {"llama1b": "llama", "llama3b": "llama", "llama8b": "llama", "qwen4b": "qwen3"}
 
 
@@ -80,6 +81,7 @@ def prepared(stage):
     return stage, rehearse("03_real_data_prep", ["03_real_data_prep/paper.yaml"], substitutions, stage / "03")
 
 
+@pytest.mark.slow
 def test_03_paper(prepared):
     stage, values = prepared
     manifest = json.loads((stage / "prepared" / "manifest.json").read_text())
@@ -104,6 +106,7 @@ def test_03_paper(prepared):
     assert sweep["nprobe"].tolist() == ["-", "16", "64", "256"]  # the paper file's nprobes
 
 
+@pytest.mark.slow
 def test_01_paper(prepared):
     stage, _ = prepared
     substitutions = {
@@ -168,6 +171,7 @@ def real_runs(prepared):
     return stage, values
 
 
+@pytest.mark.slow
 def test_04_paper_files(real_runs):
     """Tables 2 and 5-8 and Figure 4 from the eight paper files, each file's runs as the file asks."""
     stage, values = real_runs
@@ -192,12 +196,21 @@ def test_04_paper_files(real_runs):
         assert (stage / "figures04" / f"full_results_{backbone}_{dataset}.csv").exists()  # Tables 5-8
     assert ChatServer.requests > 0
     table2 = pd.read_csv(stage / "figures04" / "table2.csv")
+    amer = table2.loc[table2["System"] == "AMER"].iloc[0]
+    summaries = [json.loads(path.read_text()) for path in (stage / "figures04").glob("summary_*.json")]
+    assert len(summaries) == 8
+    for dataset in ("ambigqa", "qampari"):  # Table 2: AMER's gain averaged over the four backbones' summaries
+        gains = [
+            r["whole_delta"] for rows in summaries for r in rows if r["dataset"] == dataset and r["system"] == "amer"
+        ]
+        assert len(gains) == 4 and amer[f"{dataset} (Whole Set)"] == percent_change(sum(gains) / 4)
     assert list(table2.columns)[1:] == [
         f"{d} ({s})" for d in ("ambigqa", "qampari") for s in ("Whole Set", "Low Similarity Set")
     ]
     assert (stage / "figures04" / "figure4.png").exists()
 
 
+@pytest.mark.slow
 def test_04_tuning_files(real_runs):
     """The tuning grid's selection: each point's validation MRecall@100 is its run's, at the
     checkpoint chosen by validation loss; epochs become steps over the training split."""
@@ -256,6 +269,7 @@ def synthetic_runs(stage):
     return stage, values
 
 
+@pytest.mark.slow
 def test_02_paper_files(synthetic_runs):
     stage, values = synthetic_runs
     for name, recorded_values in values.items():
@@ -267,7 +281,9 @@ def test_02_paper_files(synthetic_runs):
             assert run["params"]["finetune"] == paper.get("finetune", "full") and run["params"]["steps"] == 4
         transforms = {row["transform"] for row in recorded_values["results"]}
         assert transforms == set(paper.get("transforms", ["linear", "mlp"]))
-        assert (stage / "figures02" / name / "figure3.png").exists()
+        assert (stage / "figures02" / name / "figure3.png").exists() and (
+            stage / "figures02" / name / "figure2.png"
+        ).exists()
     assert len(pd.read_csv(stage / "figures02" / "mlp_sweep" / "mlp_sweep.csv")) > 0
 
 
@@ -276,6 +292,7 @@ def real_params_of(stage: Path, paper_list: list[str]) -> list[str]:
     return [str(stage / "results04" / Path(p).parent.name / Path(p).name) for p in paper_list]
 
 
+@pytest.mark.slow
 def test_05_paper(real_runs, synthetic_runs):
     """Table 3: scheduled sampling against always-predicted, relative to single-query, macro-averaged
     over the four backbones; the scheduled runs are notebook 04's, the predicted ones trained here."""
@@ -309,6 +326,7 @@ def test_05_paper(real_runs, synthetic_runs):
     )
 
 
+@pytest.mark.slow
 def test_06_paper(real_runs, synthetic_runs):
     """Figures 5 and 6 over the four backbones' AMER runs (seeds 0-2) and the synthetic reference."""
     stage, _ = real_runs
@@ -331,6 +349,7 @@ def test_06_paper(real_runs, synthetic_runs):
     assert (stage / "figures06" / "figure5.png").exists() and (stage / "figures06" / "figure6.png").exists()
 
 
+@pytest.mark.slow
 def test_07_paper(real_runs, synthetic_runs):
     """Notebook 07 from its paper file: the varying task on notebook 02's paper-scale model (three
     seeds) and the stop head and merges on the Llama-8B runs of both datasets, n up to 10."""
@@ -357,3 +376,39 @@ def test_07_paper(real_runs, synthetic_runs):
         assert all(rows[dataset, f"n{n}/round_robin"]["vectors"] == n for n in range(1, 11))
     varying = json.loads((stage / "figures07" / "varying_task.json").read_text())
     assert [run["seed"] for run in varying] == [0, 1, 2]
+
+
+# the paper files each rehearsal runs, by notebook (the tuning files run on top of a backbone's)
+REHEARSED = {
+    "03_real_data_prep": ["03_real_data_prep/paper.yaml"],
+    "01_failure_analysis": ["01_failure_analysis/paper.yaml"],
+    "04_real_data": [f"04_real_data/{name}.yaml" for name in PAPER_RUNS]
+    + [f"04_real_data/tuning_{d}.yaml" for d in ("ambigqa", "qampari")],
+    "02_synthetic": [
+        f"02_synthetic/{name}.yaml" for name in ("paper_scale", "paper_scale_mlp3", "gpu_tiny_d1024", "mlp_sweep")
+    ],
+    "05_ablations": ["05_ablations/paper.yaml"],
+    "06_diversity_analysis": ["06_diversity_analysis/paper.yaml"],
+    "07_beyond": ["07_beyond/paper.yaml"],
+}
+
+
+def test_every_paper_file_and_every_recipe_command_is_rehearsed():  # fast: reads files only
+    shipped = sorted(str(p.relative_to(PARAMS)) for p in PARAMS.glob("*/*.yaml"))
+    offline_variants = {
+        "03_real_data_prep/wordnet_all_train.yaml",
+        "04_real_data/wordnet_senses_all_train.yaml",
+        "04_real_data/wordnet_smollm2.yaml",
+    }  # the offline benchmark's, run by make figures' notebooks
+    rehearsed = {f for files in REHEARSED.values() for f in files}
+    assert set(shipped) - offline_variants == rehearsed
+    readme = (ROOT / "README.md").read_text()
+    recipe = readme[readme.index("## The paper at scale, step by step") :]
+    block = re.search(r"```shell\n(.*?)```", recipe, re.S).group(1)
+    commands = [line.split() for line in block.splitlines() if line.startswith("papermill ")]
+    assert len(commands) == 14
+    for command in commands:
+        notebook = Path(command[1]).stem
+        files = [command[i + 1].removeprefix("params/") for i, arg in enumerate(command) if arg == "-f"]
+        assert command[:2] == ["papermill", f"notebooks/{notebook}.ipynb"] and "--cwd" in command
+        assert all(f in REHEARSED[notebook] for f in files), command
