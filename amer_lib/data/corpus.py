@@ -17,13 +17,12 @@ authors' TSV made of it, DPR's first passage of a page) is not prefixed again.
 from __future__ import annotations
 
 import csv
-import json
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from amer_lib.data.questions import DataFormatError, decoded_lines, require_file
+from amer_lib.data.questions import DataFormatError, decoded_lines, json_lines, require_file
 from amer_lib.io import atomic_path, open_text
 
 FORMATS = (".tsv", ".jsonl")
@@ -56,10 +55,11 @@ def corpus_format(path: Path) -> str:
 
 def iter_documents(path: str | Path) -> Iterator[Document]:
     path = require_file(path, "corpus")
-    kind = corpus_format(path)
+    if corpus_format(path) == ".jsonl":
+        yield from _jsonl_documents(path)
+        return
     with open_text(path, newline="") as lines:  # newline="": csv reads line breaks inside quoted fields
-        lines = decoded_lines(lines, path)
-        yield from (_tsv_documents(lines, path) if kind == ".tsv" else _jsonl_documents(lines, path))
+        yield from _tsv_documents(decoded_lines(lines, path), path)
 
 
 def _tsv_documents(lines: Iterable[str], path: Path) -> Iterator[Document]:
@@ -84,14 +84,8 @@ def _where(path: Path, first: int, last: int) -> str:
     return f"{path}:{first}" if first >= last else f"{path}:{first}-{last}"
 
 
-def _jsonl_documents(lines: Iterable[str], path: Path) -> Iterator[Document]:
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataFormatError(f"{path}:{number} is not valid JSON ({exc.msg})") from exc
+def _jsonl_documents(path: Path) -> Iterator[Document]:
+    for number, record in json_lines(path):
         if not isinstance(record, dict):
             raise DataFormatError(f"{path}:{number} is not a JSON object")
         if "contents" in record:

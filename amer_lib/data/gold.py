@@ -72,8 +72,9 @@ def map_gold_documents(
     kept, missing = [], 0
     for question, rows in zip(questions, candidates):
         per_answer = rows if isinstance(rows, list) else [rows] * len(question.answers)
+        texts: dict[int, str] = {}  # each candidate normalised once for all of the question's answers
         targets = [
-            _answer_targets(corpus, aliases, answer_rows, proofs)
+            _answer_targets(corpus, aliases, answer_rows, proofs, texts)
             for aliases, answer_rows, proofs in zip(question.answers, per_answer, question.proofs or repeat([]))
         ]
         unmatched = sum(not t for t in targets)
@@ -83,7 +84,9 @@ def map_gold_documents(
     return kept, MappingReport(len(questions), len(kept), missing)
 
 
-def _answer_targets(corpus: Corpus, aliases: list[str], rows: np.ndarray, proofs: list[dict]) -> list[str]:
+def _answer_targets(
+    corpus: Corpus, aliases: list[str], rows: np.ndarray, proofs: list[dict], texts: dict[int, str]
+) -> list[str]:
     """The ids of the candidate `rows` whose text holds an alias, in candidate order, those whose
     title is a page of the answer's `proofs` first (an answer that every candidate names, such as
     the question's own entity, then keeps its own evidence as its first target)."""
@@ -92,8 +95,9 @@ def _answer_targets(corpus: Corpus, aliases: list[str], rows: np.ndarray, proofs
     found = []
     for row in dict.fromkeys(int(r) for r in np.asarray(rows).reshape(-1) if r >= 0):
         document = corpus.documents[row]
-        text = match_form(document.full_text)
-        if any(f in text for f in sought):
+        if row not in texts:
+            texts[row] = match_form(document.full_text)
+        if any(f in texts[row] for f in sought):
             found.append((match_form(document.title).casefold() not in pages, document.id))
     return [doc_id for _, doc_id in sorted(found, key=lambda pair: pair[0])]  # stable: candidate order kept
 

@@ -78,7 +78,8 @@ def _first_undecodable_line(path: Path) -> str:
     return str(path)
 
 
-def _json_lines(path: Path) -> Iterator[tuple[int, dict]]:
+def json_lines(path: Path) -> Iterator[tuple[int, object]]:
+    """(line number, value) of each non-blank line of a jsonl file; bad JSON stops with file and line."""
     with open_text(path) as lines:
         for number, line in enumerate(decoded_lines(lines, path), 1):
             if line.strip():
@@ -94,7 +95,7 @@ def read_questions(path: str | Path) -> list[MultiAnswerQuestion]:
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist; build it with notebooks/03_real_data_prep.ipynb")
     questions, seen = [], set()
-    for number, record in _json_lines(path):
+    for number, record in json_lines(path):
         missing = {"qid", "question", "answers", "targets"} - set(record)
         if missing:
             raise DataFormatError(f"{path}:{number} lacks the key(s) {sorted(missing)}")
@@ -213,18 +214,20 @@ def read_nq_open_multi(path: str | Path) -> list[MultiAnswerQuestion]:
     (`nqopen-dev.json`, `nqopen-test.json`: a JSON list of `id`, `question`, `answer`) or Google's
     jsonl (`NQ-open.dev.jsonl`: one `question`, `answer` object per line)."""
     path = require_file(path, "nq_open")
-    if path.name.removesuffix(".gz").endswith(".json"):
-        records = [(f"{path}: entry {i}", r) for i, r in enumerate(_json_list(path))]
+    if path.name.removesuffix(".gz").endswith(".json"):  # (where, record, id) of each question
+        records = [
+            (f"{path}: entry {i}", r, r.get("id", i) if isinstance(r, dict) else i)
+            for i, r in enumerate(_json_list(path))
+        ]
     else:
-        records = [(f"{path}:{number}", r) for number, r in _json_lines(path)]
+        records = [(f"{path}:{number}", r, f"{path.stem}-{number}") for number, r in json_lines(path)]
     questions = []
-    for where, record in records:
+    for where, record, source_id in records:
         if not isinstance(record, dict) or "question" not in record or "answer" not in record:
             raise DataFormatError(f"{where} lacks 'question' or 'answer'")
         clusters = cluster_aliases(record["answer"])
         if len(clusters) >= 2:
-            qid = f"nq-{record['id']}" if "id" in record else f"nq-{path.stem}-{where.rsplit(':', 1)[-1]}"
-            questions.append(MultiAnswerQuestion(qid, record["question"], clusters))
+            questions.append(MultiAnswerQuestion(f"nq-{source_id}", record["question"], clusters))
     return questions
 
 
@@ -235,7 +238,7 @@ def read_qampari(path: str | Path) -> list[MultiAnswerQuestion]:
     the gold mapping searches with each proof and prefers passages of those pages."""
     path = require_file(path, "qampari")
     questions = []
-    for number, record in _json_lines(path):
+    for number, record in json_lines(path):
         if "question_text" not in record or "answer_list" not in record:
             raise DataFormatError(f"{path}:{number} lacks 'question_text' or 'answer_list'")
         answers, proofs = [], []
