@@ -3,8 +3,9 @@
 second file of substitutions only: sizes and steps made tiny, the backbone a local folder holding
 a tiny Llama / Qwen3 with SmolLM2's tokenizer and the Llama-3.2 chat template, the encoders MiniLM,
 GPT-4.1-mini an OpenAI-compatible server on 127.0.0.1, `device: cpu`, and the output folders in a
-temporary directory. LoRA, the paper's matching, the extra single-target step, search depth 500,
-mixed precision and the tuning grid's selection run as the files say.
+temporary directory. LoRA, the paper's matching, the extra single-target step, search depth 500
+and the tuning grid's selection run as the files say (`mixed_precision: true` is kept, but
+bfloat16 autocast applies on a GPU only).
 
 The notebooks form one chain, as on a GPU: 03 prepares the paper's data (stand-in files in the
 published layouts, tests/rehearsal.py), 01 and the 04 files read it, 05, 06 and 07 reuse 02's and
