@@ -1,10 +1,17 @@
 """The hyperparameter grid: its points, their steps and folders, and the pick by validation MRecall."""
 
+from pathlib import Path
+
 import pytest
+import torch
+import yaml
 from conftest import notebook_config
 
+from amer_lib.core.train import batch_indices, steps_for_epochs, validation_size
 from amer_lib.experiments import real as tuning
 from amer_lib.experiments.real import best_points, grid_points, point_params
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_grid_points_are_every_combination_in_order():
@@ -22,10 +29,27 @@ def test_grid_points_are_every_combination_in_order():
 
 def test_epochs_become_steps_at_the_points_batch_size_in_folders_of_their_own():
     params = notebook_config("04_real_data", batch_size=128, steps=7, lr=1e-4, results_dir="r", runs_dir="u")
-    tuned = point_params(params, {"batch_size": 32, "epochs": 30}, n_train=4540)
+    tuned = point_params(params, {"batch_size": 32, "epochs": 30}, n_questions=5044)  # 504 for validation
     assert tuned.steps == 30 * (4540 // 32) and tuned.batch_size == 32 and tuned.lr == 1e-4
     assert tuned.results_dir == "r/tuning/batch_size32_epochs30" and tuned.runs_dir == "u/tuning/batch_size32_epochs30"
-    assert point_params(params, {"lr": 2e-5}, n_train=4540).steps == 7  # no epochs: the given steps
+    assert point_params(params, {"lr": 2e-5}, n_questions=5044).steps == 7  # no epochs: the given steps
+
+
+def test_an_epoch_is_what_training_draws_and_the_paper_files_hold_their_epochs():
+    """`steps_for_epochs` counts the full batches `batch_indices` draws from the training part."""
+    n_questions, batch = 50, 8  # 5 for validation, 45 to train on: 5 full batches per epoch
+    steps = steps_for_epochs(2, n_questions, batch)
+    assert steps == 10
+    training = n_questions - validation_size(n_questions)
+    drawn = [batch_indices(training, batch, seed=3, step=s) for s in range(steps)]
+    for epoch in (drawn[:5], drawn[5:]):  # each epoch: 40 distinct questions, the partial batch dropped
+        assert len(set(torch.cat(epoch).tolist())) == 40
+    # the paper files: AmbigQA 120 epochs and QAMPARI 30 of Table 1's training splits, batch 128
+    for path in sorted((ROOT / "params" / "04_real_data").glob("*_*.yaml")):
+        if path.stem.startswith(("ambigqa_", "qampari_")):
+            paper = yaml.safe_load(path.read_text())
+            epochs, questions = (120, 5044) if path.stem.startswith("ambigqa") else (30, 32023)
+            assert paper["steps"] == steps_for_epochs(epochs, questions, paper["batch_size"]), path.name
 
 
 def test_tune_scores_each_point_at_its_selected_checkpoint(monkeypatch, tmp_path):

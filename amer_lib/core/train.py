@@ -98,6 +98,22 @@ def _step_generator(seed: int, step: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed * 1_000_003 + step)
 
 
+def batches_per_epoch(n_examples: int, batch_size: int) -> int:
+    """Full batches in one pass over `n_examples` (`batch_indices` drops the last partial batch)."""
+    return max(1, n_examples // batch_size)
+
+
+def steps_for_epochs(epochs: int, n_examples: int, batch_size: int) -> int:
+    """Optimizer steps of `epochs` passes over all `n_examples` questions of a training split: the
+    10% validation part is taken out first (`validation_size`), and an epoch is `batches_per_epoch`.
+    The paper states epochs; the paper files and the tuning grid turn them into steps with this."""
+    return epochs * batches_per_epoch(n_examples - validation_size(n_examples), batch_size)
+
+
+def validation_size(n_examples: int, fraction: float = VALIDATION_FRACTION) -> int:
+    return max(1, round(fraction * n_examples))
+
+
 def batch_indices(
     n_examples: int, batch_size: int, seed: int, step: int, group_sizes: torch.Tensor | None = None
 ) -> torch.Tensor:
@@ -108,7 +124,7 @@ def batch_indices(
     holds examples with (nearly) one number of targets, so AMER decodes as many vectors as its
     examples need instead of the batch maximum (the authors' code also groups batches by k).
     """
-    per_epoch = max(1, n_examples // batch_size)
+    per_epoch = batches_per_epoch(n_examples, batch_size)
     epoch, position = divmod(step, per_epoch)
     generator = torch.Generator().manual_seed(seed * 7919 + epoch)
     order = torch.randperm(n_examples, generator=generator)
@@ -190,7 +206,7 @@ def split_train_validation(
     n_examples: int, seed: int, fraction: float = VALIDATION_FRACTION
 ) -> tuple[torch.Tensor, torch.Tensor]:
     order = torch.randperm(n_examples, generator=torch.Generator().manual_seed(seed))
-    n_val = max(1, round(fraction * n_examples))
+    n_val = validation_size(n_examples, fraction)
     return order[n_val:], order[:n_val]
 
 

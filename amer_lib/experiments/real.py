@@ -11,7 +11,6 @@ from files (`amer_lib.report.summaries`). A rerun with the same parameters reads
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Callable
 from pathlib import Path
 
@@ -28,7 +27,7 @@ from amer_lib.core.metrics import (
 )
 from amer_lib.core.model import AMERQueryEncoder
 from amer_lib.core.search import ShardedFlatIndex, multi_vector_search
-from amer_lib.core.train import VALIDATION_FRACTION, split_train_validation, train
+from amer_lib.core.train import split_train_validation, steps_for_epochs, train
 from amer_lib.data.datasets import TextData
 from amer_lib.data.encoders import DocumentEncoder
 from amer_lib.data.prepared import Benchmark, PrepConfig, prepare
@@ -207,13 +206,13 @@ def grid_points(grid: dict[str, list]) -> list[dict]:
     return [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
 
 
-def point_params(params: RealConfig, point: dict, n_train: int) -> RealConfig:
-    """`params` at one grid point, in folders of its own; `epochs` becomes steps over the
-    `n_train` training questions (validation split excluded) at the point's batch size."""
+def point_params(params: RealConfig, point: dict, n_questions: int) -> RealConfig:
+    """`params` at one grid point, in folders of its own; `epochs` becomes steps over the dataset's
+    `n_questions` training questions at the point's batch size (`steps_for_epochs`)."""
     tuned = params.replace(**{k: v for k, v in point.items() if k != "epochs"})
     name = "_".join(f"{key}{value}" for key, value in point.items())
     return tuned.replace(
-        steps=point["epochs"] * max(1, math.floor(n_train / tuned.batch_size)) if "epochs" in point else tuned.steps,
+        steps=steps_for_epochs(point["epochs"], n_questions, tuned.batch_size) if "epochs" in point else tuned.steps,
         results_dir=f"{params.results_dir}/tuning/{name}",
         runs_dir=f"{params.runs_dir}/tuning/{name}",
     )
@@ -228,9 +227,7 @@ def tune(
     rows = []
     jobs = [(dataset, point) for dataset in params.datasets for point in grid_points(grid)]
     for dataset, point in tqdm(jobs, desc="tuning grid", disable=not progress):
-        questions = len(benchmark.questions(dataset, "train"))
-        n_train = questions - max(1, round(VALIDATION_FRACTION * questions))  # as split_train_validation
-        tuned = point_params(params, point, n_train)
+        tuned = point_params(params, point, len(benchmark.questions(dataset, "train")))
         result = run_one(tuned, dataset, system, seed, progress=False)
         selected = next(h for h in result["history"] if h["step"] == result["best_step"])
         rows.append(
