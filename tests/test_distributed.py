@@ -158,6 +158,7 @@ def test_torchrun_trains_a_notebook04_run(tmp_path):
             "batch_size": 4,
             "lr": 3e-4,
             "temperature": 0.05,
+            "matched_loss": "mean",
             "tuning_grid": {},
             "sampling": "scheduled",
             "exclude_fed_targets": True,

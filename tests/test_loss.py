@@ -15,9 +15,9 @@ from amer_lib.core.loss import (
 )
 
 
-def brute_force_matched(queries, positives, negatives, mask, tau=0.05, forbidden=None):
+def brute_force_matched(queries, positives, negatives, mask, tau=0.05, forbidden=None, reduction="mean"):
     """Independent answer: the loss under every permutation (without a forbidden pair), minimum
-    per example."""
+    per example; an example's matched terms summed (Equation 3) or averaged."""
     batch, m, _ = positives.shape
     candidates, valid = [], []
     for b in range(batch):
@@ -44,7 +44,7 @@ def brute_force_matched(queries, positives, negatives, mask, tau=0.05, forbidden
             if forbidden is None or not any(forbidden[b][i][perm[i]] for i in range(count))
         ]
         best = min(sum(nll(i, perm[i]) for i in range(count)) for perm in allowed)
-        total += best / count
+        total += best if reduction == "sum" else best / count
     return total / batch
 
 
@@ -88,6 +88,18 @@ def test_matched_loss_ignores_padding_values():
     p2, n2, q2 = p.clone(), n.clone(), q.clone()
     p2[~mask], n2[~mask], q2[~mask] = 100.0, -7.0, 3.0
     assert matched_info_nce(q2, p2, n2, mask).item() == pytest.approx(before.item(), rel=1e-6)
+
+
+def test_the_summed_loss_is_equation_3_and_weighs_an_example_by_its_targets():
+    torch.manual_seed(4)
+    q, p, n = torch.randn(3, 3, 6), torch.randn(3, 3, 6), torch.randn(3, 3, 6)
+    mask = torch.tensor([[1, 0, 0], [1, 1, 1], [1, 1, 0]], dtype=torch.bool)
+    summed = matched_info_nce(q, p, n, mask, reduction="sum").item()
+    assert summed == pytest.approx(brute_force_matched(q, p, n, mask, reduction="sum"), rel=1e-5)
+    # the same matching: each example's mean times its count of targets, averaged over examples
+    means = [matched_info_nce(q[b : b + 1], p, n, mask, first=b).item() for b in range(3)]
+    assert summed == pytest.approx(sum(c * m for c, m in zip((1, 3, 2), means)) / 3, rel=1e-5)
+    assert matched_info_nce(q, p, n, mask).item() == pytest.approx(sum(means) / 3, rel=1e-5)
 
 
 def test_info_nce_by_hand():

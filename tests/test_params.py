@@ -25,6 +25,7 @@ def defaults():
         "batch_size": 2,
         "lr": 1e-3,
         "temperature": 0.05,
+        "matched_loss": "mean",
         "sampling": "scheduled",
         "sampling_rate": 1,
         "eval_every": 1,

@@ -37,6 +37,7 @@ def tiny_params(tmp_path, workers) -> SyntheticConfig:
             "batch_size": 8,
             "lr": 1e-3,
             "temperature": 0.05,
+            "matched_loss": "mean",
             "sampling": "scheduled",
             "sampling_rate": 1,
             "eval_every": 3,

@@ -90,6 +90,9 @@ def fed_target_pairs(sample_mask: torch.Tensor, n_queries: int, max_targets: int
     return fed[:, None, :] & (target < query)[None]
 
 
+MATCHED_REDUCTIONS = ("mean", "sum")  # of an example's matched terms: the authors' code, Equation 3
+
+
 def matched_info_nce(
     queries: torch.Tensor,
     positives: torch.Tensor,
@@ -98,14 +101,17 @@ def matched_info_nce(
     temperature: float = TEMPERATURE,
     forbidden: torch.Tensor | None = None,
     first: int = 0,
+    reduction: str = "mean",
 ) -> torch.Tensor:
     """Hungarian-matched InfoNCE.
 
     queries `[b, M, d]` (query j of an example is valid when its target j is), positives and
     negatives `[B, M, d]`, target_mask `[B, M]` with the valid targets first; the queries are
     those of the batch's examples `first .. first + b - 1` (all of them unless the batch is
-    shared among ranks). The matching is solved on the detached block of log-probabilities; the
-    loss is the mean matched negative log-probability per example, averaged over the b examples.
+    shared among ranks). The matching is solved on the detached block of log-probabilities. Per
+    example, `reduction` "sum" adds the matched negative log-probabilities (the paper's Equation 3:
+    an example with more targets weighs more) and "mean" averages them (the authors' code); the
+    loss averages the examples.
     `forbidden [b, n, M]` excludes pairs from the matching (see `fed_target_pairs`); a perfect
     matching must remain.
     """
@@ -123,8 +129,8 @@ def matched_info_nce(
         None if forbidden is None else forbidden.cpu().numpy(),
     )
     matched = block.gather(-1, torch.as_tensor(assignment, device=block.device)[..., None]).squeeze(-1)
-    per_example = -(matched * own_mask).sum(-1) / counts
-    return per_example.mean()
+    per_example = -(matched * own_mask).sum(-1)
+    return (per_example if reduction == "sum" else per_example / counts).mean()
 
 
 def stop_loss(stop_logits: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:

@@ -19,7 +19,7 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
 from amer_lib.core import distributed
-from amer_lib.core.loss import TEMPERATURE, fed_target_pairs, info_nce, matched_info_nce, stop_loss
+from amer_lib.core.loss import MATCHED_REDUCTIONS, TEMPERATURE, fed_target_pairs, info_nce, matched_info_nce, stop_loss
 from amer_lib.core.model import AMERQueryEncoder, Prompt
 from amer_lib.io import save_torch
 
@@ -64,10 +64,13 @@ class TrainConfig:
     exclude_fed_targets: bool = False  # a teacher-forced target is not matched to later queries
     single_target_step: bool = False  # multi-vector runs: an extra single-query step per iteration
     stop_weight: float = 0.0  # > 0: the stop head's loss (`loss.stop_loss`) joins the matched loss
+    matched_loss: str = "mean"  # an example's matched terms: "mean" (the authors' code) or "sum" (Equation 3)
 
     def __post_init__(self):
         if self.sampling not in SAMPLING_MODES:
             raise ValueError(f"unknown sampling mode {self.sampling!r}; valid: {', '.join(SAMPLING_MODES)}")
+        if self.matched_loss not in MATCHED_REDUCTIONS:
+            raise ValueError(f"unknown matched_loss {self.matched_loss!r}; valid: {', '.join(MATCHED_REDUCTIONS)}")
         for name in ("n_outputs", "steps", "batch_size", "eval_every", "checkpoint_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -169,9 +172,13 @@ def example_loss(
     forbidden = fed_target_pairs(sample_mask, n, max_targets) if config.exclude_fed_targets else None
     if config.stop_weight <= 0:
         outputs = model(prompt, n, targets[own], sample_mask)
-        return matched_info_nce(outputs, targets, negatives, mask, config.temperature, forbidden, own.start)
+        return matched_info_nce(
+            outputs, targets, negatives, mask, config.temperature, forbidden, own.start, config.matched_loss
+        )
     outputs, stop_logits = model(prompt, n, targets[own], sample_mask, with_stop=True)
-    matched = matched_info_nce(outputs, targets, negatives, mask, config.temperature, forbidden, own.start)
+    matched = matched_info_nce(
+        outputs, targets, negatives, mask, config.temperature, forbidden, own.start, config.matched_loss
+    )
     return matched + config.stop_weight * stop_loss(stop_logits, mask[own].sum(-1))
 
 

@@ -16,6 +16,7 @@ from amer_lib.core.backbones import BACKBONES, FINETUNE_MODES
 from amer_lib.core.config import Config, internal, param
 from amer_lib.core.device import DEVICES
 from amer_lib.core.expansion import EXPANSION_SOURCES
+from amer_lib.core.loss import MATCHED_REDUCTIONS
 from amer_lib.core.merge import MERGES
 from amer_lib.core.metrics import DISTANCES
 from amer_lib.core.train import SAMPLING_MODES
@@ -64,6 +65,7 @@ class SyntheticConfig(Config):
     batch_size: int = param(minimum=1)
     lr: float = param()
     temperature: float = param()
+    matched_loss: str = param(choices=MATCHED_REDUCTIONS)
     sampling: str = param(choices=SAMPLING_MODES)
     sampling_rate: float = param()
     eval_every: int = param(minimum=1)
@@ -99,6 +101,7 @@ class RealConfig(Config):
     batch_size: int = param(minimum=1)
     lr: float = param()
     temperature: float = param()
+    matched_loss: str = param(choices=MATCHED_REDUCTIONS)
     tuning_grid: dict = param(run=False)  # {} or lists of lr, batch_size, temperature, epochs
     sampling: str = param(choices=SAMPLING_MODES)
     exclude_fed_targets: bool = param()

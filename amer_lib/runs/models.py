@@ -59,6 +59,7 @@ def train_config(
         checkpoint_every=params.eval_every,
         seed=seed,
         temperature=float(params.temperature),
+        matched_loss=params.matched_loss,
         mixed_precision=params.mixed_precision and device.type == "cuda",
         stop_weight=float(params.stop_weight),
         **options,

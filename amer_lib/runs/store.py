@@ -22,7 +22,7 @@ from amer_lib.runs.configs import RealConfig, SyntheticConfig
 
 # parameters added after runs were cached, with the value those runs used: at that value a
 # parameter is left out of the run key, so the cached runs and their checkpoint folders stay valid
-ADDED_LATER = {"temperature": 0.05, "sampling_rate": 1}
+ADDED_LATER = {"temperature": 0.05, "sampling_rate": 1, "matched_loss": "mean"}
 
 
 def params_digest(params: dict) -> str:
