@@ -150,6 +150,7 @@ def test_torchrun_trains_a_notebook04_run(tmp_path):
             "baselines": ["rerank"],
             "expansion": "prf",
             "expansion_model": "",
+            "mmr_query": "trained",
             "backbone": "minilm",
             "encoder": "minilm",
             "finetune": "full",

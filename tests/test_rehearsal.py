@@ -195,6 +195,8 @@ def test_04_paper_files(real_runs):
                 assert used["matched_loss"] == "sum" and used["steps"] == 2  # Equation 3; steps substituted
         expansion = json.loads((stage / "results04" / backbone / f"{dataset}_query_expansion_seed0.json").read_text())
         assert expansion["label"] == "+Query Expansion (gpt-4.1-mini)" and expansion["keyword_source"] == "gpt-4.1-mini"
+        rerank = json.loads((stage / "results04" / backbone / f"{dataset}_rerank_seed0.json").read_text())
+        assert rerank["mmr_query"] == "encoder"  # MMR's query relevance from the document encoder, as the paper
         assert (stage / "figures04" / f"full_results_{backbone}_{dataset}.csv").exists()  # Tables 5-8
     assert ChatServer.requests > 0
     table2 = pd.read_csv(stage / "figures04" / "table2.csv")

@@ -66,3 +66,30 @@ def test_tune_lambda_picks_the_best_score():
     gold = np.array([[[0, 1], [2, -1]]])
     best, scores = tune_lambda(query, candidates, lambda rows: corpus[rows], gold, 2, (0.25, 0.5, 1.0))
     assert scores == {0.25: 1.0, 0.5: 1.0, 1.0: 0.0} and best == 0.5
+
+
+def test_mmr_query_relevance_comes_from_the_document_encoder_as_the_paper_says(monkeypatch):
+    """`mmr_query = "encoder"` (the paper files): Sim_q is the document encoder's query embedding of
+    each question; `"trained"` (the offline default): the single-query vector that found the candidates."""
+    from conftest import notebook_config
+
+    from amer_lib.data.questions import MultiAnswerQuestion
+    from amer_lib.experiments import baselines
+
+    asked = []
+
+    class Encoder:
+        def __init__(self, name, device=None):
+            asked.append(name)
+
+        def encode_queries(self, texts):
+            return np.full((len(texts), 3), float(len(texts)))
+
+    monkeypatch.setattr(baselines, "DocumentEncoder", Encoder)
+    questions = [MultiAnswerQuestion(q, f"{q}?", [["a"]]) for q in ("x", "y")]
+    trained = np.zeros((2, 3))
+    paper = notebook_config("04_real_data", mmr_query="encoder", encoder="minilm")
+    assert np.array_equal(baselines.relevance_queries(paper, questions, trained), np.full((2, 3), 2.0))
+    assert asked == ["minilm"]
+    offline = notebook_config("04_real_data")
+    assert offline.mmr_query == "trained" and baselines.relevance_queries(offline, questions, trained) is trained

@@ -2,15 +2,20 @@
 re-ranking, evaluated like a trained run (TREC run file and results JSON per dataset and seed).
 
 Both reuse the trained single-query checkpoint of the same seed; nothing is trained here.
-Re-ranking: MMR over the top 500, lambda tuned on the run's own validation split (the 10% of
-the training questions it held out). Query expansion: the question followed by keywords from the
-chosen source (`expansion`: `chat` endpoint, local `hf` model, or offline `prf`, which is
-pseudo-relevance feedback, not an LLM, and is labelled so).
+Re-ranking: MMR over the trained model's top 500, lambda tuned on the run's own validation split
+(the 10% of the training questions it held out). Its query relevance is the document encoder's
+own query embedding (`mmr_query = "encoder"`, the paper: "for both similarity, we use the
+Inf-Retriever") or the trained single-query vector (`"trained"`, the offline default). Query
+expansion: the question followed by keywords from the chosen source (`expansion`: `chat`
+endpoint, local `hf` model, or offline `prf`, which is pseudo-relevance feedback, not an LLM, and
+is labelled so).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+
+import numpy as np
 
 from amer_lib.core.device import resolve_device
 from amer_lib.core.expansion import (
@@ -26,6 +31,7 @@ from amer_lib.core.metrics import K
 from amer_lib.core.rerank import mmr_rerank, tune_lambda
 from amer_lib.core.search import ShardedFlatIndex
 from amer_lib.core.train import split_train_validation
+from amer_lib.data.encoders import DocumentEncoder
 from amer_lib.runs.configs import BASELINES, RealConfig
 from amer_lib.runs.text import RunContext, cached_result, query_vectors, write_result
 
@@ -50,7 +56,7 @@ def run_baseline(params: RealConfig, dataset: str, system: str, seed: int, progr
     if system not in BASELINES:
         raise ValueError(f"unknown baseline {system!r}; valid: {', '.join(BASELINES)}")
     cached = cached_result(params, dataset, system, seed)
-    if cached is not None and cached.get("expansion") == _expansion_key(params, system):
+    if cached is not None and _same_baseline(cached, params, system):
         return cached
     context = RunContext(params)
     device = resolve_device(params.device)
@@ -64,12 +70,21 @@ def run_baseline(params: RealConfig, dataset: str, system: str, seed: int, progr
 
         def candidates(questions):
             vectors = query_vectors(model, context, questions, 1, device)[:, 0]
-            return vectors, index.search(vectors, RERANK_DEPTH)[1]
+            return relevance_queries(params, questions, vectors), index.search(vectors, RERANK_DEPTH)[1]
 
         lam, scores = tune_lambda(*candidates(val), context.shards.rows, context.gold(val), K)
         ranked = mmr_rerank(*candidates(test), context.shards.rows, lam, K)
         return write_result(
-            context, dataset, system, seed, test, ranked, mmr_lambda=lam, validation_mrecall=scores, expansion=None
+            context,
+            dataset,
+            system,
+            seed,
+            test,
+            ranked,
+            mmr_lambda=lam,
+            validation_mrecall=scores,
+            mmr_query=params.mmr_query,
+            expansion=None,
         )
     source = keyword_source(params, context)
     if isinstance(source, PseudoRelevanceFeedback):
@@ -91,6 +106,22 @@ def run_baseline(params: RealConfig, dataset: str, system: str, seed: int, progr
         keyword_source=source.name,
         keywords=keywords,
     )
+
+
+def relevance_queries(params: RealConfig, questions: list, trained: np.ndarray) -> np.ndarray:
+    """MMR's query vectors for `Sim_q`: the document encoder's embedding of each question, or the
+    `trained` single-query vectors that found the candidates."""
+    if params.mmr_query == "trained":
+        return trained
+    device = None if params.device == "auto" else params.device
+    return DocumentEncoder(params.encoder, device=device).encode_queries([q.question for q in questions])
+
+
+def _same_baseline(cached: dict, params: RealConfig, system: str) -> bool:
+    """A cached baseline was made the way `params` ask (runs before `mmr_query` existed: "trained")."""
+    if system == "rerank":
+        return cached.get("mmr_query", "trained") == params.mmr_query
+    return cached.get("expansion") == _expansion_key(params, system)
 
 
 def _expansion_key(params: RealConfig, system: str) -> str | None:

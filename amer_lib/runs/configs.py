@@ -25,6 +25,7 @@ from amer_lib.data.synthetic import SETTINGS, TRANSFORMS
 
 SYSTEMS = ("single", "amer")  # one query vector, or the autoregressive sequence of n
 BASELINES = ("query_expansion", "rerank")  # derived from notebook 04's single-query runs
+MMR_QUERIES = ("trained", "encoder")  # MMR's Sim_q: the trained single-query vector, or the document encoder's
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,7 @@ class RealConfig(Config):
     baselines: list[str] = param(choices=BASELINES, may_be_empty=True, run=False)  # [] skips them
     expansion: str = param(choices=EXPANSION_SOURCES, run=False)
     expansion_model: str = param(run=False)
+    mmr_query: str = param(choices=MMR_QUERIES, run=False)  # re-ranking's query relevance (baselines only)
     backbone: str = param(choices=tuple(BACKBONES), or_folder=True)  # or a local model folder
     encoder: str = param(choices=tuple(ENCODERS))
     finetune: str = param(choices=FINETUNE_MODES)
