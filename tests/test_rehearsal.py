@@ -3,7 +3,7 @@
 second file of substitutions only: sizes and steps made tiny, the backbone a local folder holding
 a tiny Llama / Qwen3 with SmolLM2's tokenizer and the Llama-3.2 chat template, the encoders MiniLM,
 GPT-4.1-mini an OpenAI-compatible server on 127.0.0.1, `device: cpu`, and the output folders in a
-temporary directory. LoRA, the paper's matching, the extra single-target step, search depth 500
+temporary directory. LoRA, the paper's matching and summed loss, MMR by the document encoder, search depth 500
 and the tuning grid's selection run as the files say (`mixed_precision: true` is kept, but
 bfloat16 autocast applies on a GPU only).
 
@@ -191,7 +191,7 @@ def test_04_paper_files(real_runs):
             for run in runs:
                 used = run["params"]
                 assert used["finetune"] == "lora" and used["search_depth"] == 500 and used["mixed_precision"]
-                assert used["single_target_step"] and not used["exclude_fed_targets"] and used["lr"] == paper["lr"]
+                assert not used["single_target_step"] and not used["exclude_fed_targets"] and used["lr"] == paper["lr"]
                 assert used["matched_loss"] == "sum" and used["steps"] == 2  # Equation 3; steps substituted
         expansion = json.loads((stage / "results04" / backbone / f"{dataset}_query_expansion_seed0.json").read_text())
         assert expansion["label"] == "+Query Expansion (gpt-4.1-mini)" and expansion["keyword_source"] == "gpt-4.1-mini"
