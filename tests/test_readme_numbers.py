@@ -394,3 +394,17 @@ def test_scale_prose_is_benchmarks_results():
     train = projected("IVF65536 training (k-means over 3,276,800 vectors), this CPU")[0]
     add = projected("IVF65536 adding (coarse assignment), this CPU")[0]
     assert f"would take {train} and {add} on this CPU" in quoted
+
+
+def test_the_matched_loss_prose_is_benchmarks_study_matched_loss():
+    import json
+
+    study = json.loads((ROOT / "benchmarks" / "study" / "matched_loss.json").read_text())
+    mean = next(r for r in study["against_single"] if r["system"] == "amer")
+    summed = next(r for r in study["sum_against_mean"] if r["system"] == "amer_sum")
+    quoted = " ".join(README.split())
+    assert (
+        f"the sum gave AMER {summed['whole_mean']:.2f}% MRecall@100 against the mean's {mean['whole_mean']:.2f}% "
+        f"(paired bootstrap p = {summed['whole_p']:.3f}), {summed['low_sim_mean']:.2f}% against "
+        f"{mean['low_sim_mean']:.2f}% on the low-similarity third (p = {summed['low_sim_p']:.3f})"
+    ) in quoted

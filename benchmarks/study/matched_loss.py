@@ -42,8 +42,8 @@ def main() -> None:
             runs_dir="../runs/study/matched_loss_sum",
         )
     )
-    rows = summary(averaged + [{**r, "system": "amer_sum"} for r in summed])
-    against_mean = [r for r in summary(averaged + [{**r, "system": "amer_sum"} for r in summed], baseline="amer")]
+    runs = averaged + [{**r, "system": "amer_sum"} for r in summed]
+    rows, against_mean = summary(runs), summary(runs, baseline="amer")
     write_json(out.with_suffix(".json"), {"against_single": rows, "sum_against_mean": against_mean})
     lines = [
         "# Matched loss: Equation 3's sum against the authors' mean (wordnet_kinds, seeds 0-2)",
