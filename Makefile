@@ -1,5 +1,6 @@
 # make test     set up .venv and run the test suite
 # make figures  set up .venv and regenerate figures/ and tables at the offline defaults
+# make figures-mlp-sweep  figures/02_synthetic_mlp_sweep (notebook 02's MLP sweep; about an hour more)
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -9,7 +10,7 @@ TORCH_SPEC ?= torch==2.13.0
 TORCH_PIP_FLAGS ?=
 NOTEBOOKS ?= 02_synthetic 03_real_data_prep 01_failure_analysis 04_real_data 05_ablations 06_diversity_analysis 07_beyond
 
-.PHONY: test figures benchmark benchmark-scale clean-venv
+.PHONY: test figures figures-mlp-sweep benchmark benchmark-scale clean-venv
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +45,11 @@ figures: $(VENV)/.installed-notebooks
 	for nb in $(NOTEBOOKS); do \
 		$(PY) -m papermill notebooks/$$nb.ipynb build/executed/$$nb.ipynb --cwd notebooks -k python3 || exit 1; \
 	done
+
+# notebook 02 with params/02_synthetic/mlp_sweep.yaml: its default runs are read back from figures' cache
+figures-mlp-sweep: $(VENV)/.installed-notebooks
+	mkdir -p build/executed
+	$(PY) -m papermill notebooks/02_synthetic.ipynb build/executed/02_synthetic_mlp_sweep.ipynb --cwd notebooks -k python3 -f params/02_synthetic/mlp_sweep.yaml
 
 benchmark: $(VENV)/.installed-test
 	$(PY) benchmarks/bench_core.py --out benchmarks/RESULTS.md
