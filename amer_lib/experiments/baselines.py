@@ -74,38 +74,23 @@ def run_baseline(params: RealConfig, dataset: str, system: str, seed: int, progr
 
         lam, scores = tune_lambda(*candidates(val), context.shards.rows, context.gold(val), K)
         ranked = mmr_rerank(*candidates(test), context.shards.rows, lam, K)
-        return write_result(
-            context,
-            dataset,
-            system,
-            seed,
-            test,
-            ranked,
-            mmr_lambda=lam,
-            validation_mrecall=scores,
-            mmr_query=params.mmr_query,
-            expansion=None,
-        )
-    source = keyword_source(params, context)
-    if isinstance(source, PseudoRelevanceFeedback):
-        keywords = source.keywords([q.question for q in test], progress=progress)
+        facts = dict(mmr_lambda=lam, validation_mrecall=scores, mmr_query=params.mmr_query, expansion=None)
     else:
-        cache = GenerationCache(Path(params.results_dir) / "expansion_cache.jsonl")
-        keywords = generate_keywords([q.question for q in test], source, cache, progress=progress)
-    texts = [expanded_query(q.question, words) for q, words in zip(test, keywords)]
-    ranked = index.search(query_vectors(model, context, test, 1, device, texts=texts)[:, 0], K)[1]
-    return write_result(
-        context,
-        dataset,
-        system,
-        seed,
-        test,
-        ranked,
-        label=f"+{source.label}",
-        expansion=_expansion_key(params, system),
-        keyword_source=source.name,
-        keywords=keywords,
-    )
+        source = keyword_source(params, context)
+        if isinstance(source, PseudoRelevanceFeedback):
+            keywords = source.keywords([q.question for q in test], progress=progress)
+        else:
+            cache = GenerationCache(Path(params.results_dir) / "expansion_cache.jsonl")
+            keywords = generate_keywords([q.question for q in test], source, cache, progress=progress)
+        texts = [expanded_query(q.question, words) for q, words in zip(test, keywords)]
+        ranked = index.search(query_vectors(model, context, test, 1, device, texts=texts)[:, 0], K)[1]
+        facts = dict(
+            label=f"+{source.label}",
+            expansion=_expansion_key(params, system),
+            keyword_source=source.name,
+            keywords=keywords,
+        )
+    return write_result(context, dataset, system, seed, test, ranked, **facts)
 
 
 def relevance_queries(params: RealConfig, questions: list, trained: np.ndarray) -> np.ndarray:
