@@ -234,7 +234,7 @@ def test_real_data_notebook(real_runs):
     assert len(list(results.glob("*.json"))) == len(list(results.glob("*.trec"))) == 2 * 4 * 2
     rerank = json.loads((results / "wordnet_senses_rerank_seed0.json").read_text())
     assert rerank["mmr_lambda"] in (0.5, 0.75, 0.9) and len(rerank["validation_mrecall"]) == 3
-    table = (tmp_path / "figures04" / "full_results_minilm_wordnet_senses+wordnet_kinds.csv").read_text()
+    table = (tmp_path / "figures04" / "full_results_minilm.csv").read_text()
     assert "+Re-ranking" in table and "not run" not in table
     run = json.loads((results / "wordnet_kinds_amer_seed1.json").read_text())
     assert run["n_queries"] == 5 and len(run["mrecall"]) == 12 and run["seed"] == 1
@@ -252,7 +252,7 @@ def test_real_data_notebook(real_runs):
         50 * (history["val_mrecall"] + seed0["val_mrecall"]), abs=0.01
     )
     assert (tables / "learning_curves_minilm_wordnet_senses+wordnet_kinds.png").exists()
-    table = (tables / "full_results_minilm_wordnet_senses+wordnet_kinds.md").read_text()
+    table = (tables / "full_results_minilm.md").read_text()
     assert "| wordnet_kinds | +PRF keywords (RM3-style, no LLM) |" in table and "| wordnet_kinds | AMER |" in table
     tuning = pd.read_csv(tables / "tuning_minilm_wordnet_senses+wordnet_kinds.csv")
     assert tuning[["dataset", "lr", "steps"]].values.tolist() == [

@@ -110,7 +110,7 @@ def test_your_own_data_from_two_files_to_results_and_ir_measures(tmp_path):
     assert manifest["use_titles"] is False and manifest["n_queries"] == {"kinds_mine": n} and len(train_questions) == 48
     amer = json.loads((tmp_path / "results" / "own_data" / "04" / "kinds_mine_amer_seed0.json").read_text())
     assert amer["n_queries"] == n and len(amer["mrecall"]) == 12
-    table = (tmp_path / "results" / "own_data" / "figures04" / "full_results_minilm_kinds_mine.md").read_text()
+    table = (tmp_path / "results" / "own_data" / "figures04" / "full_results_minilm.md").read_text()
     assert "| kinds_mine | AMER |" in table
     printed = run(score, tmp_path)
     assert printed.returncode == 0, printed.stderr

@@ -65,7 +65,7 @@ def test_mlp_sweep_table_is_figures_mlp_sweep():
 
 @pytest.mark.parametrize("column", [2, 4])  # whole set, low-similarity set
 def test_notebook04_table_is_figures_full_results(column):
-    full = figure_rows("04_real_data/full_results_minilm_wordnet_senses+wordnet_kinds.csv")
+    full = figure_rows("04_real_data/full_results_minilm.csv")
     rows = readme_table("| dataset | system | whole set | Δ | low-similarity set | Δ |")
     assert len(rows) == len(full) == 8
     for quoted, row in zip(rows, full):

@@ -70,3 +70,28 @@ def test_learning_curves_average_the_seeds_at_each_validation_step():
     assert [(r["system"], r["step"], r["seeds"]) for r in rows] == [("single", 10, 1), ("amer", 10, 2), ("amer", 20, 2)]
     assert rows[1]["whole_mean"] == pytest.approx(30.0) and rows[1]["whole_std"] == pytest.approx(10.0)
     assert rows[2]["low_sim_mean"] == pytest.approx(20.0) and rows[2]["val_loss"] == pytest.approx(1.5)
+
+
+def test_the_best_value_per_dataset_and_subset_is_bold_in_markdown_and_latex(tmp_path):
+    from amer_lib.report.tables import real_results_table, write_table
+
+    row = lambda dataset, system, whole, low: {
+        "dataset": dataset, "system": system, "label": None,
+        "whole_mean": whole, "whole_std": 0.0, "whole_delta": 0.0, "whole_p": 1.0,
+        "low_sim_mean": low, "low_sim_std": 0.0, "low_sim_delta": 0.0, "low_sim_p": 1.0,
+    }  # fmt: skip
+    rows = [
+        row("a", "single", 10.0, 5.0),
+        row("a", "amer", 12.0, 5.0),
+        row("b", "single", 30.0, 8.0),
+        row("b", "amer", 20.0, 7.0),
+    ]
+    table = real_results_table(rows)
+    write_table(table, tmp_path / "t")
+    markdown = (tmp_path / "t.md").read_text().splitlines()[2:]
+    # dataset a: AMER best on the whole set, a tie on the low-similarity set (both bold); b: single-query
+    assert [line.count("**") // 2 for line in markdown] == [1, 0, 0, 2, 2, 0, 0, 0]
+    assert "**12.00±0.00**" in markdown[3] and "**30.00±0.00**" in markdown[4] and "**8.00±0.00**" in markdown[4]
+    latex = (tmp_path / "t.tex").read_text()
+    assert r"\textbf{12.00±0.00}" in latex and latex.count(r"\textbf{") == 5
+    assert (tmp_path / "t.csv").read_text().count("**") == 0  # plain values in the CSV

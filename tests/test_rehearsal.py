@@ -197,8 +197,11 @@ def test_04_paper_files(real_runs):
         assert expansion["label"] == "+Query Expansion (gpt-4.1-mini)" and expansion["keyword_source"] == "gpt-4.1-mini"
         rerank = json.loads((stage / "results04" / backbone / f"{dataset}_rerank_seed0.json").read_text())
         assert rerank["mmr_query"] == "encoder"  # MMR's query relevance from the document encoder, as the paper
-        assert (stage / "figures04" / f"full_results_{backbone}_{dataset}.csv").exists()  # Tables 5-8
     assert ChatServer.requests > 0
+    for backbone, number in (("llama8b", 5), ("qwen4b", 6), ("llama3b", 7), ("llama1b", 8)):  # Tables 5-8
+        table = pd.read_csv(stage / "figures04" / f"table{number}_{backbone}.csv")
+        assert table["Dataset"].drop_duplicates().tolist() == ["ambigqa", "qampari"] and len(table) == 8
+        assert "**" in (stage / "figures04" / f"table{number}_{backbone}.md").read_text()  # the best in bold
     table2 = pd.read_csv(stage / "figures04" / "table2.csv")
     amer = table2.loc[table2["System"] == "AMER"].iloc[0]
     summaries = [json.loads(path.read_text()) for path in (stage / "figures04").glob("summary_*.json")]

@@ -5,6 +5,7 @@ validation learning curves."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -76,3 +77,13 @@ def summary(results: list[dict], n_resamples: int = 10_000, seed: int = 0, basel
                     )["p_value"]
             rows.append(row)
     return rows
+
+
+def backbone_summaries(figures_dir: str | Path) -> dict[str, list[dict]]:
+    """Notebook 04's summaries in `figures_dir` (`summary_<tag>.json`, one per run of the notebook),
+    grouped by backbone: each backbone's rows on every dataset it ran on."""
+    summaries: dict[str, list[dict]] = {}
+    for path in sorted(Path(figures_dir).glob("summary_*.json")):
+        for row in json.loads(path.read_text()):
+            summaries.setdefault(row["backbone"], []).append(row)
+    return summaries

@@ -1,4 +1,5 @@
-"""Tables written as CSV, Markdown and LaTeX side by side, atomically."""
+"""Tables written as CSV, Markdown and LaTeX side by side, atomically. A table's `attrs["bold"]`
+(a set of (row, column) positions) marks cells printed in bold in Markdown and LaTeX."""
 
 from __future__ import annotations
 
@@ -7,10 +8,19 @@ from pathlib import Path
 from amer_lib.io import write_text
 
 
+def _cells(df, bold_cell, text=str) -> list[list[str]]:
+    """Each row's cells as `text`, those in `df.attrs["bold"]` passed through `bold_cell`."""
+    bold = df.attrs.get("bold", set())
+    return [
+        [bold_cell(text(value)) if (i, column) in bold else text(value) for column, value in zip(df.columns, row)]
+        for i, row in enumerate(df.itertuples(index=False))
+    ]
+
+
 def to_markdown(df) -> str:
     header = "| " + " | ".join(map(str, df.columns)) + " |"
     rule = "|" + "|".join("---" for _ in df.columns) + "|"
-    body = ["| " + " | ".join(map(str, row)) + " |" for row in df.itertuples(index=False)]
+    body = ["| " + " | ".join(row) + " |" for row in _cells(df, lambda text: f"**{text}**")]
     return "\n".join([header, rule, *body]) + "\n"
 
 
@@ -25,7 +35,8 @@ def to_latex(df) -> str:
         " & ".join(_latex_escape(c) for c in df.columns) + r" \\",
         r"\midrule",
     ]
-    lines += [" & ".join(_latex_escape(v) for v in row) + r" \\" for row in df.itertuples(index=False)]
+    bold = lambda text: r"\textbf{" + text + "}"
+    lines += [" & ".join(row) + r" \\" for row in _cells(df, bold, _latex_escape)]
     lines += [r"\bottomrule", r"\end{tabular}"]
     return "\n".join(lines) + "\n"
 
@@ -54,15 +65,16 @@ def percent_change(fraction: float) -> str:
 FULL_RESULTS_TABLES = {"llama8b": 5, "qwen4b": 6, "llama3b": 7, "llama1b": 8}  # the paper's appendix
 
 
-def full_results_name(backbone: str, tag: str) -> str:
-    """The file name of one backbone's full results: `table5_<tag>` .. `table8_<tag>` for the
-    paper's backbones, `full_results_<tag>` for any other."""
+def full_results_name(backbone: str) -> str:
+    """The file name of one backbone's full results, every dataset it ran on: `table5_llama8b` ..
+    `table8_llama1b` for the paper's backbones, `full_results_<backbone>` for any other."""
     number = FULL_RESULTS_TABLES.get(backbone)
-    return f"table{number}_{tag}" if number else f"full_results_{tag}"
+    return f"table{number}_{backbone}" if number else f"full_results_{backbone}"
 
 
 def real_results_table(summary_rows: list[dict], alpha: float = 0.05, systems=SYSTEM_ROWS):
-    """Tables 5-8 (one backbone each): per dataset, MRecall@100 (mean +- std over seeds) and the relative
+    """Tables 5-8 (one backbone each, its datasets one under the other): per dataset, MRecall@100
+    (mean +- standard deviation over seeds; the paper's text calls its spread variance) and the relative
     gain over single-query on the whole and the low-similarity test set; * marks p < alpha in
     the paired bootstrap against single-query. `systems`: the (system, label) rows, in order
     (notebook 07 passes its own, against its own baseline, with the vectors each searches)."""
@@ -84,7 +96,24 @@ def real_results_table(summary_rows: list[dict], alpha: float = 0.05, systems=SY
                 row[f"{name} MRec@100"] = f"{result[f'{subset}_mean']:.2f}±{result[f'{subset}_std']:.2f}{star}"
                 row[f"{name} Δ"] = percent_change(result[f"{subset}_delta"])
             rows.append(row)
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    table.attrs["bold"] = _best_cells(table, summary_rows, systems)
+    return table
+
+
+def _best_cells(table, summary_rows: list[dict], systems) -> set[tuple[int, str]]:
+    """The best MRecall@100 per dataset and test subset (the paper bolds "the best performances in
+    each subset"), as (row, column) positions of `table`; ties all bold."""
+    best = set()
+    for subset, name in (("whole", "Whole Set"), ("low_sim", "Low Similarity Set")):
+        for dataset in dict.fromkeys(table["Dataset"]):
+            means = {r["system"]: r[f"{subset}_mean"] for r in summary_rows if r["dataset"] == dataset}
+            top = max((means[system] for system, _ in systems if system in means), default=None)
+            row_of = [i for i in table.index if table.at[i, "Dataset"] == dataset]
+            for i, (system, _) in zip(row_of, systems):
+                if means.get(system) == top:
+                    best.add((i, f"{name} MRec@100"))
+    return best
 
 
 def relative_gain_table(summaries: dict[str, list[dict]]):
