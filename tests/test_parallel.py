@@ -1,4 +1,5 @@
-"""Worker processes: no training is left running when the parent dies (a killed notebook)."""
+"""Worker processes: no training, and no helper process, is left running when the parent dies
+(a killed notebook)."""
 
 import signal
 import subprocess
@@ -42,6 +43,8 @@ def test_workers_end_when_the_parent_is_killed(tmp_path):
             time.sleep(0.5)
         workers = [int(pid) for pid in pids.read_text().split()]
         assert len(workers) == 2
+        children = subprocess.run(["ps", "-o", "pid=", "--ppid", str(parent.pid)], capture_output=True, text=True)
+        workers += [int(pid) for pid in children.stdout.split()]  # the workers, and any helper process
     finally:
         parent.send_signal(signal.SIGKILL)
         parent.wait()

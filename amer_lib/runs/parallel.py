@@ -34,9 +34,16 @@ class StepReporter:
             self.count = 0
 
 
-def _start_worker(threads: int, parent: int) -> None:
-    """A worker's set-up: its share of the CPU threads, and a watch that ends it when its parent
-    is gone (a killed notebook must not leave trainings running on)."""
+_STEPS = None  # in a worker: the queue its training steps go to (set by `_start_worker`)
+
+
+def _start_worker(threads: int, parent: int, steps) -> None:
+    """A worker's set-up: its share of the CPU threads, the parent's step queue, and a watch that
+    ends it when its parent is gone (a killed notebook must not leave trainings running on). The
+    queue is handed over here, not through a Manager: a Manager's server process would outlive a
+    killed parent."""
+    global _STEPS
+    _STEPS = steps
     torch.set_num_threads(threads)
     threading.Thread(target=_exit_without_parent, args=(parent,), daemon=True).start()
 
@@ -47,8 +54,8 @@ def _exit_without_parent(parent: int) -> None:
     os._exit(1)
 
 
-def _call_reporting(function: Callable, args: tuple, queue):
-    reporter = StepReporter(queue)
+def _call_reporting(function: Callable, args: tuple):
+    reporter = StepReporter(_STEPS)
     try:
         return function(*args, on_step=reporter)
     finally:
@@ -63,15 +70,14 @@ def run_parallel(
     threads = max(1, torch.get_num_threads() // workers)
     context = multiprocessing.get_context("spawn")
     results = {}
+    queue = context.Queue()
     with (
-        context.Manager() as manager,
         ProcessPoolExecutor(
-            workers, mp_context=context, initializer=_start_worker, initargs=(threads, os.getpid())
+            workers, mp_context=context, initializer=_start_worker, initargs=(threads, os.getpid(), queue)
         ) as pool,
         tqdm(total=total_steps, desc=f"{desc}, {workers} workers", disable=not progress) as bar,
     ):
-        queue = manager.Queue()
-        futures = {pool.submit(_call_reporting, function, job, queue): i for i, job in enumerate(jobs)}
+        futures = {pool.submit(_call_reporting, function, job): i for i, job in enumerate(jobs)}
         pending = set(futures)
         while pending:
             done, pending = wait(pending, timeout=1.0, return_when=FIRST_EXCEPTION)
