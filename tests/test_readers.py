@@ -312,7 +312,7 @@ def test_counts_on_whole_published_files_are_the_readmes():
         "| AmbigQA `dev_light.json` | 2,002 | 1,172 (a `multipleQAs` annotation) | 987 (1,002 multi-answer by "
         "AmbigQA's rule, 15 of them with one distinct answer); 3.46 answers per question |",
         "| AmbigQA `train_light.json` | 10,036 | 4,749 | 4,573 |",
-        "| `nqopen-test.json` = Google's `NQ-open.dev.jsonl` | 3,610 | 1,534 (more than one answer string) | "
-        "1,382 (46 with an answer written only with no-break spaces) |",
+        "| Google's `NQ-open.dev.jsonl` (Lee et al.'s test set, as `nqopen-test.json`) | 3,610 | "
+        "1,534 (more than one answer string) | 1,382 (46 with an answer written only with no-break spaces) |",
     ):
         assert line in readme
