@@ -9,6 +9,7 @@ options.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +55,15 @@ def from_files(notebook_path: str | Path, *yaml_files: str | Path) -> Config:
     return validate(Path(notebook_path).stem, params)
 
 
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+
+
 def snapshot(namespace: dict) -> set[str]:
-    """Names present before the parameters cell (call it in the cell above)."""
+    """Names present before the parameters cell (call it in the cell above). The notebook's paths
+    are relative to `notebooks/`: the kernel moves there, so that `papermill notebooks/X.ipynb
+    out.ipynb ...` runs as typed from the repository root (as with `--cwd notebooks`)."""
+    if NOTEBOOKS.is_dir():
+        os.chdir(NOTEBOOKS)
     return set(namespace)
 
 
