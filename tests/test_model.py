@@ -151,3 +151,27 @@ def test_asking_an_encoder_without_a_stop_head_for_stops_is_an_error(tiny_encode
         tiny_encoder.generate_until_stop(prompt, 3)
     with pytest.raises(ValueError, match="stop_head=True"):
         tiny_encoder(prompt, 2, torch.randn(2, 1, 12), with_stop=True)
+
+
+def test_figure2_draws_training_and_inference_from_the_layout(tmp_path):
+    """Each panel has a box per position of the layout, fed as the paper's figure says: the query's
+    tokens, then gold targets in a random order (or, with probability p, the previous output) in
+    training and the previous output at inference; the outputs matched in training, merged at inference."""
+    from amer_lib.report.plots import figure2
+
+    fig = figure2(sequence_layout(3, 4), tmp_path / "figure2", prompt_labels=["which", "trees", "?"])
+    training, inference = fig.axes
+    assert (training.get_title(), inference.get_title()) == ("Training", "Inference")
+    texts = {ax.get_title(): [t.get_text() for t in ax.texts] for ax in fig.axes}
+    for panel in texts.values():
+        assert panel[1:4] == ["which", "trees", "?"]  # the prompt's positions first, after the LM
+        assert [t for t in panel if t.startswith("$e_")] == [f"$e_{{{j}}}=W_{{out}}h$" for j in (1, 2, 3, 4)]
+    assert [t for t in texts["Training"] if "\\pi(" in t] == [
+        f"$W_{{in}}\\,d_{{\\pi({j})}}$\nor $W_{{in}}\\,e_{{{j}}}$" for j in (1, 2, 3)
+    ]
+    assert [t for t in texts["Inference"] if t.startswith("$W_{in}")] == [f"$W_{{in}}\\,e_{{{j}}}$" for j in (1, 2, 3)]
+    assert any("Hungarian" in t for t in texts["Training"]) and not any("Hungarian" in t for t in texts["Inference"])
+    assert any("round-robin" in t for t in texts["Inference"])
+    assert (tmp_path / "figure2.png").exists() and (tmp_path / "figure2.pdf").exists()
+    with pytest.raises(ValueError, match="2 prompt labels for a layout with 3 prompt positions"):
+        figure2(sequence_layout(3, 4), prompt_labels=["a", "b"])

@@ -26,6 +26,7 @@ def defaults():
         "lr": 1e-3,
         "temperature": 0.05,
         "matched_loss": "mean",
+        "tuning_grid": {},
         "sampling": "scheduled",
         "sampling_rate": 1,
         "eval_every": 1,

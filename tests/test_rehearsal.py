@@ -273,6 +273,11 @@ def synthetic_runs(stage):
     ):
         substitutions = {**synthetic_substitutions(stage, name), **extra}
         values[name] = rehearse("02_synthetic", [f"02_synthetic/{name}.yaml"], substitutions, stage / "02" / name)
+    # appendix A.5's grid on top of the paper-scale file, cut to 2 points and one setting
+    grid = {"lr": [1e-4, 1e-3], "batch_size": [16], "temperature": [0.05], "epochs": [1]}
+    substitutions = {**synthetic_substitutions(stage, "tuning"), **llama, "tuning_grid": grid, "settings": ["single"]}
+    files = ["02_synthetic/paper_scale.yaml", "02_synthetic/tuning.yaml"]
+    rehearse("02_synthetic", files, substitutions, stage / "02" / "tuning")
     return stage, values
 
 
@@ -292,6 +297,27 @@ def test_02_paper_files(synthetic_runs):
             stage / "figures02" / name / "figure2.png"
         ).exists()
     assert len(pd.read_csv(stage / "figures02" / "mlp_sweep" / "mlp_sweep.csv")) > 0
+
+
+@pytest.mark.slow
+def test_02_tuning_file(synthetic_runs):
+    """Appendix A.5's grid: each point's row is its own run's, at the paper file's recipe, with
+    epochs turned into steps over the 108 training inputs left after validation."""
+    stage, _ = synthetic_runs
+    table = pd.read_csv(stage / "figures02" / "tuning" / "tuning.csv")
+    assert table[["transform", "setting", "lr", "steps"]].values.tolist() == [
+        ["linear", "single", 1e-4, 6],
+        ["linear", "single", 1e-3, 6],
+        ["mlp", "single", 1e-4, 6],
+        ["mlp", "single", 1e-3, 6],
+    ]
+    for row in table.to_dict("records"):
+        point = "_".join(f"{key}{row[key]}" for key in table.columns[2:6])  # the grid's keys, in its order
+        results = stage / "results02" / "tuning" / "tuning" / point
+        run = json.loads((results / f"{row['transform']}_single_amer_seed0.json").read_text())
+        assert run["params"]["matched_loss"] == "sum" and run["params"]["steps"] == row["steps"] == 6
+        assert row["val_mrecall"] == pytest.approx(round(100 * run["validation_metrics"]["mrecall@100"], 2))
+        assert row["best_step"] == run["best_step"]
 
 
 def real_params_of(stage: Path, paper_list: list[str]) -> list[str]:
@@ -392,7 +418,8 @@ REHEARSED = {
     "04_real_data": [f"04_real_data/{name}.yaml" for name in PAPER_RUNS]
     + [f"04_real_data/tuning_{d}.yaml" for d in ("ambigqa", "qampari")],
     "02_synthetic": [
-        f"02_synthetic/{name}.yaml" for name in ("paper_scale", "paper_scale_mlp3", "gpu_tiny_d1024", "mlp_sweep")
+        f"02_synthetic/{name}.yaml"
+        for name in ("paper_scale", "paper_scale_mlp3", "gpu_tiny_d1024", "mlp_sweep", "tuning")
     ],
     "05_ablations": ["05_ablations/paper.yaml"],
     "06_diversity_analysis": ["06_diversity_analysis/paper.yaml"],

@@ -38,6 +38,7 @@ def tiny_params(tmp_path, workers) -> SyntheticConfig:
             "lr": 1e-3,
             "temperature": 0.05,
             "matched_loss": "mean",
+            "tuning_grid": {},
             "sampling": "scheduled",
             "sampling_rate": 1,
             "eval_every": 3,

@@ -1,15 +1,19 @@
-"""The hyperparameter grid: its points, their steps and folders, and the pick by validation MRecall."""
+"""The hyperparameter grids of notebooks 02 and 04: their points, their steps and folders, and the
+pick by validation MRecall."""
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 import yaml
 from conftest import notebook_config
 
-from amer_lib.core.train import batch_indices, steps_for_epochs, validation_size
-from amer_lib.experiments import real as tuning
-from amer_lib.experiments.real import best_points, grid_points, point_params
+from amer_lib.core.train import batch_indices, split_train_validation, steps_for_epochs, validation_size
+from amer_lib.data.synthetic import task_from_params
+from amer_lib.experiments import real, synthetic
+from amer_lib.runs.models import generate_queries, trained_synthetic_encoder
+from amer_lib.runs.tuning import best_point_lines, best_points, grid_points, point_params
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -29,10 +33,10 @@ def test_grid_points_are_every_combination_in_order():
 
 def test_epochs_become_steps_at_the_points_batch_size_in_folders_of_their_own():
     params = notebook_config("04_real_data", batch_size=128, steps=7, lr=1e-4, results_dir="r", runs_dir="u")
-    tuned = point_params(params, {"batch_size": 32, "epochs": 30}, n_questions=5044)  # 504 for validation
+    tuned = point_params(params, {"batch_size": 32, "epochs": 30}, n_examples=5044)  # 504 for validation
     assert tuned.steps == 30 * (4540 // 32) and tuned.batch_size == 32 and tuned.lr == 1e-4
     assert tuned.results_dir == "r/tuning/batch_size32_epochs30" and tuned.runs_dir == "u/tuning/batch_size32_epochs30"
-    assert point_params(params, {"lr": 2e-5}, n_questions=5044).steps == 7  # no epochs: the given steps
+    assert point_params(params, {"lr": 2e-5}, n_examples=5044).steps == 7  # no epochs: the given steps
 
 
 def test_an_epoch_is_what_training_draws_and_the_paper_files_hold_their_epochs():
@@ -74,7 +78,82 @@ def test_tune_scores_each_point_at_its_selected_checkpoint(monkeypatch, tmp_path
     params = notebook_config(
         "04_real_data", datasets=["qampari"], prepared_dir="p", batch_size=30, steps=1, results_dir="r", runs_dir="u"
     )
-    rows = tuning.tune(params, {"lr": [1e-5, 1e-4], "epochs": [2]}, progress=False)
+    rows = real.tune(params, {"lr": [1e-5, 1e-4], "epochs": [2]}, progress=False)
     # the checkpoint kept by validation loss (step 20) is scored, not the best MRecall seen (step 30)
     assert [(r["lr"], r["steps"], r["val_mrecall"]) for r in rows] == [(1e-5, 6, 20.0), (1e-4, 6, 40.0)]
     assert best_points(rows)["qampari"]["lr"] == 1e-4
+    assert best_point_lines(rows, {"lr": [], "epochs": []}) == [
+        "qampari: best validation MRecall@100 40.00% at lr = 0.0001, epochs = 2"
+    ]
+
+
+TINY_LLAMA = {"hidden_size": 16, "intermediate_size": 32, "num_attention_heads": 2, "num_key_value_heads": 2}
+
+
+def _round_robin_mrecall(queries: np.ndarray, corpus: np.ndarray, gold: np.ndarray, depth: int, k: int) -> float:
+    """MRecall@k by hand: each vector's exact top `depth`, taken rank by rank, first-seen kept."""
+    found = []
+    for vectors, targets in zip(queries, gold):
+        lists = np.argsort(-(vectors @ corpus.T), axis=1, kind="stable")[:, :depth]
+        merged = list(dict.fromkeys(lists.T.ravel().tolist()))[:k]
+        found.append(set(targets.tolist()) <= set(merged))
+    return 100 * float(np.mean(found))
+
+
+def test_synthetic_tune_scores_the_held_out_training_inputs_at_the_kept_checkpoint(tmp_path):
+    params = notebook_config(
+        "02_synthetic",
+        transforms=["mlp"],
+        settings=["single"],
+        dim=8,
+        n_train=20,  # 2 held out, 18 trained on: 2 full batches of 8 per epoch
+        n_test=2,
+        corpus_size=120,  # the 110 targets and 10 negatives: the merged top 100 can hold all five
+        backbone_overrides=TINY_LLAMA,
+        batch_size=8,
+        eval_every=2,
+        search_depth=100,
+        device="cpu",
+        workers=1,
+        results_dir=str(tmp_path / "results"),
+        runs_dir=str(tmp_path / "runs"),
+    )
+    grid = {"lr": [1e-3, 1e-2], "epochs": [2]}
+    rows = synthetic.tune(params, grid, progress=False)
+    assert [(r["transform"], r["setting"], r["lr"], r["steps"]) for r in rows] == [
+        ("mlp", "single", 1e-3, 4),
+        ("mlp", "single", 1e-2, 4),
+    ]
+    task = task_from_params(params, "mlp", "single")
+    _, val_idx = split_train_validation(params.n_train, params.seed)
+    for row, point in zip(rows, grid_points(grid)):
+        tuned = point_params(params.replace(systems=["amer"]), point, params.n_train)
+        model = trained_synthetic_encoder(tuned, "mlp", "single", torch.device("cpu"))
+        queries = generate_queries(model, task.train_inputs[val_idx.numpy()], 5, torch.device("cpu"))
+        gold = task.train_target_ids[val_idx.numpy()]
+        assert row["val_mrecall"] == pytest.approx(_round_robin_mrecall(queries, task.corpus, gold, 100, 100), abs=0.01)
+        assert row["best_step"] in (2, 4)
+    assert any(row["val_mrecall"] > 0 for row in rows)  # the comparison is not of zeros
+    assert sorted(best_points(rows, by=("transform", "setting"))) == ["mlp / single"]
+
+
+def test_the_grids_sizes_and_costs_quoted_in_the_readme_and_the_files_are_the_files():
+    """Appendix A.5's and A.6's grids as shipped: their sizes and the synthetic grid's steps, as
+    the README and the files' own comments state them."""
+    readme = (ROOT / "README.md").read_text()
+    synthetic_file = (ROOT / "params" / "02_synthetic" / "tuning.yaml").read_text()
+    paper = notebook_config("02_synthetic").replace(
+        **yaml.safe_load((ROOT / "params/02_synthetic/paper_scale.yaml").read_text())
+    )
+    points = grid_points(yaml.safe_load(synthetic_file)["tuning_grid"])
+    steps = [point_params(paper, point, paper.n_train).steps for point in points]
+    assert len(points) == 192 and "192 points per setting" in readme and "192 points per" in synthetic_file
+    assert f"largest points are {max(steps):,} steps" in readme
+    assert f"whole grid is {sum(steps):,} steps per (transform," in synthetic_file.replace("\n# ", " ")
+    assert f"about {round(sum(steps) / paper.steps)} times the paper file's {paper.steps:,}-step run" in (
+        synthetic_file.replace("\n# ", " ")
+    )
+    for dataset in ("ambigqa", "qampari"):
+        grid = yaml.safe_load((ROOT / "params" / "04_real_data" / f"tuning_{dataset}.yaml").read_text())["tuning_grid"]
+        assert len(grid_points(grid)) == 144
+    assert "144 points, picked by validation MRecall@100" in readme

@@ -10,7 +10,6 @@ from files (`amer_lib.report.summaries`). A rerun with the same parameters reads
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable
 from pathlib import Path
 
@@ -27,7 +26,7 @@ from amer_lib.core.metrics import (
 )
 from amer_lib.core.model import AMERQueryEncoder
 from amer_lib.core.search import ShardedFlatIndex, multi_vector_search
-from amer_lib.core.train import split_train_validation, steps_for_epochs, train
+from amer_lib.core.train import split_train_validation, train
 from amer_lib.data.datasets import TextData
 from amer_lib.data.encoders import DocumentEncoder
 from amer_lib.data.prepared import Benchmark, PrepConfig, prepare
@@ -38,6 +37,7 @@ from amer_lib.runs.models import build_query_encoder, train_config
 from amer_lib.runs.parallel import run_parallel
 from amer_lib.runs.store import REAL_RUNS, real_run_name
 from amer_lib.runs.text import RunContext, cached_result, generated_vectors, query_vectors, run_facts, write_result
+from amer_lib.runs.tuning import grid_cost, grid_points, point_params, selected_checkpoint
 
 
 def run_one(
@@ -184,38 +184,9 @@ def run_all(params: RealConfig, progress: bool = True) -> list[dict]:
 
 
 # ----- the hyperparameter search ---------------------------------------------------------------------
-# The paper's hyperparameter search (appendix A.5 and A.6): every point of a grid over learning
-# rate, batch size, temperature and epochs is trained on one seed, and the point with the best
-# validation MRecall@100 (at the checkpoint chosen by validation loss) is picked.
-#
-# Notebook 04 runs it when `tuning_grid` is set, e.g. with the paper's grid for one dataset:
-# `papermill notebooks/04_real_data.ipynb out.ipynb -f params/04_real_data/qampari_llama1b.yaml
-# -f params/04_real_data/tuning_qampari.yaml`.
-
-TUNABLE = ("lr", "batch_size", "temperature", "epochs")
-
-
-def grid_points(grid: dict[str, list]) -> list[dict]:
-    """Every combination of the grid's values, in the order the grid lists them."""
-    unknown = sorted(set(grid) - set(TUNABLE))
-    if unknown:
-        raise ValueError(f"unknown tuning parameter(s) {unknown}; valid: {', '.join(TUNABLE)}")
-    empty = [name for name, values in grid.items() if not values]
-    if empty:
-        raise ValueError(f"tuning parameter(s) {empty} have no values")
-    return [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
-
-
-def point_params(params: RealConfig, point: dict, n_questions: int) -> RealConfig:
-    """`params` at one grid point, in folders of its own; `epochs` becomes steps over the dataset's
-    `n_questions` training questions at the point's batch size (`steps_for_epochs`)."""
-    tuned = params.replace(**{k: v for k, v in point.items() if k != "epochs"})
-    name = "_".join(f"{key}{value}" for key, value in point.items())
-    return tuned.replace(
-        steps=steps_for_epochs(point["epochs"], n_questions, tuned.batch_size) if "epochs" in point else tuned.steps,
-        results_dir=f"{params.results_dir}/tuning/{name}",
-        runs_dir=f"{params.runs_dir}/tuning/{name}",
-    )
+# Notebook 04 runs it when `tuning_grid` is set, e.g. with the paper's grid (appendix A.6) for one
+# dataset: `papermill notebooks/04_real_data.ipynb out.ipynb -f params/04_real_data/qampari_llama1b.yaml
+# -f params/04_real_data/tuning_qampari.yaml` (`amer_lib.runs.tuning`).
 
 
 def tune(
@@ -224,12 +195,17 @@ def tune(
     """One row per dataset and grid point: the point, its steps, the selected checkpoint's step,
     validation loss and validation MRecall@100 (in %)."""
     benchmark = Benchmark(params.prepared_dir)
+    jobs = [
+        (dataset, point, point_params(params, point, len(benchmark.questions(dataset, "train"))))
+        for dataset in params.datasets
+        for point in grid_points(grid)
+    ]
+    if progress:
+        print(grid_cost([tuned for _, _, tuned in jobs]))
     rows = []
-    jobs = [(dataset, point) for dataset in params.datasets for point in grid_points(grid)]
-    for dataset, point in tqdm(jobs, desc="tuning grid", disable=not progress):
-        tuned = point_params(params, point, len(benchmark.questions(dataset, "train")))
+    for dataset, point, tuned in tqdm(jobs, desc="tuning grid", disable=not progress):
         result = run_one(tuned, dataset, system, seed, progress=False)
-        selected = next(h for h in result["history"] if h["step"] == result["best_step"])
+        selected = selected_checkpoint(result)
         rows.append(
             {
                 "dataset": dataset,
@@ -241,12 +217,3 @@ def tune(
             }
         )
     return rows
-
-
-def best_points(rows: list[dict]) -> dict[str, dict]:
-    """Per dataset, the row with the highest validation MRecall@100 (the first such on ties)."""
-    best: dict[str, dict] = {}
-    for row in rows:
-        if row["dataset"] not in best or row["val_mrecall"] > best[row["dataset"]]["val_mrecall"]:
-            best[row["dataset"]] = row
-    return best

@@ -21,6 +21,7 @@ from amer_lib.core import distributed
 from amer_lib.core.device import resolve_device
 from amer_lib.core.metrics import KS, evaluate, mean_scores
 from amer_lib.core.search import VectorIndex, multi_vector_search, unit_norm
+from amer_lib.core.train import split_train_validation
 from amer_lib.data.synthetic import N_TARGETS, SyntheticTask, task_from_params
 from amer_lib.io import git_commit
 from amer_lib.runs import torchrun
@@ -28,6 +29,7 @@ from amer_lib.runs.configs import SyntheticConfig
 from amer_lib.runs.models import generate_queries, train_on_task
 from amer_lib.runs.parallel import run_parallel
 from amer_lib.runs.store import SYNTHETIC_RUNS, synthetic_run_name
+from amer_lib.runs.tuning import grid_cost, grid_points, point_params, selected_checkpoint
 
 METRIC_COLUMNS = tuple(f"{name}@{k}" for k in KS for name in ("mrecall", "recall"))
 
@@ -134,8 +136,11 @@ def _train_and_evaluate(
     began = time.perf_counter()
     queries = generate_queries(model, task.test_inputs, n_queries, device)
     metrics = retrieval_metrics(index, queries, task.test_target_ids, params.search_depth)
+    val_inputs, val_target_ids = validation_split(task, params.seed)
+    val_queries = generate_queries(model, val_inputs, n_queries, device)
     return dict(
         metrics=metrics,
+        validation_metrics=retrieval_metrics(index, val_queries, val_target_ids, params.search_depth),
         n_queries=n_queries,
         train_seconds=trained.seconds,
         eval_seconds=time.perf_counter() - began,
@@ -145,27 +150,32 @@ def _train_and_evaluate(
     )
 
 
+def validation_split(task: SyntheticTask, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The training inputs held out for validation (`train_on_task`'s split) and their target ids:
+    their targets are in the corpus, so they are searched as the test inputs are."""
+    _, val_idx = split_train_validation(len(task.train_inputs), seed)
+    return task.train_inputs[val_idx.numpy()], task.train_target_ids[val_idx.numpy()]
+
+
 def run_all(params: SyntheticConfig, progress: bool = True) -> list[dict]:
-    """All (transform, setting) pairs of `params`, in order: one after the other, in `workers`
-    processes side by side, or each trained by `nproc_per_node` processes (torchrun; one GPU each)."""
+    """All (transform, setting) pairs of `params`, in order (`run_jobs`)."""
     pairs = [(t, s) for t in params.transforms for s in params.settings]
-    distributed.check_processes(params.nproc_per_node, params.batch_size, params.workers, params.device)
-    if params.nproc_per_node > 1:
-        results = []
-        for pair in pairs:
-            if not all(_cached_setting(params, *pair)[1]):
-                torchrun.launch(run_setting, params, pair, progress)
-            results += _cached_setting(params, *pair)[1]
-        return results
     return [r for job in run_jobs([(params, *pair) for pair in pairs], params.workers, progress) for r in job]
 
 
-def run_jobs(jobs: list[tuple[dict, str, str]], workers: int, progress: bool = True) -> list[list[dict]]:
+def run_jobs(jobs: list[tuple[SyntheticConfig, str, str]], workers: int, progress: bool = True) -> list[list[dict]]:
     """Every (params, transform, setting) job's results: cached ones read back, the others
-    trained one after the other (`workers == 1`) or in `workers` processes side by side."""
+    trained one after the other (`workers == 1`), in `workers` processes side by side, or each
+    by its `nproc_per_node` processes together (torchrun; one GPU each)."""
+    for params, *_ in jobs:
+        distributed.check_processes(params.nproc_per_node, params.batch_size, workers, params.device)
     results = [_cached_setting(*job)[1] for job in jobs]
     todo = [i for i, cached in enumerate(results) if not all(cached)]
-    if workers == 1:
+    if any(jobs[i][0].nproc_per_node > 1 for i in todo):
+        for i in todo:
+            torchrun.launch(run_setting, jobs[i][0], jobs[i][1:], progress)
+            results[i] = _cached_setting(*jobs[i])[1]
+    elif workers == 1:
         for i in tqdm(todo, desc="settings", disable=not progress or not todo):
             results[i] = run_setting(*jobs[i], progress)
     elif todo:
@@ -174,6 +184,38 @@ def run_jobs(jobs: list[tuple[dict, str, str]], workers: int, progress: bool = T
         for i, result in zip(todo, done):
             results[i] = result
     return results
+
+
+def tune(params: SyntheticConfig, grid: dict[str, list], progress: bool = True) -> list[dict]:
+    """The paper's search of appendix A.5 (`amer_lib.runs.tuning`): AMER trained at every
+    grid point on each (transform, setting) of `params`; one row per pair and point with its steps,
+    the kept checkpoint's step and validation loss, and its validation MRecall@100 (in %), the
+    held-out training inputs searched in the corpus as the test inputs are."""
+    amer_only = params.replace(systems=["amer"])
+    cells = [
+        (transform, setting, point, point_params(amer_only, point, params.n_train))
+        for transform in params.transforms
+        for setting in params.settings
+        for point in grid_points(grid)
+    ]
+    if progress:
+        print(grid_cost([tuned for *_, tuned in cells]))
+    jobs = [(tuned, transform, setting) for transform, setting, _, tuned in cells]
+    rows = []
+    for (transform, setting, point, tuned), results in zip(cells, run_jobs(jobs, params.workers, progress)):
+        amer = next(r for r in results if r["system"] == "amer")
+        rows.append(
+            {
+                "transform": transform,
+                "setting": setting,
+                **point,
+                "steps": tuned.steps,
+                "best_step": amer["best_step"],
+                "val_loss": round(selected_checkpoint(amer)["val_loss"], 4),
+                "val_mrecall": round(100 * amer["validation_metrics"]["mrecall@100"], 2),
+            }
+        )
+    return rows
 
 
 GEOMETRY_COLUMNS = ("target_pair_cos", "oracle_target_cos", "oracle_min_target_cos", "oracle_best_negative_cos")
@@ -254,11 +296,6 @@ def mlp_sweep(
 ) -> list[dict]:
     """One row per (d, depth, training data, system): MRecall@10 / @100 and, for the oracle, how
     close one vector comes to the least similar target against the best random distractor."""
-    if params.nproc_per_node > 1:
-        raise ValueError(
-            "the MLP sweep trains its cells in `workers` processes, one device each; "
-            f"nproc_per_node must be 1 for it, got {params.nproc_per_node}"
-        )
     cells = [(dim, depth, "mlp") for dim in dims for depth in depths]
     if authors_bug:
         cells += [(dim, depth, "linear") for dim in dims for depth in depths]

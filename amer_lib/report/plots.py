@@ -17,80 +17,107 @@ SYSTEM_LABELS = {"single": "Single-\nQuery", "oracle": "Mean of\ntargets", "amer
 SETTING_LABELS = {"single": "Single", "multi": "Multi", "ood": "OOD"}
 
 
+EXAMPLE_QUERY = ["kinds", "of", "tree?"]  # Figure 2's text query, one box per prompt token
+
+
 def figure2(layout, path: str | Path | None = None, prompt_labels: list[str] | None = None):
-    """Figure 2: the architecture, drawn from `model.sequence_layout` (a list of `Position`).
+    """Figure 2: AMER in training (left) and at inference (right), both drawn from
+    `model.sequence_layout` (a list of `Position`), as the paper's figure has them.
 
-    Bottom row: what each position is fed (prompt tokens, then the fed-back embeddings
-    W_in e_j); middle: the decoder LM; top: the query embeddings e_j = W_out h read at their
-    positions, each searched in the index, the lists merged round-robin. Dashed arrows: the
-    feedback of e_j into the next position."""
-    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
-
+    Bottom row: what each position is fed: the query's tokens (`prompt_labels`, by default a text
+    query), then, in training, the gold targets in a random order or, with the scheduled-sampling
+    probability p, the previous output; at inference the previous output. Middle: the decoder LM.
+    Top: the query embeddings e_j = W_out h read at their positions; in training matched to the
+    gold set (Hungarian) for the InfoNCE loss, at inference each searched and merged round-robin.
+    Dashed arrows: an output fed back as the next input."""
     sns.set_theme(style="white", context="paper")
     n_positions = len(layout)
-    prompt_labels = prompt_labels or [f"$t_{{{p.index + 1}}}$" for p in layout if p.fed == "prompt"]
-    fig, ax = plt.subplots(figsize=(1.15 * n_positions + 1.5, 4.6))
+    prompt_labels = prompt_labels or EXAMPLE_QUERY
+    n_prompt = sum(p.fed == "prompt" for p in layout)
+    if len(prompt_labels) != n_prompt:
+        raise ValueError(f"{len(prompt_labels)} prompt labels for a layout with {n_prompt} prompt positions")
+    fig, axes = plt.subplots(1, 2, figsize=(2 * (0.95 * n_positions + 1.2), 4.9))
+    for ax, training in zip(axes, (True, False)):
+        _architecture(ax, layout, prompt_labels, training)
+    fig.tight_layout(w_pad=2.0)
+    if path is not None:
+        save(fig, path)
+    return fig
+
+
+def _architecture(ax, layout, prompt_labels: list[str], training: bool) -> None:
+    """One panel of Figure 2 on `ax`."""
+    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
     def box(x, y, w, h, text, color, fontsize=9):
+        style = "round,pad=0.02,rounding_size=0.08"
         ax.add_patch(
             FancyBboxPatch(
-                (x - w / 2, y - h / 2),
-                w,
-                h,
-                boxstyle="round,pad=0.02,rounding_size=0.08",
-                facecolor=color,
-                edgecolor="black",
-                linewidth=0.8,
+                (x - w / 2, y - h / 2), w, h, boxstyle=style, facecolor=color, edgecolor="black", linewidth=0.8
             )
         )
-        ax.text(
-            x,
-            y,
-            text,
-            ha="center",
-            va="center",
-            fontsize=fontsize,
-            zorder=5,
-            bbox=dict(facecolor=color, edgecolor="none", pad=1.0),
-        )
+        ax.text(x, y, text, ha="center", va="center", fontsize=fontsize, zorder=5)
 
     def arrow(start, end, **kw):
         ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=9, linewidth=0.9, **kw))
 
-    box((n_positions - 1) / 2, 1.5, n_positions - 0.2, 0.7, "decoder LM", "#eeeeee")
+    n_positions = len(layout)
     outputs = [p for p in layout if p.read_output is not None]
+    first, last = outputs[0].index, outputs[-1].index
+    box((n_positions - 1) / 2, 1.5, n_positions - 0.2, 0.7, "decoder LM", "#eeeeee")
     for p in layout:
-        fed = prompt_labels[p.index] if p.fed == "prompt" else f"$W_{{in}}\\,e_{{{p.fed_output + 1}}}$"
-        box(p.index, 0.3, 0.9, 0.5, fed, "#fde9d6" if p.fed == "prompt" else "#d6e6f2")
-        arrow((p.index, 0.55), (p.index, 1.15), color="black")
+        if p.fed == "prompt":
+            fed, color = prompt_labels[p.index], "#fde9d6"
+        elif training:
+            fed, color = (
+                f"$W_{{in}}\\,d_{{\\pi({p.fed_output + 1})}}$\nor $W_{{in}}\\,e_{{{p.fed_output + 1}}}$",
+                "#e3d6f2",
+            )
+        else:
+            fed, color = f"$W_{{in}}\\,e_{{{p.fed_output + 1}}}$", "#d6e6f2"
+        box(p.index, 0.3, 0.9, 0.6, fed, color, fontsize=8 if training and p.fed == "output" else 9)
+        arrow((p.index, 0.6), (p.index, 1.15), color="black")
     for p in outputs:
         j = p.read_output
         arrow((p.index, 1.85), (p.index, 2.45), color="black")
         box(p.index, 2.7, 0.9, 0.5, f"$e_{{{j + 1}}}=W_{{out}}h$", "#aecbe0")
         arrow((p.index, 2.95), (p.index, 3.45), color="black")
-        box(p.index, 3.7, 0.9, 0.5, f"top-k of $e_{{{j + 1}}}$", "white", fontsize=8)
+        if not training:
+            box(p.index, 3.7, 0.9, 0.5, f"top-k of $e_{{{j + 1}}}$", "white", fontsize=8)
+            arrow((p.index, 3.95), (p.index, 4.32), color="black")
         fed_at = [q for q in layout if q.fed_output == j]
         if fed_at:
+            x = fed_at[0].index
             arrow(
-                (p.index + 0.45, 2.7),
-                (fed_at[0].index - 0.1, 0.55),
-                color=MLP_COLOR,
-                linestyle="--",
-                connectionstyle="arc3,rad=-0.25",
+                (p.index + 0.45, 2.7), (x - 0.1, 0.6), color=MLP_COLOR, linestyle="--", connectionstyle="arc3,rad=-0.25"
             )
-    first, last = outputs[0].index, outputs[-1].index
-    box((first + last) / 2, 4.55, last - first + 0.9, 0.45, "round-robin merge → one ranked list", "#dbe8d0")
-    for p in outputs:
-        arrow((p.index, 3.95), (p.index, 4.32), color="black")
+            if training:
+                ax.text(x - 0.42, 1.0, "p", color=MLP_COLOR, fontsize=9, style="italic", zorder=6)
+    span = last - first + 0.9
+    if training:
+        box((first + last) / 2, 3.7, span, 0.5, "Hungarian matching to the gold set $\\{d_1,\\dots,d_m\\}$", "#f2e3d6")
+        arrow(((first + last) / 2, 3.95), ((first + last) / 2, 4.32), color="black")
+        box((first + last) / 2, 4.55, span, 0.45, "InfoNCE over the matched pairs, in-batch negatives", "#dbe8d0")
+        ax.text(
+            (n_positions - 1) / 2,
+            -0.35,
+            "$\\pi$: the gold targets in a random order; each is replaced by the previous output with\n"
+            "probability $p=\\min(0.8,\\ \\mathrm{step}/\\mathrm{total})$ (scheduled sampling)",
+            ha="center",
+            va="top",
+            fontsize=8,
+        )
+    else:
+        box((first + last) / 2, 4.55, span, 0.45, "round-robin merge → one ranked list", "#dbe8d0")
+        ax.text(
+            (n_positions - 1) / 2, -0.35, "each output is fed back as the next input", ha="center", va="top", fontsize=8
+        )
     ax.text(-0.55, 0.3, "fed", ha="right", va="center", fontsize=8)
     ax.text(-0.55, 2.7, "read", ha="right", va="center", fontsize=8)
+    ax.set_title("Training" if training else "Inference", fontsize=11, fontweight="bold")
     ax.set_xlim(-1.3, n_positions - 0.3)
-    ax.set_ylim(-0.1, 4.95)
+    ax.set_ylim(-1.0, 4.95)
     ax.axis("off")
-    fig.tight_layout()
-    if path is not None:
-        save(fig, path)
-    return fig
 
 
 def figure3(table, path: str | Path | None = None):

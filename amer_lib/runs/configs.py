@@ -67,6 +67,7 @@ class SyntheticConfig(Config):
     lr: float = param()
     temperature: float = param()
     matched_loss: str = param(choices=MATCHED_REDUCTIONS)
+    tuning_grid: dict = param(run=False)  # {} or lists of lr, batch_size, temperature, epochs
     sampling: str = param(choices=SAMPLING_MODES)
     sampling_rate: float = param()
     eval_every: int = param(minimum=1)
