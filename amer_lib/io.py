@@ -1,5 +1,5 @@
-"""Atomic writes (a crash never leaves a half-written file under the final name), TREC run and
-qrels files, and run metadata."""
+"""Atomic writes (a crash never leaves a half-written file under the final name), a notebook's
+outputs published together at its end, TREC run and qrels files, and run metadata."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import gzip
 import json
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 from contextlib import contextmanager
@@ -35,6 +36,66 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+# ----- a notebook's outputs, published together ----------------------------------------------------
+# A notebook writes its figures and tables into a folder of its own inside `figures_dir` and moves
+# them into place in its last cell: a run that fails or is killed changes nothing there (the
+# committed figures stay as they were, with the parameters that made them), and leaves only a
+# hidden folder that .gitignore names and the next run removes.
+
+STAGE_PREFIX = ".unpublished-"
+
+
+def stage(folder: str | Path) -> Path:
+    """A fresh folder inside `folder` for this process's outputs (`publish` moves them out); the
+    folders of earlier runs whose process has ended are removed first."""
+    folder = Path(folder)
+    for old in folder.glob(f"{STAGE_PREFIX}*"):
+        if not _process_alive(old.name.removeprefix(STAGE_PREFIX)):
+            shutil.rmtree(old, ignore_errors=True)
+    staged = folder / f"{STAGE_PREFIX}{os.getpid()}"
+    shutil.rmtree(staged, ignore_errors=True)
+    staged.mkdir(parents=True)
+    return staged
+
+
+def _process_alive(pid: str) -> bool:
+    if not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def publish(staged: str | Path) -> list[Path]:
+    """Move every file of a `stage` folder into its parent folder (one rename each, replacing what
+    is there) and remove the stage; the published paths, sorted."""
+    staged = Path(staged)
+    if not staged.name.startswith(STAGE_PREFIX):
+        raise ValueError(f"{staged} is not a folder made by stage() (its name starts with {STAGE_PREFIX!r})")
+    published = []
+    for path in sorted(p for p in staged.rglob("*") if p.is_file()):
+        target = staged.parent / path.relative_to(staged)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(path, target)
+        published.append(target)
+    shutil.rmtree(staged)
+    return published
+
+
+def staged_or_published(folder: str | Path, pattern: str) -> list[Path]:
+    """The files matching `pattern` a notebook sees while it writes into a `stage` folder: its own,
+    and the published ones it has not written again (by name, sorted)."""
+    folder = Path(folder)
+    files = {p.name: p for p in folder.glob(pattern)}
+    if folder.name.startswith(STAGE_PREFIX):
+        files = {**{p.name: p for p in folder.parent.glob(pattern)}, **files}
+    return [files[name] for name in sorted(files)]
 
 
 def open_text(path: str | Path, newline: str | None = None):

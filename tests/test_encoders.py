@@ -129,5 +129,5 @@ def test_the_authors_prompt_uses_the_chat_template_and_instruction_with_the_date
 def test_uncached_encoder_without_network_says_what_to_fetch():
     from amer_lib.data.encoders import EncoderUnavailableError
 
-    with pytest.raises(EncoderUnavailableError, match="(?s)infly/inf-retriever-v1-1.5b.*huggingface-cli download"):
+    with pytest.raises(EncoderUnavailableError, match="(?s)infly/inf-retriever-v1-1.5b.*hf download"):
         DocumentEncoder("inf-retriever-v1-1.5b")

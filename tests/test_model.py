@@ -75,7 +75,7 @@ def test_unknown_backbone_lists_the_valid_ones():
 
 
 def test_pretrained_backbone_without_cache_or_network_says_what_to_fetch():
-    with pytest.raises(BackboneUnavailableError, match="meta-llama/Llama-3.2-1B-Instruct.*huggingface-cli download"):
+    with pytest.raises(BackboneUnavailableError, match="meta-llama/Llama-3.2-1B-Instruct.*hf download"):
         load_backbone("llama1b")
 
 

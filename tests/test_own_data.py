@@ -80,7 +80,12 @@ def record(qid, targets, answers=None):
         (
             {"questions": [record("q0", [["d1"]]), record("q1", [])]},
             DataFormatError,
-            r"questions.jsonl:2: .*'q1' has no gold",
+            r"questions.jsonl:2: question 'q1' has no answers",
+        ),
+        (
+            {"questions": [record("q0", [["d1"]]), record("q1", [], answers=[["x"]])]},
+            DataFormatError,
+            r"questions.jsonl:2: question 'q1' has no gold documents",
         ),
         (
             {"questions": [record("q0", [["d1"]]), record("q1", [["d1"], ["d99"]])]},
@@ -123,3 +128,19 @@ def test_split_and_default_number_of_vectors_by_hand():
     ]
     with pytest.raises(ValueError, match="between 0 and 1"):
         split_questions(questions, 1.0)
+
+
+def test_a_missing_corpus_and_bytes_that_are_not_utf8_are_named(tmp_path):
+    questions, corpus = write_files(tmp_path)
+    with pytest.raises(
+        FileNotFoundError, match=r"corpus file .*nothing.tsv does not exist \(source 'files': corpus_path"
+    ):
+        prepare_files(tmp_path / "p", "mine", questions, tmp_path / "nothing.tsv")
+    lines = corpus.read_bytes().split(b"\n")
+    corpus.write_bytes(b"\n".join([*lines[:3], b"d99\tcaf\xe9\t", *lines[3:]]))  # Latin-1, line 4
+    with pytest.raises(DataFormatError, match=r"corpus.tsv:4 is not UTF-8 text"):
+        prepare_files(tmp_path / "p", "mine", questions, corpus)
+    questions, corpus = write_files(tmp_path)
+    questions.write_bytes(questions.read_bytes().replace(b"question 1?", b"question \xff?"))
+    with pytest.raises(DataFormatError, match=r"questions.jsonl:2 is not UTF-8 text"):
+        prepare_files(tmp_path / "p", "mine", questions, corpus)

@@ -18,7 +18,7 @@ from amer_lib.experiments.real import ready_benchmark
 
 def test_missing_weights_say_what_to_fetch_before_anything_is_written(tmp_path):
     params = notebook_config("04_real_data", backbone="llama8b", prepared_dir=str(tmp_path / "prepared"))
-    with pytest.raises(BackboneUnavailableError, match=r"`huggingface-cli download meta-llama/Llama-3.1-8B-Instruct`"):
+    with pytest.raises(BackboneUnavailableError, match=r"`hf download meta-llama/Llama-3.1-8B-Instruct`"):
         ready_benchmark(params, notebook_config("03_real_data_prep"))
     assert not (tmp_path / "prepared").exists()
 
@@ -60,3 +60,12 @@ def test_the_offline_benchmark_is_prepared_when_missing_and_other_data_must_come
         ValueError, match=r"dataset\(s\) \['mine'\] are not in the benchmark .* it holds: wordnet_senses"
     ):
         ready_benchmark(mine.replace(prepared_dir=str(tmp_path / "prepared")), recipe)
+
+
+def test_notebook04_without_single_query_is_refused_before_anything_runs(tmp_path):
+    """Its tables compare every system with single-query: `-p systems '[amer]'` stops at once
+    (before this check, it trained and then failed while summarising)."""
+    params = notebook_config("04_real_data", systems=["amer"], prepared_dir=str(tmp_path / "prepared"))
+    with pytest.raises(ValueError, match=r"systems \['amer'\]: .* add 'single' \(valid systems: single, amer\)"):
+        ready_benchmark(params, notebook_config("03_real_data_prep"))
+    assert not (tmp_path / "prepared").exists()

@@ -108,7 +108,7 @@ def get_backbone(name: str) -> Backbone:
         if not (Path(name) / "config.json").is_file():
             raise FileNotFoundError(
                 f"backbone folder {name!r} holds no Hugging Face model (no config.json); "
-                f"give a folder saved by save_pretrained or `huggingface-cli download --local-dir`, "
+                f"give a folder saved by save_pretrained or `hf download --local-dir`, "
                 f"or one of: {', '.join(sorted(BACKBONES))}"
             )
         return Backbone(Path(name).name, model_id=str(Path(name).resolve()))
@@ -129,8 +129,8 @@ def require_weights(name: str) -> None:
         return
     raise BackboneUnavailableError(
         f"backbone {name!r} needs {spec.model_id}, which is not in the local Hugging Face cache. Fetch it "
-        f"first: `huggingface-cli download {spec.model_id}` (gated models: accept the licence on "
-        f"https://huggingface.co/{spec.model_id} and run `huggingface-cli login` before), or give the "
+        f"first: `hf download {spec.model_id}` (gated models: accept the licence on "
+        f"https://huggingface.co/{spec.model_id} and run `hf auth login` before), or give the "
         f"folder of a local copy as the backbone (backbone = '/path/to/{spec.model_id.split('/')[-1]}')."
     )
 
@@ -154,7 +154,7 @@ def load_backbone(
             raise BackboneUnavailableError(
                 f"backbone {name!r} needs {spec.model_id!r}, which is not in the local Hugging Face cache "
                 f"and could not be downloaded. Fetch it on a machine with network access "
-                f"(`huggingface-cli download {spec.model_id}`, after accepting its licence on the hub) "
+                f"(`hf download {spec.model_id}`, after accepting its licence on the hub) "
                 f"and point HF_HOME at that cache. Original error: {exc}"
             ) from exc
     config = LlamaConfig(**{**spec.config, **(config_overrides or {})})

@@ -133,7 +133,7 @@ def _load(spec: EncoderSpec, device: str | None):
         raise EncoderUnavailableError(
             f"cannot load the document encoder {spec.model_id!r}: it is not in the Hugging Face cache and "
             f"cannot be downloaded ({exc}). Fetch it on a machine with network access "
-            f"(huggingface-cli download {spec.model_id}) and copy the cache, or set HF_HOME"
+            f"(hf download {spec.model_id}) and copy the cache, or set HF_HOME"
         ) from exc
 
 

@@ -334,6 +334,11 @@ def prepare_files(
     }
     if (found := existing(directory, recipe)) is not None:
         return found
+    if not Path(corpus_path).is_file():
+        raise FileNotFoundError(
+            f"corpus file {corpus_path} does not exist (source 'files': corpus_path, a TSV of "
+            "id<TAB>text<TAB>title or a BEIR corpus.jsonl)"
+        )
     corpus = Corpus.read(corpus_path)
     if len(corpus) == 0:
         raise DataFormatError(f"{corpus_path} holds no documents")

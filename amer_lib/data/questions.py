@@ -115,6 +115,8 @@ def read_questions(path: str | Path) -> list[MultiAnswerQuestion]:
 
 
 def _check_targets(question: MultiAnswerQuestion, where: str) -> None:
+    if not question.answers:
+        raise DataFormatError(f"{where}: question {question.qid!r} has no answers (each needs one or more)")
     if not question.targets:
         raise DataFormatError(f"{where}: question {question.qid!r} has no gold documents")
     if len(question.targets) != len(question.answers):

@@ -32,7 +32,7 @@ from amer_lib.data.encoders import DocumentEncoder
 from amer_lib.data.prepared import Benchmark, PrepConfig, prepare
 from amer_lib.data.questions import MultiAnswerQuestion
 from amer_lib.runs import torchrun
-from amer_lib.runs.configs import RealConfig
+from amer_lib.runs.configs import SYSTEMS, RealConfig
 from amer_lib.runs.models import build_query_encoder, train_config
 from amer_lib.runs.parallel import run_parallel
 from amer_lib.runs.store import REAL_RUNS, real_run_name
@@ -131,7 +131,14 @@ def ready_benchmark(params: RealConfig, offline_recipe: PrepConfig, progress: bo
     on this machine (else the error says what to fetch), the datasets are in the benchmark, and the
     corpus is encoded with `encoder`. The offline WordNet benchmark is prepared here when it is
     missing, with `offline_recipe` (notebook 03's defaults: the call notebook 03 makes); any other
-    benchmark must come from notebook 03."""
+    benchmark must come from notebook 03. Notebook 04 must train single-query: its tables compare
+    with it."""
+    if "single" not in params.systems:
+        raise ValueError(
+            f"systems {params.systems}: notebook 04's tables measure every system against single-query "
+            "(the relative gains, the bootstrap, the baselines built on its model); add 'single' "
+            f"(valid systems: {', '.join(SYSTEMS)})"
+        )
     require_weights(params.backbone)
     directory = Path(params.prepared_dir)
     if not (directory / "manifest.json").exists():

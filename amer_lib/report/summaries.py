@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from amer_lib.core.metrics import low_similarity_subset, paired_bootstrap
+from amer_lib.io import staged_or_published
 
 
 def _per_question(results: list[dict], dataset: str, system: str) -> tuple[np.ndarray, np.ndarray]:
@@ -80,10 +81,11 @@ def summary(results: list[dict], n_resamples: int = 10_000, seed: int = 0, basel
 
 
 def backbone_summaries(figures_dir: str | Path) -> dict[str, list[dict]]:
-    """Notebook 04's summaries in `figures_dir` (`summary_<tag>.json`, one per run of the notebook),
-    grouped by backbone: each backbone's rows on every dataset it ran on."""
+    """Notebook 04's summaries in `figures_dir` (`summary_<tag>.json`, one per run of the notebook;
+    in a `stage` folder, the run's own beside the published ones), grouped by backbone: each
+    backbone's rows on every dataset it ran on."""
     summaries: dict[str, list[dict]] = {}
-    for path in sorted(Path(figures_dir).glob("summary_*.json")):
+    for path in staged_or_published(figures_dir, "summary_*.json"):
         for row in json.loads(path.read_text()):
             summaries.setdefault(row["backbone"], []).append(row)
     return summaries

@@ -1,0 +1,108 @@
+"""A notebook's outputs reach figures_dir together at its end: a run that fails or is killed leaves
+the committed figures as they were, and no process of it behind."""
+
+import filecmp
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from amer_lib.io import STAGE_PREFIX, publish, stage, staged_or_published, write_text
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_publish_moves_a_stage_into_its_folder_replacing_what_is_there(tmp_path):
+    write_text(tmp_path / "table.csv", "old\n")
+    write_text(tmp_path / "summary_a.json", "a\n")
+    dead = tmp_path / f"{STAGE_PREFIX}999999999"  # no such process: an earlier run's leftover
+    dead.mkdir()
+    staged = stage(tmp_path)
+    assert staged.name == f"{STAGE_PREFIX}{os.getpid()}" and not dead.exists()
+    write_text(staged / "table.csv", "new\n")
+    write_text(staged / "summary_b.json", "b\n")
+    write_text(staged / "sub" / "figure.png", "png\n")
+    assert [p.name for p in staged_or_published(staged, "summary_*.json")] == ["summary_a.json", "summary_b.json"]
+    assert (tmp_path / "table.csv").read_text() == "old\n"  # nothing moves before publish
+    assert publish(staged) == [tmp_path / "sub" / "figure.png", tmp_path / "summary_b.json", tmp_path / "table.csv"]
+    assert (tmp_path / "table.csv").read_text() == "new\n" and (tmp_path / "sub" / "figure.png").exists()
+    assert not staged.exists() and (tmp_path / "summary_a.json").exists()
+    with pytest.raises(ValueError, match=r"is not a folder made by stage\(\)"):
+        publish(tmp_path)
+
+
+def test_a_live_runs_stage_is_left_alone(tmp_path):
+    alive = tmp_path / f"{STAGE_PREFIX}{os.getppid()}"
+    alive.mkdir()
+    stage(tmp_path)
+    assert alive.exists()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_a_killed_notebook_leaves_the_committed_figures_and_no_process(tmp_path):
+    """Notebook 02 as typed from the repository root, into a copy of its committed figures folder,
+    killed (SIGKILL) once it has drawn Figure 2: the folder is unchanged but for the hidden stage,
+    and the kernel (named by the stage) ends."""
+    figures = tmp_path / "figures"
+    shutil.copytree(ROOT / "figures" / "02_synthetic", figures)
+    (figures / "figure2.png").write_bytes(b"the committed one")
+    params = {
+        "settings": ["single"],
+        "transforms": ["linear"],
+        "dim": 16,
+        "n_train": 120,
+        "n_test": 20,
+        "corpus_size": 1000,
+        "backbone_overrides": {"hidden_size": 32, "intermediate_size": 64},
+        "steps": 100000,  # long enough to be killed while training
+        "batch_size": 16,
+        "eval_every": 50000,
+        "workers": 1,
+        "results_dir": str(tmp_path / "results"),
+        "runs_dir": str(tmp_path / "runs"),
+        "figures_dir": str(figures),
+    }
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    command = [sys.executable, "-m", "papermill", "notebooks/02_synthetic.ipynb", str(tmp_path / "out.ipynb")]
+    run = subprocess.Popen(
+        [*command, "-f", str(tmp_path / "params.yaml"), "-k", "python3"],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not list(figures.glob(f"{STAGE_PREFIX}*/figure2.png")):
+            assert run.poll() is None and time.monotonic() < deadline, "notebook 02 ended before drawing Figure 2"
+            time.sleep(0.2)
+        [staged] = figures.glob(f"{STAGE_PREFIX}*")
+        kernel = int(staged.name.removeprefix(STAGE_PREFIX))
+        run.send_signal(signal.SIGKILL)
+        run.wait()
+        deadline = time.monotonic() + 30
+        while _alive(kernel) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _alive(kernel), "the kernel outlived the killed papermill"
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+    committed = sorted(p.name for p in (ROOT / "figures" / "02_synthetic").iterdir())
+    assert sorted(p.name for p in figures.iterdir() if not p.name.startswith(STAGE_PREFIX)) == committed
+    assert (figures / "figure2.png").read_bytes() == b"the committed one"
+    same, different, errors = filecmp.cmpfiles(figures, ROOT / "figures" / "02_synthetic", committed, shallow=False)
+    assert different == ["figure2.png"] and not errors  # only the one altered above
+    assert (staged / "params.yaml").exists()  # this run's parameters stayed in its stage
