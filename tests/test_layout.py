@@ -11,12 +11,13 @@ PACKAGE = Path(__file__).resolve().parents[1] / "amer_lib"
 # each layer may import itself and the layers listed for it
 ALLOWED = {
     "io": set(),
-    "core": {"io"},
-    "data": {"io", "core"},
-    "runs": {"io", "core", "data"},
-    "report": {"io", "core"},
-    "experiments": {"io", "core", "data", "runs", "report"},
-    "params": {"io", "core", "data", "runs"},
+    "progress": set(),
+    "core": {"io", "progress"},
+    "data": {"io", "progress", "core"},
+    "runs": {"io", "progress", "core", "data"},
+    "report": {"io", "progress", "core"},
+    "experiments": {"io", "progress", "core", "data", "runs", "report"},
+    "params": {"io", "progress", "core", "data", "runs"},
 }
 
 

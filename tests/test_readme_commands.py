@@ -82,7 +82,7 @@ def test_a_paper_scale_backbone_stops_at_once_with_what_to_fetch(tmp_path, needs
     [command] = [c for c in readme_commands() if needs in c]
     result = run(command, tmp_path)
     assert result.returncode != 0
-    assert f"huggingface-cli download {NEEDS_WEIGHTS[needs]}" in result.stdout + result.stderr
+    assert f"hf download {NEEDS_WEIGHTS[needs]}" in result.stdout + result.stderr
     assert not (tmp_path / "04" / "prepared").exists() and not list(tmp_path.rglob("*.pt"))  # nothing long began
 
 

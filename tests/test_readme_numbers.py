@@ -408,3 +408,22 @@ def test_the_matched_loss_prose_is_benchmarks_study_matched_loss():
         f"(paired bootstrap p = {summed['whole_p']:.3f}), {summed['low_sim_mean']:.2f}% against "
         f"{mean['low_sim_mean']:.2f}% on the low-similarity third (p = {summed['low_sim_p']:.3f})"
     ) in quoted
+
+
+def test_smollm2_cpu_cost_is_the_benchmarks():
+    """The README's SmolLM2 step times and hours are `bench_smollm2_cpu.py`'s, as RESULTS.md holds them."""
+    results = (ROOT / "benchmarks" / "RESULTS.md").read_text()
+    section = results[results.index("<!-- begin bench_smollm2_cpu -->") :]
+    rows = [
+        line.strip("|").split("|")
+        for line in section.splitlines()
+        if line.startswith("| 1 |") or line.startswith("| 5 |")
+    ]
+    seconds = {(int(n), int(t)): float(s) for n, t, s in rows}
+    hours = section.split("about ")[1].split(" hours")[0]
+    quoted = " ".join(README.split())
+    assert (
+        f"{seconds[1, 1]:.1f}-{seconds[5, 1]:.1f} s on one thread and {seconds[1, 2]:.1f}-{seconds[5, 2]:.1f} s"
+        in quoted
+    )
+    assert f"about {hours} hours of training steps" in quoted

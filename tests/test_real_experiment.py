@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from amer_lib.report.summaries import summary
+from amer_lib.report.summaries import summary, verdicts
 from amer_lib.report.tables import real_results_table, relative_gain_table
 
 
@@ -95,3 +95,28 @@ def test_the_best_value_per_dataset_and_subset_is_bold_in_markdown_and_latex(tmp
     latex = (tmp_path / "t.tex").read_text()
     assert r"\textbf{12.00±0.00}" in latex and latex.count(r"\textbf{") == 5
     assert (tmp_path / "t.csv").read_text().count("**") == 0  # plain values in the CSV
+
+
+def test_a_verdict_needs_the_bootstrap_not_only_a_larger_mean():
+    """Notebook 04 once printed "75.00% is ahead of single-query (+50.0%), p = 0.3168" on four test
+    questions: a difference the bootstrap does not separate is now reported as not shown."""
+
+    def row(system, delta, p):
+        extra = {} if p is None else {"whole_p": p, "low_sim_p": p}
+        return {
+            "dataset": "qampari",
+            "system": system,
+            **{f"{s}_mean": 50 * (1 + delta) for s in ("whole", "low_sim")},
+            **{f"{s}_delta": delta for s in ("whole", "low_sim")},
+            **extra,
+        }
+
+    lines = verdicts(
+        [row("single", 0.0, None), row("amer", 0.5, 0.3168), row("rerank", 0.1, 0.01), row("x", -0.2, 0.001)]
+    )
+    assert [line.split(": ", 1)[1] for line in lines[::2]] == [
+        "amer 75.00% is not shown to differ from single-query (+50.0%, bootstrap p = 0.3168)",
+        "rerank 55.00% is ahead of single-query (+10.0%, bootstrap p = 0.0100)",
+        "x 40.00% is behind single-query (-20.0%, bootstrap p = 0.0010)",
+    ]
+    assert len(lines) == 6 and "low-similarity set" in lines[1]

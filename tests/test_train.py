@@ -88,6 +88,37 @@ def test_a_resumed_run_ends_where_an_uninterrupted_run_ends(tmp_path):
     assert result.history == expected.history
 
 
+def test_a_slow_run_checkpoints_by_the_clock_and_says_where_it_resumes(tmp_path, capsys):
+    """With `checkpoint_seconds = 0` every step is saved although `checkpoint_every` is the whole
+    run: a crash in step 7 resumes from step 6, not from zero, and ends where an uninterrupted run ends."""
+    data, pool = make_problem()
+    config = TrainConfig(**{**CONFIG, "checkpoint_every": 12})
+    uninterrupted = make_model()
+    expected = train(uninterrupted, data, data, pool, config, progress=False)
+    crashing = CrashingData(data, crash_at=7)  # one call per training step: the 7th is step 7
+    with pytest.raises(Crash):
+        train(make_model(), crashing, data, pool, config, run_dir=tmp_path, progress=False, checkpoint_seconds=0)
+    assert torch.load(tmp_path / "checkpoint.pt", weights_only=True)["step"] == 6
+    capsys.readouterr()
+    resumed = make_model(seed=5)
+    result = train(resumed, data, data, pool, config, run_dir=tmp_path, progress=False, checkpoint_seconds=0)
+    assert f"resuming {tmp_path} at step 6 of 12" in capsys.readouterr().out
+    assert all(torch.equal(x, y) for x, y in zip(state(uninterrupted).values(), state(resumed).values()))
+    assert result.history == expected.history
+
+
+def test_long_work_is_announced_with_its_measured_cost(capsys):
+    from amer_lib.progress import announce_cost, duration
+
+    assert [duration(s) for s in (45, 600, 12_600)] == ["45 s", "10 min", "3 h 30 min"]
+    assert announce_cost("training", 1, 0.5, 300) is None  # 150 s: not long work
+    message = announce_cost("training steps, 2 workers", 2, 48.0, 3600)  # 24 s a step: 24 hours
+    assert message == (
+        "training steps, 2 workers: the first 2 step(s) took 48 s; all 3,600 steps need about 24 h 00 min at this rate"
+    )
+    assert capsys.readouterr().out == message + "\n"
+
+
 def test_single_query_training_runs_with_one_output():
     data, pool = make_problem()
     result = train(make_model(), data, data, pool, TrainConfig(**{**CONFIG, "n_outputs": 1}), progress=False)

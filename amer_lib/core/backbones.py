@@ -10,6 +10,7 @@ fed-back vectors). `tiny` is a small randomly initialised Llama for the syntheti
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -171,6 +172,13 @@ def load_tokenizer(name: str):
     return AutoTokenizer.from_pretrained(**get_backbone(name).source())
 
 
+def cache_keyword(model: torch.nn.Module) -> str:
+    """The keyword a backbone's forward takes its KV cache by: `cache` in recent transformers (where
+    `past_key_values` warns at every call and goes in 5.40), `past_key_values` in earlier ones."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model  # under peft's wrapper
+    return "cache" if "cache" in inspect.signature(base.forward).parameters else "past_key_values"
+
+
 class PrefixLMBert(torch.nn.Module):
     """A BERT encoder used as a prefix LM: every prompt position sees the whole prompt, and a
     fed-back position sees the prompt and the fed-back positions up to itself. The prompt never
@@ -193,12 +201,12 @@ class PrefixLMBert(torch.nn.Module):
         attention_mask: torch.Tensor | None,
         position_ids: torch.Tensor,
         prefix_length: int,
-        past_key_values=None,
+        cache=None,
         use_cache: bool = False,
     ):
         """`attention_mask [B, past + L]` covers the cached positions too, as for a decoder."""
         batch, length, _ = inputs_embeds.shape
-        past = past_key_values.get_seq_length() if past_key_values is not None else 0
+        past = cache.get_seq_length() if cache is not None else 0
         keys = torch.arange(past + length, device=inputs_embeds.device)
         queries = keys[past:]
         allowed = (keys[None, :] < prefix_length) | (keys[None, :] <= queries[:, None])  # [L, past + L]
@@ -209,7 +217,10 @@ class PrefixLMBert(torch.nn.Module):
         bias = bias.masked_fill(~allowed, torch.finfo(inputs_embeds.dtype).min)[:, None]  # [B, 1, L, past + L]
         # BERT's self-attention appends to a given cache even when the model is not a decoder
         return self.bert(
-            inputs_embeds=inputs_embeds, attention_mask=bias, position_ids=position_ids, past_key_values=past_key_values
+            inputs_embeds=inputs_embeds,
+            attention_mask=bias,
+            position_ids=position_ids,
+            **{cache_keyword(self.bert): cache},
         )
 
 

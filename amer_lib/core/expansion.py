@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Protocol
 
 import numpy as np
-from tqdm.auto import tqdm
+
+from amer_lib.progress import tqdm
 
 KEYWORD_PROMPT = (
     "Write a list of keywords for the given question. The goal is to help retrieving relevant documents to "

@@ -22,6 +22,7 @@ import torch
 from torch import nn
 from transformers import DynamicCache, PreTrainedModel
 
+from amer_lib.core.backbones import cache_keyword
 from amer_lib.core.stopping import stop_counts
 
 
@@ -77,6 +78,7 @@ class AMERQueryEncoder(nn.Module):
         self.stop_head = nn.Linear(hidden, 1) if stop_head else None
         # a prefix LM (bidirectional over the prompt) is told the prompt length
         self.prefix_lm = bool(getattr(backbone, "is_prefix_lm", False))
+        self.cache_keyword = cache_keyword(backbone)
 
     @torch.no_grad()
     def identity_projections(self) -> None:
@@ -210,8 +212,8 @@ class AMERQueryEncoder(nn.Module):
             inputs_embeds=prompt.embeds,
             attention_mask=_padding_mask(mask),
             position_ids=prompt.positions,
-            past_key_values=cache,
             use_cache=True,
+            **{self.cache_keyword: cache},
             **prefix,
         ).last_hidden_state[:, -1:]
         hiddens = [hidden]
@@ -224,8 +226,8 @@ class AMERQueryEncoder(nn.Module):
                 inputs_embeds=self.input_projection(fed),
                 attention_mask=_padding_mask(mask),
                 position_ids=position,
-                past_key_values=cache,
                 use_cache=True,
+                **{self.cache_keyword: cache},
                 **prefix,
             ).last_hidden_state
             hiddens.append(hidden)

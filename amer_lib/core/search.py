@@ -126,6 +126,18 @@ def _merge_top_k(scores_a, rows_a, scores_b, rows_b, k):
     return np.take_along_axis(scores, order, axis=1), np.take_along_axis(rows, order, axis=1)
 
 
+MIN_POINTS_PER_CENTROID = 39  # faiss's k-means warns (and crawls) below this many training points per centroid
+
+
+def training_points_needed(factory: str, dim: int) -> int:
+    """The fewest training points faiss's k-means takes without complaint for an `IVF<nlist>,PQ<m>`
+    factory: 39 per inverted list and 39 per PQ centroid (2^bits of them)."""
+    index = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)  # owns the IVF part: keep it alive
+    ivf = faiss.downcast_index(faiss.extract_index_ivf(index))
+    centroids = max(ivf.nlist, ivf.pq.ksub if hasattr(ivf, "pq") else 1)
+    return MIN_POINTS_PER_CENTROID * centroids
+
+
 class IVFPQIndex:
     """Approximate inner-product search: a FAISS `IVF<nlist>,PQ<m>` index trained on a sample of
     the embeddings (the paper-scale corpus: e.g. IVF65536,PQ96 over 25M x 1536). `train_size`

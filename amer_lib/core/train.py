@@ -16,12 +16,12 @@ from typing import Protocol
 
 import torch
 from torch.nn.parallel import DistributedDataParallel
-from tqdm.auto import tqdm
 
 from amer_lib.core import distributed
 from amer_lib.core.loss import MATCHED_REDUCTIONS, TEMPERATURE, fed_target_pairs, info_nce, matched_info_nce, stop_loss
 from amer_lib.core.model import AMERQueryEncoder, Prompt
 from amer_lib.io import save_torch
+from amer_lib.progress import announce_cost, tqdm
 
 SAMPLING_MODES = ("scheduled", "teacher", "predicted")
 VALIDATION_FRACTION = 0.1  # the paper's 90/10 train / validation split
@@ -41,6 +41,9 @@ class MultiTargetData(Protocol):
     def targets(self, indices: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Targets `[B, M, d]` and their mask `[B, M]` (valid targets first)."""
         ...
+
+
+CHECKPOINT_SECONDS = 600.0  # a checkpoint at least this often, whatever `checkpoint_every` says
 
 
 @dataclass
@@ -353,11 +356,14 @@ def train(
     progress: bool = True,
     on_step: Callable[[], None] | None = None,
     evaluate: Callable[[AMERQueryEncoder], dict] | None = None,
+    checkpoint_seconds: float = CHECKPOINT_SECONDS,
 ) -> TrainResult:
     """Train `model` in place and leave it holding the weights with the lowest validation loss.
 
-    With `run_dir`, a checkpoint is written atomically every `checkpoint_every` steps and an
-    existing one is resumed from; the best weights are kept in `best.pt`. `on_step` is called
+    With `run_dir`, a checkpoint is written atomically every `checkpoint_every` steps and at the
+    first step after `checkpoint_seconds` without one (slow steps lose little to an interruption),
+    and an existing one is resumed from, saying so; the best weights are kept in `best.pt`. With
+    `progress`, a run whose first step says it will be long announces its cost. `on_step` is called
     after every optimizer step (progress reporting from worker processes). `evaluate(model)`, at
     every validation, returns retrieval metrics recorded in the history beside the losses (the
     learning curves); it runs on rank 0 only and must not change the weights.
@@ -380,8 +386,11 @@ def train(
         (None, None) if run_dir is None else (Path(run_dir) / "checkpoint.pt", Path(run_dir) / "best.pt")
     )
     start, result, best_state = _resume(ckpt_path, best_path, config, model, optimizer, scheduler)
+    if start and main:
+        print(f"resuming {run_dir} at step {start} of {config.steps}", flush=True)
     model.train()
     began = time.perf_counter() - result.seconds
+    saved = resumed = time.perf_counter()
     bar = tqdm(
         range(start, config.steps),
         initial=start,
@@ -412,6 +421,8 @@ def train(
         if on_step is not None and main:
             on_step()
         done = step + 1
+        if done == start + 1 and progress and main:
+            announce_cost(f"training n={config.n_outputs}", 1, time.perf_counter() - resumed, config.steps - start)
         if done % config.eval_every == 0 or done == config.steps:
             lr = scheduler.get_last_lr()[0]
             record = _validation_record(
@@ -424,9 +435,11 @@ def train(
                 best_state = {name: weight.clone() for name, weight in trainable_state(model).items()}
                 if best_path is not None and main:
                     save_torch(best_path, best_state)
-        if ckpt_path is not None and main and (done % config.checkpoint_every == 0 or done == config.steps):
+        due = done % config.checkpoint_every == 0 or done == config.steps
+        if ckpt_path is not None and main and (due or time.perf_counter() - saved >= checkpoint_seconds):
             result.seconds = time.perf_counter() - began
             save_torch(ckpt_path, _checkpoint(model, optimizer, scheduler, config, done, result))
+            saved = time.perf_counter()
     result.seconds = time.perf_counter() - began
     if best_state is not None:
         load_trainable_state(model, best_state, "the best weights")

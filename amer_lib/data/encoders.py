@@ -26,7 +26,6 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from amer_lib.core.distributed import barrier, is_main, rank_and_size
 from amer_lib.core.packaged import MINILM, PackagedWeights
@@ -34,6 +33,7 @@ from amer_lib.core.search import unit_norm
 from amer_lib.data.corpus import Document
 from amer_lib.data.questions import DataFormatError, MultiAnswerQuestion
 from amer_lib.io import atomic_path, write_json, write_text
+from amer_lib.progress import tqdm
 
 
 @dataclass(frozen=True)

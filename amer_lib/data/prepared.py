@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +22,7 @@ import numpy as np
 from amer_lib.core.config import Config, param
 from amer_lib.core.device import DEVICES
 from amer_lib.core.metrics import same_vs_random_cosine
-from amer_lib.core.search import IVFPQIndex, ShardedFlatIndex, recall_against_exact
+from amer_lib.core.search import IVFPQIndex, ShardedFlatIndex, recall_against_exact, training_points_needed
 from amer_lib.data import wordnet
 from amer_lib.data.corpus import Corpus, Document, iter_documents, write_tsv
 from amer_lib.data.encoders import ENCODERS, DocumentEncoder, EmbeddingShards, encode_corpus
@@ -554,8 +555,21 @@ def index_check(
 ) -> list[dict]:
     """IVF-PQ against exact search, one row per (factory, nprobe): recall of the exact top-k for
     the test questions (each encoded as one query by the document encoder), bytes per document,
-    and search time per query beside exact search's, measured in the same run."""
+    and search time per query beside exact search's, measured in the same run. A factory the corpus
+    is too small to train (`training_points_needed`) is skipped with a warning that says so."""
     shards = benchmark.embeddings(encoder.spec.name)
+    trainable = []
+    for factory in factories:
+        needed = training_points_needed(factory, shards.dim)
+        if len(shards) < needed:
+            warnings.warn(
+                f"IVF-PQ check of {factory} skipped: the corpus has {len(shards):,} documents and faiss needs "
+                f"{needed:,} to train it (an index this size is for larger corpora; exact search suffices here)",
+                stacklevel=2,
+            )
+        else:
+            trainable.append(factory)
+    factories = trainable
     questions = [q.question for dataset in benchmark.datasets for q in benchmark.questions(dataset, "test")]
     queries = encoder.encode_queries(questions)
     # once: over a 25M-passage corpus exact search streams 77 GB of shards

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from amer_lib.core.device import resolve_device
 from amer_lib.core.merge import WEIGHTINGS, get_merge
@@ -25,6 +24,7 @@ from amer_lib.core.stopping import repeat_cosine, similarity_counts, stop_counts
 from amer_lib.core.train import fit_stop_head, split_train_validation
 from amer_lib.data.synthetic import MAX_TARGETS, SyntheticTask, make_varying_task
 from amer_lib.io import git_commit
+from amer_lib.progress import tqdm
 from amer_lib.report.plots import MERGE_LABELS
 from amer_lib.report.summaries import summary
 from amer_lib.runs.configs import BeyondConfig, RealConfig, SyntheticConfig

@@ -11,7 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from amer_lib.core.device import resolve_device
 from amer_lib.core.merge import round_robin_merge
@@ -20,6 +19,7 @@ from amer_lib.core.search import ShardedFlatIndex
 from amer_lib.core.train import split_train_validation
 from amer_lib.data.prepared import PAPER_SIMILARITY, Benchmark, target_similarity
 from amer_lib.data.synthetic import task_from_params
+from amer_lib.progress import tqdm
 from amer_lib.report.summaries import summary
 from amer_lib.runs.configs import SYSTEMS, RealConfig, SyntheticConfig
 from amer_lib.runs.models import generate_queries, trained_synthetic_encoder

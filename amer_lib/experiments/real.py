@@ -14,7 +14,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
-from tqdm.auto import tqdm
 
 from amer_lib.core import distributed
 from amer_lib.core.backbones import require_weights
@@ -31,6 +30,7 @@ from amer_lib.data.datasets import TextData
 from amer_lib.data.encoders import DocumentEncoder
 from amer_lib.data.prepared import Benchmark, PrepConfig, prepare
 from amer_lib.data.questions import MultiAnswerQuestion
+from amer_lib.progress import tqdm
 from amer_lib.runs import torchrun
 from amer_lib.runs.configs import SYSTEMS, RealConfig
 from amer_lib.runs.models import build_query_encoder, train_config

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from amer_lib.core import distributed
 from amer_lib.core.device import resolve_device
@@ -24,6 +23,7 @@ from amer_lib.core.search import VectorIndex, multi_vector_search, unit_norm
 from amer_lib.core.train import split_train_validation
 from amer_lib.data.synthetic import N_TARGETS, SyntheticTask, task_from_params
 from amer_lib.io import git_commit
+from amer_lib.progress import tqdm
 from amer_lib.runs import torchrun
 from amer_lib.runs.configs import SyntheticConfig
 from amer_lib.runs.models import generate_queries, train_on_task

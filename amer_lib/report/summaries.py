@@ -89,3 +89,27 @@ def backbone_summaries(figures_dir: str | Path) -> dict[str, list[dict]]:
         for row in json.loads(path.read_text()):
             summaries.setdefault(row["backbone"], []).append(row)
     return summaries
+
+
+SUBSET_NAMES = {"whole": "whole set", "low_sim": "low-similarity set"}
+
+
+def verdicts(rows: list[dict], alpha: float = 0.05) -> list[str]:
+    """One line per system other than single-query, dataset and subset: its MRecall@100 beside
+    single-query's and what the paired bootstrap allows one to say. A difference with p >= `alpha`
+    is reported as not shown, however large it looks (a few test questions make large swings)."""
+    lines = []
+    for row in rows:
+        if "whole_p" not in row:  # the baseline itself
+            continue
+        for subset, name in SUBSET_NAMES.items():
+            delta, p = row[f"{subset}_delta"], row[f"{subset}_p"]
+            if p < alpha:
+                verdict = "ahead of" if delta > 0 else "behind"
+            else:
+                verdict = "not shown to differ from"
+            lines.append(
+                f"{row['dataset']:16s} {name:19s}: {row['system']} {row[f'{subset}_mean']:.2f}% is {verdict} "
+                f"single-query ({100 * delta:+.1f}%, bootstrap p = {p:.4f})"
+            )
+    return lines

@@ -14,19 +14,22 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
 
 import torch
-from tqdm.auto import tqdm
+
+from amer_lib.progress import announce_cost, tqdm
 
 
 class StepReporter:
-    """Counts a worker's training steps and sends them to the parent's progress bar in chunks."""
+    """Counts a worker's training steps and sends them to the parent's progress bar: the first at
+    once (the parent times it for its estimate), then in chunks."""
 
     def __init__(self, queue, every: int = 10):
-        self.queue, self.every, self.count = queue, every, 0
+        self.queue, self.every, self.count, self.sent = queue, every, 0, False
 
     def __call__(self) -> None:
         self.count += 1
-        if self.count >= self.every:
+        if self.count >= self.every or not self.sent:
             self.flush()
+            self.sent = True
 
     def flush(self) -> None:
         if self.count:
@@ -66,7 +69,8 @@ def run_parallel(
     function: Callable, jobs: list[tuple], workers: int, total_steps: int, desc: str, progress: bool = True
 ) -> list:
     """`function(*job, on_step=callback)` for every job in `workers` spawned processes sharing
-    the CPU threads; results in job order. The first failure cancels what has not started."""
+    the CPU threads; results in job order. The first failure cancels what has not started. With
+    `progress`, long work is announced with its cost once the first step is timed (start-up included)."""
     threads = max(1, torch.get_num_threads() // workers)
     context = multiprocessing.get_context("spawn")
     results = {}
@@ -77,12 +81,16 @@ def run_parallel(
         ) as pool,
         tqdm(total=total_steps, desc=f"{desc}, {workers} workers", disable=not progress) as bar,
     ):
+        began = time.perf_counter()
         futures = {pool.submit(_call_reporting, function, job): i for i, job in enumerate(jobs)}
         pending = set(futures)
         while pending:
             done, pending = wait(pending, timeout=1.0, return_when=FIRST_EXCEPTION)
+            first = bar.n == 0
             while not queue.empty():
                 bar.update(queue.get())
+            if first and bar.n and progress:
+                announce_cost(f"{desc}, {workers} workers", bar.n, time.perf_counter() - began, total_steps)
             for future in done:
                 if future.exception() is not None:
                     pool.shutdown(wait=False, cancel_futures=True)

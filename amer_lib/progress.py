@@ -1,0 +1,48 @@
+"""Progress bars that read the same live and in a saved notebook.
+
+`tqdm.auto` draws a widget in Jupyter; a notebook that papermill executes has no front end to
+update it, so the saved output shows the widget's first state ("0/30000") for good. These are text
+bars on stdout, redrawn at most every `MIN_INTERVAL` seconds: live, Jupyter redraws the line in
+place; in the saved notebook (and a terminal's log) the output ends with the bar's last state.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from tqdm.std import tqdm as _text_tqdm
+
+MIN_INTERVAL = 2.0  # seconds between redraws: a 10-hour run writes at most 18,000 of them
+
+
+def tqdm(*args, **kwargs) -> _text_tqdm:
+    """`tqdm.tqdm` with the defaults above (each can still be given)."""
+    kwargs.setdefault("file", sys.stdout)
+    kwargs.setdefault("mininterval", MIN_INTERVAL)
+    kwargs.setdefault("dynamic_ncols", True)
+    return _text_tqdm(*args, **kwargs)
+
+
+LONG_WORK = 300.0  # seconds: work estimated to take longer is announced before it goes on
+
+
+def duration(seconds: float) -> str:
+    """`seconds` as a person reads it: 45 s, 12 min, 3 h 20 min."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    minutes = round(seconds / 60)
+    return f"{minutes} min" if minutes < 90 else f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+def announce_cost(what: str, steps_done: int, seconds: float, total_steps: int) -> str | None:
+    """After the first steps are timed: what all `total_steps` will cost at that rate, printed when
+    it is long work (over `LONG_WORK`); the message, or None when it was not worth saying."""
+    estimate = seconds / steps_done * total_steps
+    if estimate < LONG_WORK:
+        return None
+    message = (
+        f"{what}: the first {steps_done} step(s) took {duration(seconds)}; all {total_steps:,} steps "
+        f"need about {duration(estimate)} at this rate"
+    )
+    print(message, flush=True)
+    return message
