@@ -1,5 +1,6 @@
 # make test     set up .venv and run the test suite
 # make figures  set up .venv and regenerate figures/ and tables at the offline defaults
+# make install  set up .venv only (amer_lib with the notebook extras: jupyterlab, papermill)
 # make figures-mlp-sweep  figures/02_synthetic_mlp_sweep (notebook 02's MLP sweep; about an hour more)
 PYTHON ?= python3
 VENV ?= .venv
@@ -10,7 +11,7 @@ TORCH_SPEC ?= torch==2.13.0
 TORCH_PIP_FLAGS ?=
 NOTEBOOKS ?= 02_synthetic 03_real_data_prep 01_failure_analysis 04_real_data 05_ablations 06_diversity_analysis 07_beyond
 
-.PHONY: test figures figures-mlp-sweep benchmark benchmark-scale clean-venv
+.PHONY: install test figures figures-mlp-sweep benchmark benchmark-scale clean-venv
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +36,8 @@ $(VENV)/.installed-%: pyproject.toml constraints.txt $(VENV)/.torch $(VENV)/.smo
 # calls `make test PYTEST_MARKERS=`; here `make test` takes a few minutes
 PYTEST_MARKERS ?= not slow
 
+install: $(VENV)/.installed-notebooks
+
 test: $(VENV)/.installed-test
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
@@ -43,13 +46,14 @@ test: $(VENV)/.installed-test
 figures: $(VENV)/.installed-notebooks
 	mkdir -p build/executed
 	for nb in $(NOTEBOOKS); do \
-		$(PY) -m papermill notebooks/$$nb.ipynb build/executed/$$nb.ipynb --cwd notebooks -k python3 || exit 1; \
+		$(PY) -m papermill notebooks/$$nb.ipynb build/executed/$$nb.ipynb -k python3 || exit 1; \
 	done
+	$(PY) -m amer_lib.report.results_page  # figures/RESULTS.md and the README's verdict table
 
 # notebook 02 with params/02_synthetic/mlp_sweep.yaml: its default runs are read back from figures' cache
 figures-mlp-sweep: $(VENV)/.installed-notebooks
 	mkdir -p build/executed
-	$(PY) -m papermill notebooks/02_synthetic.ipynb build/executed/02_synthetic_mlp_sweep.ipynb --cwd notebooks -k python3 -f params/02_synthetic/mlp_sweep.yaml
+	$(PY) -m papermill notebooks/02_synthetic.ipynb build/executed/02_synthetic_mlp_sweep.ipynb -k python3 -f params/02_synthetic/mlp_sweep.yaml
 
 benchmark: $(VENV)/.installed-test
 	$(PY) benchmarks/bench_core.py --out benchmarks/RESULTS.md

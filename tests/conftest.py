@@ -28,3 +28,13 @@ def notebook_config(notebook: str, **changes):
 
     root = Path(__file__).resolve().parents[1]
     return from_files(root / "notebooks" / f"{notebook}.ipynb").replace(**changes)
+
+
+def documentation() -> str:
+    """The README and the pages under docs/ it links to, as one text: what the tests that check
+    quoted numbers and shown commands read."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    pages = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    return "\n\n".join(page.read_text() for page in pages)

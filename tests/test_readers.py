@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import documentation
 
 from amer_lib.data import wordnet
 from amer_lib.data.corpus import Corpus, Document, iter_documents, write_tsv
@@ -307,7 +308,7 @@ def test_counts_on_whole_published_files_are_the_readmes():
     kept = read_nq_open_multi(WHOLE / "NQ-open.dev.jsonl.gz")
     nbsp = sum(any(all("\u00a0" in alias for alias in aliases) for aliases in q.answers) for q in kept)
     assert (len(nq), sum(len(r["answer"]) > 1 for r in nq), len(kept), nbsp) == (3610, 1534, 1382, 46)
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    readme = documentation()
     for line in (
         "| AmbigQA `dev_light.json` | 2,002 | 1,172 (a `multipleQAs` annotation) | 987 (1,002 multi-answer by "
         "AmbigQA's rule, 15 of them with one distinct answer); 3.46 answers per question |",

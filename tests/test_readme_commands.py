@@ -17,10 +17,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from conftest import documentation
 from test_notebooks import tiny_real, tiny_synthetic
 
 ROOT = Path(__file__).resolve().parent.parent
-README = (ROOT / "README.md").read_text()
+README = documentation()  # the README and docs/: every command shown there
 pytestmark = pytest.mark.slow  # papermill runs
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 import yaml
-from conftest import notebook_config
+from conftest import documentation, notebook_config
 
 from amer_lib.core.train import batch_indices, split_train_validation, steps_for_epochs, validation_size
 from amer_lib.data.synthetic import task_from_params
@@ -140,7 +140,7 @@ def test_synthetic_tune_scores_the_held_out_training_inputs_at_the_kept_checkpoi
 def test_the_grids_sizes_and_costs_quoted_in_the_readme_and_the_files_are_the_files():
     """Appendix A.5's and A.6's grids as shipped: their sizes and the synthetic grid's steps, as
     the README and the files' own comments state them."""
-    readme = (ROOT / "README.md").read_text()
+    readme = documentation()
     synthetic_file = (ROOT / "params" / "02_synthetic" / "tuning.yaml").read_text()
     paper = notebook_config("02_synthetic").replace(
         **yaml.safe_load((ROOT / "params/02_synthetic/paper_scale.yaml").read_text())

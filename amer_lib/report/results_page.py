@@ -1,0 +1,184 @@
+"""`figures/RESULTS.md` and the README's verdict table, written from the committed `figures/`, so
+that no result number in them is typed by hand:
+
+    python -m amer_lib.report.results_page
+
+rewrites both (`tests/test_results_page.py` checks that the committed files are what it writes).
+The paper's own numbers are quotes of the paper, kept here beside the claim they support.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from amer_lib.io import write_text
+
+FIGURES = Path("figures")  # the command runs from the repository root, as every command shown does
+BEGIN, END = "<!-- begin verdicts (python -m amer_lib.report.results_page) -->", "<!-- end verdicts -->"
+
+
+def _rows(figures: Path, name: str) -> list[dict]:
+    with open(figures / name, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _failure(rows: list[dict]) -> str:
+    cells = [
+        f"{r['dataset']}: {float(r['nearest']):.1f}% → {float(r['farthest']):.1f}%"
+        for r in rows
+        if r["retriever"] == "minilm"
+    ]
+    return "MiniLM, nearest → farthest quartile: " + "; ".join(cells)
+
+
+def _mrecall10(rows: list[dict], transform: str, system: str) -> list[float]:
+    return [100 * float(r["mrecall@10"]) for r in rows if r["transform"] == transform and r["system"] == system]
+
+
+def _single_query(rows: list[dict]) -> str:
+    linear, mlp = _mrecall10(rows, "linear", "single"), _mrecall10(rows, "mlp", "single")
+    where = "d = 128, 2-layer MLP; d = 1024 in the MLP sweep"
+    return f"Linear at most {max(linear):.1f}%; MLP {min(mlp):.1f}-{max(mlp):.1f}% ({where})"
+
+
+def _amer_synthetic(rows: list[dict]) -> str:
+    values = _mrecall10(rows, "linear", "amer") + _mrecall10(rows, "mlp", "amer")
+    return f"{min(values):.1f}-{max(values):.1f}% MRecall@10 in the six settings"
+
+
+def _table_row(rows: list[dict], system: str) -> str:
+    row = next(r for r in rows if r["System"] == system)
+    return " / ".join(row[column] for column in list(row)[1:])
+
+
+def _table2(rows: list[dict]) -> str:
+    return f"WordNet senses whole / low-similarity, kinds whole / low-similarity: {_table_row(rows, 'AMER')}"
+
+
+def _table3(rows: list[dict]) -> str:
+    return (
+        f"{_table_row(rows, 'AMER (scheduled sampling)')} against "
+        f"{_table_row(rows, 'AMER (always predicted)')} (same four columns as Table 2)"
+    )
+
+
+def _similarity(rows: list[dict]) -> str:
+    ours = [r for r in rows if "(paper)" not in r["dataset"]]
+    return "; ".join(f"{r['dataset']} {r['same_question_cos']} vs {r['random_pair_cos']}" for r in ours)
+
+
+# (claim, the paper's numbers, the figures file compared with them, what reads it, the notebook)
+CLAIMS = [
+    (
+        "Off-the-shelf retrievers lose far-apart targets (Figure 1)",
+        "every retriever degrades as the targets' distance grows",
+        "01_failure_analysis/trends.csv",
+        _failure,
+        "01",
+    ),
+    (
+        "One query vector misses targets a linear map sends far apart (Figure 3)",
+        "single-query 0% MRecall@10 on Linear, at most 21% on MLP",
+        "02_synthetic/results.csv",
+        _single_query,
+        "02",
+    ),
+    (
+        "AMER retrieves every target of the synthetic task (Figure 3)",
+        "100% MRecall@10 in every setting",
+        "02_synthetic/results.csv",
+        _amer_synthetic,
+        "02",
+    ),
+    (
+        "AMER gains on real data, most where targets are far apart (Table 2)",
+        "AmbigQA +4.18% whole / +4.97% low-similarity; QAMPARI +21.35% / +144.74%",
+        "04_real_data/table2.csv",
+        _table2,
+        "04",
+    ),
+    (
+        "Scheduled sampling beats always feeding predictions (Table 3)",
+        "+4.18% / +4.97% / +21.35% / +144.74% against +3.41% / +4.86% / +7.99% / +119.56%",
+        "05_ablations/table3.csv",
+        _table3,
+        "05",
+    ),
+    (
+        "A question's targets are closer than random documents (Figure 6)",
+        "mean cosine 0.90 vs 0.77 (AmbigQA), 0.86 vs 0.74 (QAMPARI)",
+        "03_real_data_prep/target_similarity.csv",
+        _similarity,
+        "03, 06",
+    ),
+]
+
+
+def verdict_table(figures: Path = FIGURES) -> str:
+    """The paper's claims, its numbers, this repository's offline numbers and where they are made."""
+    lines = [
+        "| the paper's claim | the paper | here, offline (CPU) | notebook |",
+        "|---|---|---|---|",
+    ]
+    for claim, paper, name, reader, notebook in CLAIMS:
+        ours = reader(_rows(figures, name))
+        lines.append(f"| {claim} | {paper} | {ours} | {notebook} |")
+    return "\n".join(lines) + "\n"
+
+
+# (heading, the figures files shown, a sentence on what was run)
+SECTIONS = [
+    ("Figure 1: off-the-shelf retrievers by target distance", ["01_failure_analysis/trends.md"], "figure1.png"),
+    ("Figure 3: the synthetic task", ["02_synthetic/results.md", "02_synthetic/target_geometry.md"], "figure3.png"),
+    ("The MLP sweep (beyond the paper)", ["02_synthetic_mlp_sweep/mlp_sweep.md"], None),
+    ("Tables 1 and 4: the offline benchmark", ["03_real_data_prep/table1.md", "03_real_data_prep/table4.md"], None),
+    ("Target similarity (Figure 6's numbers)", ["03_real_data_prep/target_similarity.md"], None),
+    (
+        "Table 2 and Tables 5-8: real data",
+        ["04_real_data/table2.md", "04_real_data/full_results_minilm.md"],
+        "figure4.png",
+    ),
+    ("Table 3: sampling ablation", ["05_ablations/table3.md", "05_ablations/sampling_synthetic.md"], None),
+    (
+        "Figures 5 and 6: diversity",
+        ["06_diversity_analysis/figure5_data.md", "06_diversity_analysis/figure6_data.md"],
+        "figure5.png",
+    ),
+]
+
+
+def results_page(figures: Path = FIGURES) -> str:
+    """Every paper artefact's committed table, under the paper's numbering, with its figure."""
+    parts = [
+        "# Results at the offline default\n",
+        "Written by `python -m amer_lib.report.results_page` from the files beside it; each folder's",
+        "`params.yaml` holds the parameters that made them. How to read them, and why they differ from",
+        "the paper's: `docs/results.md`.\n",
+        "## The paper's claims\n",
+        verdict_table(figures),
+    ]
+    for heading, tables, image in SECTIONS:
+        parts.append(f"## {heading}\n")
+        folder = tables[0].split("/")[0]
+        if image:
+            parts.append(f"![{heading}]({folder}/{image})\n")
+        for table in tables:
+            parts.append(f"`{table}`:\n\n{(figures / table).read_text().rstrip()}\n")
+    return "\n".join(parts)
+
+
+def readme_with_verdicts(readme: str, figures: Path = FIGURES) -> str:
+    """`readme` with the block between the verdict markers replaced by `verdict_table`."""
+    start, end = readme.index(BEGIN) + len(BEGIN), readme.index(END)
+    return readme[:start] + "\n" + verdict_table(figures) + readme[end:]
+
+
+def main() -> None:
+    write_text(FIGURES / "RESULTS.md", results_page())
+    readme = Path("README.md")
+    write_text(readme, readme_with_verdicts(readme.read_text()))
+
+
+if __name__ == "__main__":
+    main()

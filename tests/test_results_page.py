@@ -1,0 +1,41 @@
+"""figures/RESULTS.md and the README's verdict table are what `python -m amer_lib.report.results_page`
+writes from the committed figures; the README stays a front door that points only at what exists."""
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from amer_lib.report.results_page import readme_with_verdicts, results_page
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_command_as_typed_writes_the_committed_results_page_and_verdicts(tmp_path):
+    shutil.copytree(ROOT / "figures", tmp_path / "figures")
+    (tmp_path / "README.md").write_text((ROOT / "README.md").read_text())
+    run = subprocess.run([sys.executable, "-m", "amer_lib.report.results_page"], cwd=tmp_path, capture_output=True)
+    assert run.returncode == 0, run.stderr.decode()[-2000:]
+    assert (tmp_path / "figures" / "RESULTS.md").read_text() == (ROOT / "figures" / "RESULTS.md").read_text()
+    assert (tmp_path / "README.md").read_text() == (ROOT / "README.md").read_text()
+
+
+def test_the_pages_are_read_from_the_figures_they_name():
+    readme = (ROOT / "README.md").read_text()
+    assert results_page(ROOT / "figures") == (ROOT / "figures" / "RESULTS.md").read_text()
+    assert readme_with_verdicts(readme, ROOT / "figures") == readme
+    assert (
+        "| AMER | -1.97% | -5.26% | -5.19% | -13.64% |" in (ROOT / "figures" / "04_real_data" / "table2.md").read_text()
+    )
+    assert "-1.97% / -5.26% / -5.19% / -13.64%" in readme  # Table 2's AMER row, as the verdict quotes it
+
+
+def test_the_readme_is_short_and_every_file_it_names_exists():
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 200
+    named = set(re.findall(r"\(((?:figures|docs)/[^)\s]+\.(?:png|md))\)", readme))
+    named |= set(re.findall(r"`((?:docs|figures|benchmarks|tests/fixtures)/[^`\s*<>]+)`", readme))
+    assert len(named) >= 8
+    missing = sorted(path for path in named if not (ROOT / path).exists())
+    assert not missing, missing
