@@ -39,3 +39,13 @@ def test_the_readme_is_short_and_every_file_it_names_exists():
     assert len(named) >= 8
     missing = sorted(path for path in named if not (ROOT / path).exists())
     assert not missing, missing
+
+
+def test_the_readmes_gpu_costs_are_the_cost_tables():
+    """The costs the README's recipe quotes are rows of docs/paper_scale.md's table (whose arithmetic
+    is there)."""
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    table = (ROOT / "docs" / "paper_scale.md").read_text()
+    assert "corpus encoded in 2.1 h on four GPUs" in readme and "8.3 h on one GPU, 2.1 h on four" in table
+    assert "4.7 h for AmbigQA and 7.6 h for QAMPARI" in readme and "Llama-8B AmbigQA 4.7 h, QAMPARI 7.6 h" in table
+    assert "16 GB in bfloat16" in readme and "bf16 weights 16 GB" in table
