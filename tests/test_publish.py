@@ -106,3 +106,36 @@ def test_a_killed_notebook_leaves_the_committed_figures_and_no_process(tmp_path)
     same, different, errors = filecmp.cmpfiles(figures, ROOT / "figures" / "02_synthetic", committed, shallow=False)
     assert different == ["figure2.png"] and not errors  # only the one altered above
     assert (staged / "params.yaml").exists()  # this run's parameters stayed in its stage
+
+
+def _status(paths: list[str]) -> str:
+    return subprocess.run(
+        ["git", "status", "--porcelain", "--", *paths], cwd=ROOT, capture_output=True, text=True
+    ).stdout
+
+
+@pytest.mark.slow  # two papermill runs, about 30 s
+def test_refused_input_names_the_problem_and_leaves_the_checkout_as_it_was(tmp_path):
+    """Bad input from the repository root, with the default figures_dir: a missing questions file
+    (notebook 03, which wrote its params.yaml into figures/ before checking anything) and notebook 04
+    without single-query stop with their message and change nothing git tracks or sees."""
+    tracked = ["figures", "notebooks", "params", "README.md"]
+    before = _status(tracked)
+    cases = [
+        (
+            ["notebooks/03_real_data_prep.ipynb", "-p", "source", "files", "-p", "dataset_name", "mine"]
+            + ["-p", "questions_path", str(tmp_path / "none.jsonl"), "-p", "corpus_path", str(tmp_path / "none.tsv")]
+            + ["-p", "prepared_dir", str(tmp_path / "prepared")],
+            "none.tsv does not exist (source 'files': corpus_path",
+        ),
+        (
+            ["notebooks/04_real_data.ipynb", "-p", "systems", "[amer]", "-p", "prepared_dir", str(tmp_path / "p4")],
+            "systems ['amer']: notebook 04's tables measure every system against single-query",
+        ),
+    ]
+    for arguments, message in cases:
+        command = [sys.executable, "-m", "papermill", arguments[0], str(tmp_path / "out.ipynb"), *arguments[1:]]
+        run = subprocess.run([*command, "-k", "python3"], cwd=ROOT, capture_output=True, text=True)
+        assert run.returncode != 0 and message in run.stdout + run.stderr, (run.stdout + run.stderr)[-2000:]
+    assert _status(tracked) == before
+    assert not (tmp_path / "prepared").exists() and not (tmp_path / "p4").exists()
