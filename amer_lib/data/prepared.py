@@ -23,7 +23,8 @@ from amer_lib.core.config import Config, param
 from amer_lib.core.device import DEVICES
 from amer_lib.core.metrics import same_vs_random_cosine
 from amer_lib.core.search import IVFPQIndex, ShardedFlatIndex, recall_against_exact, training_points_needed
-from amer_lib.data import wordnet
+from amer_lib.data import compound, wordnet
+from amer_lib.data.compound import COMPONENT_KINDS
 from amer_lib.data.corpus import Corpus, Document, iter_documents, write_tsv
 from amer_lib.data.encoders import ENCODERS, DocumentEncoder, EmbeddingShards, encode_corpus
 from amer_lib.data.gold import (
@@ -48,7 +49,7 @@ from amer_lib.data.questions import (
 from amer_lib.io import open_text, write_json, write_trec_qrels
 
 # the offline WordNet benchmark, the paper's data from its files, or a dataset of your own (questions + corpus)
-SOURCES = ("wordnet", "paper", "files")
+SOURCES = ("wordnet", "paper", "files", "compound")
 SPLITS = ("train", "test")
 # The paper's "development set and test set" of NQ-open (Lee et al., 2019), whose multi-answer
 # questions join training: AmbigQA's nqopen-dev.json (8,757 questions held out of NQ's training
@@ -135,7 +136,8 @@ def _write(
     corpus_size: int,
     extra: dict | None = None,
 ) -> Benchmark:
-    """The questions, their qrels and the manifest (written last: a benchmark without one is not one)."""
+    """The questions, their qrels and the manifest (written last: a benchmark without one is not one);
+    `extra` may give `n_queries` for datasets that are not built in."""
     for dataset, by_split in splits.items():
         for split, questions in by_split.items():
             write_questions(directory / f"{dataset}_{split}.jsonl", questions)
@@ -190,6 +192,15 @@ def prepare_wordnet(directory: str | Path, max_train: int, max_test: int, corpus
             split: _sample(wordnet.load_questions(kind, split), limit, rng)
             for split, limit in (("train", max_train), ("test", max_test))
         }
+    path, size = _wordnet_corpus(directory, splits, corpus_size, rng)
+    return _write(directory, splits, path, size, {"recipe": recipe})
+
+
+def _wordnet_corpus(
+    directory: Path, splits: dict[str, dict[str, list[MultiAnswerQuestion]]], corpus_size: int, rng
+) -> tuple[Path, int]:
+    """`directory/corpus.tsv`: every gold gloss of the questions plus random other glosses up to
+    `corpus_size` documents, in WordNet's order; its path and size."""
     corpus = wordnet.load_corpus()
     gold = {
         d for by_split in splits.values() for qs in by_split.values() for q in qs for docs in q.targets for d in docs
@@ -200,7 +211,48 @@ def prepare_wordnet(directory: str | Path, max_train: int, max_test: int, corpus
     chosen = [d for d in corpus.documents if d.id in keep]
     path = directory / "corpus.tsv"
     write_tsv(path, chosen)
-    return _write(directory, splits, path, len(chosen), {"recipe": recipe})
+    return path, len(chosen)
+
+
+def prepare_compound(
+    directory: str | Path,
+    ks: list[int],
+    max_train: int,
+    max_test: int,
+    corpus_size: int,
+    max_answers: int,
+    components: list[str],
+    seed: int = 0,
+) -> Benchmark:
+    """The compound benchmark (`amer_lib.data.compound`): for each k in `ks`, up to `max_train` /
+    `max_test` compounds of k WordNet questions (`compound_k<k>`), at most `max_answers` answers
+    each; the corpus as `prepare_wordnet` makes it. AMER's n per dataset: the median answer count
+    of its training compounds."""
+    directory = Path(directory)
+    recipe = {
+        "source": "compound",
+        "ks": ks,
+        "max_train": max_train,
+        "max_test": max_test,
+        "corpus_size": corpus_size,
+        "max_answers": max_answers,
+        "components": components,
+        "seed": seed,
+    }
+    if (found := existing(directory, recipe)) is not None:
+        return found
+    rng = np.random.default_rng(seed)
+    pools = compound.component_pools(components)
+    splits = {
+        compound.dataset_name(k): {
+            split: compound.sample_compounds(pools[split], k, limit, max_answers, rng)
+            for split, limit in (("train", max_train), ("test", max_test))
+        }
+        for k in ks
+    }
+    path, size = _wordnet_corpus(directory, splits, corpus_size, rng)
+    n_queries = {dataset: default_n_queries(by_split["train"]) for dataset, by_split in splits.items()}
+    return _write(directory, splits, path, size, {"recipe": recipe, "n_queries": n_queries})
 
 
 def _sample(questions: list, limit: int, rng: np.random.Generator) -> list:
@@ -403,6 +455,9 @@ class PrepConfig(Config):
     test_fraction: float = param()
     dataset_name: str = param()
     n_queries: int = param(minimum=0)  # 0: the median answer count of the training questions, at most 8
+    compound_ks: list[int] = param(minimum=1)  # source "compound": components per question, one dataset each
+    compound_components: list[str] = param(choices=COMPONENT_KINDS)  # the WordNet questions compounds join
+    compound_max_answers: int = param(minimum=1)  # answers per compound question, at most
     use_titles: bool = param()
     encoder: str = param(choices=tuple(ENCODERS))
     mapping_encoders: list[str] = param(choices=tuple(ENCODERS))  # paper data: the gold mapping's dense retrievers
@@ -430,6 +485,18 @@ def prepare(params: PrepConfig, progress: bool = True) -> tuple[Benchmark, dict]
         raise ValueError(f"use_titles = False applies to source 'files' (your own corpus), not {params.source!r}")
     if params.source == "wordnet":
         benchmark = prepare_wordnet(directory, params.max_train, params.max_test, params.corpus_size, params.seed)
+        mapping = {}
+    elif params.source == "compound":
+        benchmark = prepare_compound(
+            directory,
+            params.compound_ks,
+            params.max_train,
+            params.max_test,
+            params.corpus_size,
+            params.compound_max_answers,
+            params.compound_components,
+            params.seed,
+        )
         mapping = {}
     elif params.source == "files":
         benchmark = prepare_files(

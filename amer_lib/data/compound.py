@@ -1,0 +1,113 @@
+"""Compound questions: the target spread as a dial on real text.
+
+A compound question joins k component questions of the shipped WordNet benchmark into one whose
+answers are the union of theirs ("What are examples of feat? And what does the word "bass" mean?").
+With k = 1 it is a component alone; with k = 2 and 3 the answers fall into k unrelated groups, so
+the spread of a question's targets grows with k while the text, the documents, the encoder and
+the answer type stay real. Training compounds are made of training components only, test
+compounds of test components only, and no component's word (the noun asked about) is on both
+sides. The number of answers is capped near the paper's QAMPARI (5-8) by choosing components
+that fit, never by dropping answers. The qid names the components in order
+(`compound_k2:kinds:n00036762+senses:bass`), so each answer's component can be recovered.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from amer_lib.data import wordnet
+from amer_lib.data.questions import MultiAnswerQuestion
+
+COMPONENT_KINDS = wordnet.KINDS  # "senses" (what a word means) and "kinds" (examples of a category)
+KINDS_PREFIX = "What are examples of "
+SEPARATOR = "+"
+
+
+def dataset_name(k: int) -> str:
+    return f"compound_k{k}"
+
+
+def component_word(question: MultiAnswerQuestion) -> str:
+    """The noun a WordNet question asks about, lowercased: the word of a senses question, the
+    category of a kinds question."""
+    kind, _, rest = question.qid.partition(":")
+    if kind == "senses":
+        return rest.lower()
+    if kind == "kinds" and question.question.startswith(KINDS_PREFIX):
+        return question.question[len(KINDS_PREFIX) :].rstrip("?").lower()
+    raise ValueError(f"{question.qid!r} is not a WordNet senses or kinds question")
+
+
+def component_pools(kinds: list[str]) -> dict[str, list[MultiAnswerQuestion]]:
+    """The components per split: WordNet's questions of `kinds`, the training ones without any
+    whose word a test component asks about (so no word is shared across the split)."""
+    unknown = sorted(set(kinds) - set(COMPONENT_KINDS))
+    if unknown or not kinds:
+        raise ValueError(f"compound components {kinds}: choose one or more of {', '.join(COMPONENT_KINDS)}")
+    pools = {split: [q for kind in kinds for q in wordnet.load_questions(kind, split)] for split in wordnet.SPLITS}
+    test_words = {component_word(q) for q in pools["test"]}
+    pools["train"] = [q for q in pools["train"] if component_word(q) not in test_words]
+    return pools
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:]
+
+
+# each joins the component questions (in their drawn order) into one question's text
+TEMPLATES = (
+    lambda parts: " ".join(parts),
+    lambda parts: " ".join([parts[0], *(f"And {_lower_first(p)}" for p in parts[1:])]),
+    lambda parts: ", ".join(p.rstrip("?") for p in parts[:-1]) + f", and {_lower_first(parts[-1])}",
+    lambda parts: f"{len(parts)} questions: " + " ".join(parts),
+)
+
+
+def join(components: list[MultiAnswerQuestion], template: int) -> MultiAnswerQuestion:
+    """One compound question of `components`, worded by `TEMPLATES[template]` (a single component
+    keeps its own text): answers and targets the components', in their order."""
+    k = len(components)
+    text = components[0].question if k == 1 else TEMPLATES[template]([c.question for c in components])
+    return MultiAnswerQuestion(
+        f"{dataset_name(k)}:" + SEPARATOR.join(c.qid for c in components),
+        text,
+        [answer for c in components for answer in c.answers],
+        [docs for c in components for docs in c.targets],
+    )
+
+
+def sample_compounds(
+    pool: list[MultiAnswerQuestion], k: int, n: int, max_answers: int, rng: np.random.Generator
+) -> list[MultiAnswerQuestion]:
+    """Up to `n` distinct compounds of `k` components with distinct words and at most
+    `max_answers` answers in all: each slot draws uniformly among the components that leave room
+    for the slots after it, the components come in that random order, and each compound gets a
+    random template. Fewer than `n` when 50 draws in a row bring nothing new."""
+    sizes = np.array([len(q.answers) for q in pool])
+    smallest = int(sizes.min())
+    if smallest * k > max_answers:
+        raise ValueError(f"k = {k} components have at least {smallest * k} answers; max_answers is {max_answers}")
+    fits = {room: np.flatnonzero(sizes <= room) for room in range(smallest, max_answers + 1)}
+    words = [component_word(q) for q in pool]
+    seen: set[tuple[str, ...]] = set()
+    compounds: list[MultiAnswerQuestion] = []
+    misses = 0
+    while len(compounds) < n and misses < 50:
+        chosen, budget = [], max_answers
+        for slot in range(k):
+            candidates = fits[budget - smallest * (k - slot - 1)]
+            chosen.append(int(candidates[rng.integers(len(candidates))]))
+            budget -= int(sizes[chosen[-1]])
+        key = tuple(sorted(pool[i].qid for i in chosen))
+        if key in seen or len({words[i] for i in chosen}) < k:
+            misses += 1
+            continue
+        seen.add(key)
+        misses = 0
+        compounds.append(join([pool[i] for i in chosen], int(rng.integers(len(TEMPLATES)))))
+    return compounds
+
+
+def components_of(question: MultiAnswerQuestion) -> list[str]:
+    """The component qids of a compound question, in its answers' order."""
+    return question.qid.partition(":")[2].split(SEPARATOR)
