@@ -34,15 +34,16 @@ def duration(seconds: float) -> str:
     return f"{minutes} min" if minutes < 90 else f"{minutes // 60} h {minutes % 60:02d} min"
 
 
-def announce_cost(what: str, steps_done: int, seconds: float, total_steps: int) -> str | None:
-    """After the first steps are timed: what all `total_steps` will cost at that rate, printed when
-    it is long work (over `LONG_WORK`); the message, or None when it was not worth saying."""
-    estimate = seconds / steps_done * total_steps
+def announce_cost(what: str, steps: int, seconds: float, remaining: int) -> str | None:
+    """Once `steps` steps were timed at `seconds` (start-up excluded): what the `remaining` steps
+    will cost at that rate, printed when it is long work (over `LONG_WORK`); the message, or None
+    when it was not worth saying."""
+    estimate = seconds / steps * remaining
     if estimate < LONG_WORK:
         return None
     message = (
-        f"{what}: the first {steps_done} step(s) took {duration(seconds)}; all {total_steps:,} steps "
-        f"need about {duration(estimate)} at this rate"
+        f"{what}: {steps} step(s) took {duration(seconds)}; the {remaining:,} steps left need about "
+        f"{duration(estimate)} at this rate"
     )
     print(message, flush=True)
     return message

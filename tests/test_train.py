@@ -112,9 +112,9 @@ def test_long_work_is_announced_with_its_measured_cost(capsys):
 
     assert [duration(s) for s in (45, 600, 12_600)] == ["45 s", "10 min", "3 h 30 min"]
     assert announce_cost("training", 1, 0.5, 300) is None  # 150 s: not long work
-    message = announce_cost("training steps, 2 workers", 2, 48.0, 3600)  # 24 s a step: 24 hours
+    message = announce_cost("training steps, 2 workers", 20, 48.0, 3600)  # 2.4 s a step: 2.4 hours
     assert message == (
-        "training steps, 2 workers: the first 2 step(s) took 48 s; all 3,600 steps need about 24 h 00 min at this rate"
+        "training steps, 2 workers: 20 step(s) took 48 s; the 3,600 steps left need about 2 h 24 min at this rate"
     )
     assert capsys.readouterr().out == message + "\n"
 

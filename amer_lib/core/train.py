@@ -363,7 +363,7 @@ def train(
     With `run_dir`, a checkpoint is written atomically every `checkpoint_every` steps and at the
     first step after `checkpoint_seconds` without one (slow steps lose little to an interruption),
     and an existing one is resumed from, saying so; the best weights are kept in `best.pt`. With
-    `progress`, a run whose first step says it will be long announces its cost. `on_step` is called
+    `progress`, a run whose second step says it will be long announces its cost. `on_step` is called
     after every optimizer step (progress reporting from worker processes). `evaluate(model)`, at
     every validation, returns retrieval metrics recorded in the history beside the losses (the
     learning curves); it runs on rank 0 only and must not change the weights.
@@ -390,7 +390,7 @@ def train(
         print(f"resuming {run_dir} at step {start} of {config.steps}", flush=True)
     model.train()
     began = time.perf_counter() - result.seconds
-    saved = resumed = time.perf_counter()
+    saved = first_done = time.perf_counter()
     bar = tqdm(
         range(start, config.steps),
         initial=start,
@@ -421,8 +421,10 @@ def train(
         if on_step is not None and main:
             on_step()
         done = step + 1
-        if done == start + 1 and progress and main:
-            announce_cost(f"training n={config.n_outputs}", 1, time.perf_counter() - resumed, config.steps - start)
+        if done == start + 1:
+            first_done = time.perf_counter()  # the first step pays for warm-up: the second is timed
+        elif done == start + 2 and progress and main:
+            announce_cost(f"training n={config.n_outputs}", 1, time.perf_counter() - first_done, config.steps - done)
         if done % config.eval_every == 0 or done == config.steps:
             lr = scheduler.get_last_lr()[0]
             record = _validation_record(

@@ -37,6 +37,7 @@ class StepReporter:
             self.count = 0
 
 
+TIMED_SECONDS = 10.0  # how long the parent times the steps before it estimates the rest
 _STEPS = None  # in a worker: the queue its training steps go to (set by `_start_worker`)
 
 
@@ -70,7 +71,8 @@ def run_parallel(
 ) -> list:
     """`function(*job, on_step=callback)` for every job in `workers` spawned processes sharing
     the CPU threads; results in job order. The first failure cancels what has not started. With
-    `progress`, long work is announced with its cost once the first step is timed (start-up included)."""
+    `progress`, long work is announced with its cost once the steps after the first were timed for
+    `TIMED_SECONDS` (the workers' start-up and the first step's warm-up left out)."""
     threads = max(1, torch.get_num_threads() // workers)
     context = multiprocessing.get_context("spawn")
     results = {}
@@ -81,16 +83,20 @@ def run_parallel(
         ) as pool,
         tqdm(total=total_steps, desc=f"{desc}, {workers} workers", disable=not progress) as bar,
     ):
-        began = time.perf_counter()
         futures = {pool.submit(_call_reporting, function, job): i for i, job in enumerate(jobs)}
         pending = set(futures)
+        first = None  # (time, steps) at the first report: start-up is over
+        announced = False
         while pending:
             done, pending = wait(pending, timeout=1.0, return_when=FIRST_EXCEPTION)
-            first = bar.n == 0
             while not queue.empty():
                 bar.update(queue.get())
-            if first and bar.n and progress:
-                announce_cost(f"{desc}, {workers} workers", bar.n, time.perf_counter() - began, total_steps)
+            now = time.perf_counter()
+            if first is None and bar.n:
+                first = (now, bar.n)
+            elif first and not announced and progress and now - first[0] >= TIMED_SECONDS and bar.n > first[1]:
+                announced = True
+                announce_cost(f"{desc}, {workers} workers", bar.n - first[1], now - first[0], total_steps - bar.n)
             for future in done:
                 if future.exception() is not None:
                     pool.shutdown(wait=False, cancel_futures=True)
