@@ -69,11 +69,13 @@ def snapshot(namespace: dict) -> set[str]:
 
 def collect(notebook: str, namespace: dict, before: set[str]) -> Config:
     """The notebook's config of the parameters defined since `before` (a list or mapping papermill's
-    `-p` passed as text is read as YAML)."""
+    `-p` passed as text is read as YAML, and the notebook's own name for it then holds what was read)."""
     names = [n for n in namespace if n not in before and not n.startswith("_")]
     if notebook not in CONFIGS:
         raise KeyError(f"unknown notebook {notebook!r}; valid: {', '.join(CONFIGS)}")
-    return validate(notebook, CONFIGS[notebook].read_text_values({n: namespace[n] for n in names}))
+    config = validate(notebook, CONFIGS[notebook].read_text_values({n: namespace[n] for n in names}))
+    namespace.update({n: getattr(config, n) for n in names})
+    return config
 
 
 def validate(notebook: str, params: dict[str, Any]) -> Config:

@@ -120,10 +120,14 @@ def test_notebook_defaults_and_every_shipped_parameter_file_validate(notebook):
 
 def test_lists_and_mappings_given_as_text_are_read_as_yaml_as_papermill_p_passes_them():
     text = {"settings": '["ood"]', "mlp_sweep_dims": "[]", "backbone_overrides": "{hidden_size: 16}"}
-    config = collect("02_synthetic", {**defaults(), **text}, set())
+    namespace = {**defaults(), **text}
+    config = collect("02_synthetic", namespace, set())
     assert (
         config.settings == ["ood"] and config.mlp_sweep_dims == [] and config.backbone_overrides == {"hidden_size": 16}
     )
+    # the notebook's own names hold what was read: its cells use them (a sweep over the characters
+    # of '["IVF256,PQ16"]' once reached faiss)
+    assert namespace["settings"] == ["ood"] and namespace["backbone_overrides"] == {"hidden_size": 16}
     with pytest.raises(ValueError, match=r"parameter 'settings' must be a non-empty list \(e.g. \[a, b\]\), got 'ood'"):
         collect("02_synthetic", {**defaults(), "settings": "ood"}, set())  # YAML reads a bare word as a string
     with pytest.raises(ValueError, match=r"parameter 'settings' takes a list; '\[ood' is not one in YAML"):
