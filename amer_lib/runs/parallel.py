@@ -37,7 +37,7 @@ class StepReporter:
             self.count = 0
 
 
-TIMED_SECONDS = 10.0  # how long the parent times the steps before it estimates the rest
+TIMED_SECONDS = 30.0  # how long the parent times the steps before it estimates the rest
 _STEPS = None  # in a worker: the queue its training steps go to (set by `_start_worker`)
 
 
