@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from amer_lib.report.summaries import summary, verdicts
-from amer_lib.report.tables import real_results_table, relative_gain_table
+from amer_lib.report.tables import percent_change, real_results_table, relative_gain_table
 
 
 def run(system, seed, mrecall, similarity):
@@ -120,3 +120,8 @@ def test_a_verdict_needs_the_bootstrap_not_only_a_larger_mean():
         "x 40.00% is behind single-query (-20.0%, bootstrap p = 0.0010)",
     ]
     assert len(lines) == 6 and "low-similarity set" in lines[1]
+    zero = {**row("amer", float("nan"), 1.0), "whole_mean": 0.0, "low_sim_mean": 0.0}
+    assert verdicts([zero])[0].endswith(
+        "amer 0.00% is not shown to differ from single-query (single-query at 0%, bootstrap p = 1.0000)"
+    )
+    assert percent_change(float("nan")) == "n/a" and percent_change(-0.00001) == "+0.00%"

@@ -108,8 +108,9 @@ def verdicts(rows: list[dict], alpha: float = 0.05) -> list[str]:
                 verdict = "ahead of" if delta > 0 else "behind"
             else:
                 verdict = "not shown to differ from"
+            change = "single-query at 0%" if np.isnan(delta) else f"{100 * delta:+.1f}%"
             lines.append(
                 f"{row['dataset']:16s} {name:19s}: {row['system']} {row[f'{subset}_mean']:.2f}% is {verdict} "
-                f"single-query ({100 * delta:+.1f}%, bootstrap p = {p:.4f})"
+                f"single-query ({change}, bootstrap p = {p:.4f})"
             )
     return lines

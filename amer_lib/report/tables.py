@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from amer_lib.io import write_text
@@ -58,7 +59,10 @@ PENDING = "not run"  # rows whose system has no results
 
 
 def percent_change(fraction: float) -> str:
-    """A relative change as the paper prints it (+4.18%); rounding noise never shows as -0.00%."""
+    """A relative change as the paper prints it (+4.18%); rounding noise never shows as -0.00%, and
+    a change from zero, which has no size, shows as n/a."""
+    if math.isnan(fraction):
+        return "n/a"
     return f"{round(100 * fraction, 2) + 0.0:+.2f}%"
 
 
