@@ -3,6 +3,7 @@ disjoint components, the answers capped by choosing components, never by droppin
 
 import numpy as np
 import pytest
+import torch
 
 from amer_lib.data import compound, wordnet
 from amer_lib.data.compound import component_word, components_of, join, sample_compounds
@@ -66,3 +67,51 @@ def test_the_compound_benchmark_keeps_training_and_test_components_apart(tmp_pat
         assert benchmark.n_queries(dataset) == int(np.ceil(np.median(sizes)))
         assert {d for q in train + test for docs in q.targets for d in docs} <= corpus
     assert len(corpus) == 4000  # the gold glosses and random others
+
+
+@pytest.mark.slow  # a small compound benchmark encoded, a model trained: about 40 s
+def test_the_decomposition_oracle_on_one_component_is_the_single_query_run(tmp_path):
+    """With k = 1 the oracle asks the compound_k1 model each test question itself: its scores and
+    TREC ranking are single-query's. With k = 2 it searches each component's own vector and merges
+    the lists round-robin (checked against exact search and a merge by hand)."""
+    from conftest import notebook_config
+
+    from amer_lib.data.prepared import prepare
+    from amer_lib.experiments.compound import ORACLE, decomposition_oracle
+    from amer_lib.experiments.real import run_all
+    from amer_lib.runs.text import RunContext, query_vectors
+
+    recipe = notebook_config(
+        "03_real_data_prep", source="compound", compound_ks=[1, 2], max_train=24, max_test=8,
+        corpus_size=600, device="cpu", prepared_dir=str(tmp_path / "p"),
+    )  # fmt: skip
+    prepare(recipe, progress=False)
+    params = notebook_config(
+        "04_real_data", datasets=["compound_k1"], systems=["single"], seeds=[0], steps=2, batch_size=4,
+        eval_every=1, workers=1, device="cpu", prepared_dir=str(tmp_path / "p"),
+        results_dir=str(tmp_path / "r"), runs_dir=str(tmp_path / "u"),
+    )  # fmt: skip
+    [single] = run_all(params, progress=False)
+    oracle = decomposition_oracle(params, "compound_k1", 0)
+    assert oracle["mrecall"] == single["mrecall"] and oracle["recall"] == single["recall"]
+    trec = [line.split()[:3] for line in (tmp_path / "r" / f"compound_k1_{ORACLE}_seed0.trec").read_text().splitlines()]
+    assert trec == [
+        line.split()[:3] for line in (tmp_path / "r" / "compound_k1_single_seed0.trec").read_text().splitlines()
+    ]
+
+    pair = decomposition_oracle(params, "compound_k2", 0)
+    context = RunContext(params)
+    model = context.trained_encoder("compound_k1", "single", 0, torch.device("cpu"))
+    test = context.benchmark.questions("compound_k2", "test")
+    by_qid = compound.component_questions()
+    corpus = context.shards.rows(np.arange(len(context.shards)))
+    assert sum(pair["recall"]) > 0  # the comparison below is not of zeros
+    for question, mrecall, recall in zip(test, pair["mrecall"], pair["recall"]):
+        parts = [by_qid[qid] for qid in components_of(question)]
+        vectors = query_vectors(model, context, parts, 1, torch.device("cpu"))[:, 0]
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        lists = np.argsort(-(vectors @ corpus.T), axis=1, kind="stable")[:, :100]
+        merged = list(dict.fromkeys(lists.T.ravel().tolist()))[:100]
+        gold = [set(context.rows(docs).tolist()) for docs in question.targets]
+        found = [bool(g & set(merged)) for g in gold]
+        assert mrecall == float(all(found)) and recall == pytest.approx(np.mean(found))

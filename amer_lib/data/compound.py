@@ -111,3 +111,9 @@ def sample_compounds(
 def components_of(question: MultiAnswerQuestion) -> list[str]:
     """The component qids of a compound question, in its answers' order."""
     return question.qid.partition(":")[2].split(SEPARATOR)
+
+
+def component_questions() -> dict[str, MultiAnswerQuestion]:
+    """Every WordNet question a compound can be made of, by qid."""
+    splits = [wordnet.load_questions(kind, split) for kind in COMPONENT_KINDS for split in wordnet.SPLITS]
+    return {q.qid: q for questions in splits for q in questions}
