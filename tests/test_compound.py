@@ -115,3 +115,11 @@ def test_the_decomposition_oracle_on_one_component_is_the_single_query_run(tmp_p
         gold = [set(context.rows(docs).tolist()) for docs in question.targets]
         found = [bool(g & set(merged)) for g in gold]
         assert mrecall == float(all(found)) and recall == pytest.approx(np.mean(found))
+
+
+def test_each_vector_serves_the_component_whose_answers_its_list_finds_most_of():
+    from amer_lib.experiments.compound import served_components
+
+    lists = np.array([[1, 2, 3], [7, 8, 9], [4, 10, 11], [20, 21, 22]])
+    components = [[{1}, {2, 30}, {40}], [{7}, {8}, {4}]]  # component 0: rows 1, 2; component 1: 7, 8 and 4
+    assert served_components(lists, components) == [(0, 2), (1, 2), (1, 1), (-1, 0)]
