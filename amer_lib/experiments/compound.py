@@ -31,13 +31,18 @@ def decomposition_oracle(params: RealConfig, dataset: str, seed: int) -> dict:
     device = resolve_device(params.device)
     model = context.trained_encoder(compound.dataset_name(1), "single", seed, device)
     test = context.benchmark.questions(dataset, "test")
-    by_qid = compound.component_questions()
-    parts = [[by_qid[qid] for qid in compound.components_of(q)] for q in test]
+    parts = _components(test)
     k = len(parts[0])
     vectors = query_vectors(model, context, [p for row in parts for p in row], 1, device)[:, 0]
     queries = vectors.reshape(len(test), k, vectors.shape[-1])
     ranked = multi_vector_search(ShardedFlatIndex(context.shards), queries, K, depth=max(params.search_depth, K))
     return write_result(context, dataset, ORACLE, seed, test, ranked, label="Decomposition oracle", n_queries=k)
+
+
+def _components(questions: list) -> list[list]:
+    """Each compound question's component questions, in its answers' order."""
+    by_qid = compound.component_questions()
+    return [[by_qid[qid] for qid in compound.components_of(q)] for q in questions]
 
 
 def served_components(lists: np.ndarray, components: list[list[set[int]]]) -> list[tuple[int, int]]:
@@ -63,10 +68,8 @@ def vector_roles(params: RealConfig, dataset: str, seed: int) -> dict:
     test = context.benchmark.questions(dataset, "test")
     vectors = query_vectors(model, context, test, context.n_queries(dataset, "amer"), device)
     _, lists = ShardedFlatIndex(context.shards).search(vectors, K)
-    by_qid = compound.component_questions()
     all_served, counts, idle, repeats = 0, [], 0, 0
-    for question, question_lists in zip(test, lists):
-        parts = [by_qid[qid] for qid in compound.components_of(question)]
+    for parts, question_lists in zip(_components(test), lists):
         gold = [[set(context.rows(docs).tolist()) for docs in part.targets] for part in parts]
         served = [c for c, _ in served_components(question_lists, gold)]
         distinct = {c for c in served if c >= 0}
