@@ -314,7 +314,7 @@ def test_ablations_notebook(real_runs, synthetic_runs):
     )
     assert ablations.returncode == 0, ablations.stderr[-3000:]
     figures05 = tmp_path / "figures05"
-    table3 = pd.read_csv(figures05 / "table3.csv")
+    table3 = pd.read_csv(figures05 / "table3.csv", keep_default_na=False)
     detail = json.loads((figures05 / "table3_per_backbone.json").read_text())
     assert table3["System"].tolist() == [
         "AMER (scheduled sampling)",

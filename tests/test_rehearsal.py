@@ -202,7 +202,7 @@ def test_04_paper_files(real_runs):
         table = pd.read_csv(stage / "figures04" / f"table{number}_{backbone}.csv")
         assert table["Dataset"].drop_duplicates().tolist() == ["ambigqa", "qampari"] and len(table) == 8
         assert "**" in (stage / "figures04" / f"table{number}_{backbone}.md").read_text()  # the best in bold
-    table2 = pd.read_csv(stage / "figures04" / "table2.csv")
+    table2 = pd.read_csv(stage / "figures04" / "table2.csv", keep_default_na=False)
     amer = table2.loc[table2["System"] == "AMER"].iloc[0]
     summaries = [json.loads(path.read_text()) for path in (stage / "figures04").glob("summary_*.json")]
     assert len(summaries) == 8
@@ -341,7 +341,7 @@ def test_05_paper(real_runs, synthetic_runs):
         "figures_dir": str(stage / "figures05"),
     }
     values = rehearse("05_ablations", ["05_ablations/paper.yaml"], substitutions, stage / "05")
-    table3 = pd.read_csv(stage / "figures05" / "table3.csv")
+    table3 = pd.read_csv(stage / "figures05" / "table3.csv", keep_default_na=False)
     assert table3["System"].tolist() == ["AMER (scheduled sampling)", "AMER (always predicted)"]
     assert table3.to_dict("records") == values["table3"]
     detail = json.loads((stage / "figures05" / "table3_per_backbone.json").read_text())
