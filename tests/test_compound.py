@@ -1,6 +1,8 @@
 """Compound questions: k WordNet questions joined into one, the training and test sides built from
 disjoint components, the answers capped by choosing components, never by dropping answers."""
 
+import hashlib
+
 import numpy as np
 import pytest
 import torch
@@ -123,3 +125,65 @@ def test_each_vector_serves_the_component_whose_answers_its_list_finds_most_of()
     lists = np.array([[1, 2, 3], [7, 8, 9], [4, 10, 11], [20, 21, 22]])
     components = [[{1}, {2, 30}, {40}], [{7}, {8}, {4}]]  # component 0: rows 1, 2; component 1: 7, 8 and 4
     assert served_components(lists, components) == [(0, 2), (1, 2), (1, 1), (-1, 0)]
+
+
+class KeyedEncoder:
+    """A document encoder by lookup: each document text a fixed random unit vector; a question
+    the sum of its gold documents' vectors when `findable(question)` holds, else a random one."""
+
+    class spec:
+        name = "keyed"
+
+    dim = 32
+
+    def __init__(self, gold_texts: dict[str, list[str]], findable_question):
+        self.gold_texts, self.findable_question = gold_texts, findable_question
+
+    def _vector(self, text: str) -> np.ndarray:
+        v = np.random.default_rng(int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)).standard_normal(self.dim)
+        return v / np.linalg.norm(v)
+
+    def encode_documents(self, texts, batch_size=64):
+        return np.stack([self._vector(t) for t in texts]).astype(np.float32)
+
+    def encode_queries(self, texts, batch_size=64):
+        rows = []
+        for text in texts:
+            gold = self.gold_texts[text] if self.findable_question(text) else [text]
+            rows.append(sum(self._vector(t) for t in gold))
+        return np.stack(rows).astype(np.float32)
+
+
+def test_findable_components_have_every_answer_in_the_encoders_top_depth_alone(tmp_path):
+    """With findable_depth, every component of every compound has all its gold glosses in the
+    encoder's exact top 10 (checked by numpy over the prepared embeddings), and the questions the
+    encoder cannot answer never appear."""
+    glosses = {d.id: d.text for d in wordnet.load_corpus().documents}
+    pools = {
+        q.question: q for kind in ("senses", "kinds") for s in wordnet.SPLITS for q in wordnet.load_questions(kind, s)
+    }
+    gold_texts = {text: [glosses[d] for docs in q.targets for d in docs] for text, q in pools.items()}
+    encoder = KeyedEncoder(gold_texts, lambda text: len(text) % 3 != 0)
+    benchmark = prepare_compound(
+        tmp_path, [1, 2], 60, 20, 3000, 8, ["senses", "kinds"], seed=0, encoder=encoder, findable_depth=10,
+        progress=False,
+    )  # fmt: skip
+    shards = benchmark.embeddings("keyed")
+    corpus = shards.rows(np.arange(len(shards))).astype(np.float32)
+    row_of = shards.row_of
+    by_qid = compound.component_questions()
+    seen = set()
+    for dataset in ("compound_k1", "compound_k2"):
+        for split in ("train", "test"):
+            for q in benchmark.questions(dataset, split):
+                for part in (by_qid[qid] for qid in components_of(q)):
+                    assert len(part.question) % 3 != 0
+                    seen.add(part.qid)
+    for qid in seen:
+        part = by_qid[qid]
+        top = set(np.argsort(-(corpus @ encoder.encode_queries([part.question])[0]), kind="stable")[:10].tolist())
+        assert all(row_of[d] in top for docs in part.targets for d in docs)
+    assert len(benchmark.questions("compound_k2", "train")) == 60 and len(seen) > 60
+    assert benchmark.manifest["recipe"]["findable_depth"] == 10
+    with pytest.raises(ValueError, match="need the document encoder"):
+        prepare_compound(tmp_path / "x", [1], 5, 5, 3000, 8, ["senses"], findable_depth=10)

@@ -7,14 +7,19 @@ the spread of a question's targets grows with k while the text, the documents, t
 the answer type stay real. Training compounds are made of training components only, test
 compounds of test components only, and no component's word (the noun asked about) is on both
 sides. The number of answers is capped near the paper's QAMPARI (5-8) by choosing components
-that fit, never by dropping answers. The qid names the components in order
-(`compound_k2:kinds:n00036762+senses:bass`), so each answer's component can be recovered.
+that fit, never by dropping answers. Components can be limited to the findable ones (every answer
+in the off-the-shelf encoder's top 100 for the component alone, `findable`): the experiment is
+about the spread of the targets, and a component neither system can answer alone only adds zeros.
+The qid names the components in order (`compound_k2:kinds:n00036762+senses:bass`), so each
+answer's component can be recovered.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from amer_lib.core.metrics import mrecall_at_k, pad_clusters
+from amer_lib.core.search import ShardedFlatIndex
 from amer_lib.data import wordnet
 from amer_lib.data.questions import MultiAnswerQuestion
 
@@ -48,6 +53,38 @@ def component_pools(kinds: list[str]) -> dict[str, list[MultiAnswerQuestion]]:
     test_words = {component_word(q) for q in pools["test"]}
     pools["train"] = [q for q in pools["train"] if component_word(q) not in test_words]
     return pools
+
+
+def candidates(
+    pools: dict[str, list[MultiAnswerQuestion]], corpus_size: int, rng: np.random.Generator
+) -> dict[str, list[MultiAnswerQuestion]]:
+    """The components whose findability is tested, before compounds are drawn: each split's pool in
+    random order, as many as keep their gold glosses within a quarter (test) or a half (train) of
+    the corpus, which a random rest fills."""
+    budgets = {"test": corpus_size // 4, "train": corpus_size // 2}
+    chosen = {}
+    for split, pool in pools.items():
+        kept, docs = [], 0
+        for i in rng.permutation(len(pool)):
+            docs += len(pool[i].targets)
+            if docs > budgets[split]:
+                break
+            kept.append(pool[i])
+        chosen[split] = kept
+    return chosen
+
+
+def findable(
+    questions: list[MultiAnswerQuestion], encoder, shards, depth: int, batch_size: int = 64
+) -> list[MultiAnswerQuestion]:
+    """The questions whose every answer has a gold document in `encoder`'s top `depth` for the
+    question alone, searched exactly in `shards` (the prepared corpus)."""
+    row_of = shards.row_of
+    vectors = encoder.encode_queries([q.question for q in questions], batch_size)
+    _, lists = ShardedFlatIndex(shards).search(vectors, depth)
+    gold = pad_clusters([[[row_of[d] for d in docs if d in row_of] for docs in q.targets] for q in questions])
+    found = mrecall_at_k(lists, gold, depth) == 1
+    return [q for q, ok in zip(questions, found) if ok]
 
 
 def _lower_first(text: str) -> str:

@@ -223,10 +223,17 @@ def prepare_compound(
     max_answers: int,
     components: list[str],
     seed: int = 0,
+    encoder=None,
+    findable_depth: int = 0,
+    shard_size: int = 100_000,
+    batch_size: int = 64,
+    progress: bool = True,
 ) -> Benchmark:
     """The compound benchmark (`amer_lib.data.compound`): for each k in `ks`, up to `max_train` /
     `max_test` compounds of k WordNet questions (`compound_k<k>`), at most `max_answers` answers
-    each; the corpus as `prepare_wordnet` makes it. AMER's n per dataset: the median answer count
+    each. With `findable_depth` > 0, only components whose answers `encoder` finds alone in its
+    top `findable_depth` are drawn: the corpus is made first around the candidate components and
+    encoded (the embeddings the benchmark keeps). AMER's n per dataset: the median answer count
     of its training compounds."""
     directory = Path(directory)
     recipe = {
@@ -239,10 +246,22 @@ def prepare_compound(
         "components": components,
         "seed": seed,
     }
+    if findable_depth:
+        if encoder is None:
+            raise ValueError("findable components (findable_depth > 0) need the document encoder that finds them")
+        recipe |= {"findable_depth": findable_depth, "findable_encoder": encoder.spec.name}
     if (found := existing(directory, recipe)) is not None:
         return found
     rng = np.random.default_rng(seed)
     pools = compound.component_pools(components)
+    if findable_depth:
+        pools = compound.candidates(pools, corpus_size, rng)
+        path, size = _wordnet_corpus(directory, {"candidates": pools}, corpus_size, rng)
+        shards = encode_corpus(
+            encoder, iter_documents(path), directory / "embeddings" / encoder.spec.name, shard_size, batch_size,
+            total=size, progress=progress,
+        )  # fmt: skip
+        pools = {split: compound.findable(pool, encoder, shards, findable_depth) for split, pool in pools.items()}
     splits = {
         compound.dataset_name(k): {
             split: compound.sample_compounds(pools[split], k, limit, max_answers, rng)
@@ -250,9 +269,11 @@ def prepare_compound(
         }
         for k in ks
     }
-    path, size = _wordnet_corpus(directory, splits, corpus_size, rng)
+    if not findable_depth:
+        path, size = _wordnet_corpus(directory, splits, corpus_size, rng)
     n_queries = {dataset: default_n_queries(by_split["train"]) for dataset, by_split in splits.items()}
-    return _write(directory, splits, path, size, {"recipe": recipe, "n_queries": n_queries})
+    manifest = {"recipe": recipe, "n_queries": n_queries, "components": {s: len(p) for s, p in pools.items()}}
+    return _write(directory, splits, path, size, manifest)
 
 
 def _sample(questions: list, limit: int, rng: np.random.Generator) -> list:
@@ -458,6 +479,9 @@ class PrepConfig(Config):
     compound_ks: list[int] = param(minimum=1)  # source "compound": components per question, one dataset each
     compound_components: list[str] = param(choices=COMPONENT_KINDS)  # the WordNet questions compounds join
     compound_max_answers: int = param(minimum=1)  # answers per compound question, at most
+    compound_findable_depth: int = param(
+        minimum=0
+    )  # components whose answers the encoder finds alone in its top N; 0: all
     use_titles: bool = param()
     encoder: str = param(choices=tuple(ENCODERS))
     mapping_encoders: list[str] = param(choices=tuple(ENCODERS))  # paper data: the gold mapping's dense retrievers
@@ -496,6 +520,11 @@ def prepare(params: PrepConfig, progress: bool = True) -> tuple[Benchmark, dict]
             params.compound_max_answers,
             params.compound_components,
             params.seed,
+            encoder,
+            params.compound_findable_depth,
+            params.shard_size,
+            params.encode_batch_size,
+            progress,
         )
         mapping = {}
     elif params.source == "files":
