@@ -187,3 +187,69 @@ def test_findable_components_have_every_answer_in_the_encoders_top_depth_alone(t
     assert benchmark.manifest["recipe"]["findable_depth"] == 10
     with pytest.raises(ValueError, match="need the document encoder"):
         prepare_compound(tmp_path / "x", [1], 5, 5, 3000, 8, ["senses"], findable_depth=10)
+
+
+def test_compound_datasets_are_known_by_name():
+    assert [compound.components_in(d) for d in ("compound_k1", "compound_k12", "compound_kx", "wordnet_kinds")] == [
+        1,
+        12,
+        None,
+        None,
+    ]
+
+
+def scored(dataset, system, seed, mrecall, recall, mrecall_10):
+    return {
+        "params": {"backbone": "minilm"},
+        "dataset": dataset,
+        "system": system,
+        "seed": seed,
+        "mrecall": mrecall,
+        "recall": recall,
+        "mrecall_10": mrecall_10,
+        "target_similarity": [0.1, 0.2, 0.3, 0.4],
+    }
+
+
+def test_the_oracle_comparison_reads_each_metric_and_amers_share_of_the_oracles_lead(monkeypatch):
+    """Hand-made runs on compound_k2 (two seeds): the means and AMER's share of the oracle's lead
+    over single-query, per metric, computed by hand."""
+    from types import SimpleNamespace
+
+    from amer_lib.experiments import compound as experiment
+    from amer_lib.report.tables import compound_table
+
+    ones = [1, 1, 1, 1]
+    oracle = {
+        ("compound_k1", 0): scored("compound_k1", experiment.ORACLE, 0, ones, ones, ones),
+        ("compound_k1", 1): scored("compound_k1", experiment.ORACLE, 1, ones, ones, ones),
+        ("compound_k2", 0): scored("compound_k2", experiment.ORACLE, 0, [1, 1, 1, 0], [1, 1, 1, 0.5], [1, 0, 1, 0]),
+        ("compound_k2", 1): scored("compound_k2", experiment.ORACLE, 1, [1, 1, 1, 1], [1, 1, 1, 1], [1, 1, 1, 0]),
+    }
+    monkeypatch.setattr(experiment, "decomposition_oracle", lambda params, dataset, seed: oracle[dataset, seed])
+    k1 = [scored("compound_k1", system, seed, ones, ones, ones) for system in ("single", "amer") for seed in (0, 1)]
+    results = k1 + [
+        scored("compound_k2", "single", 0, [0, 0, 0, 0], [0.5, 0.5, 0.5, 0.5], [0, 0, 0, 0]),
+        scored("compound_k2", "single", 1, [1, 0, 0, 0], [1, 0.5, 0.5, 0], [0, 0, 0, 0]),
+        scored("compound_k2", "amer", 0, [1, 1, 0, 0], [1, 1, 0.5, 0.5], [1, 0, 0, 0]),
+        scored("compound_k2", "amer", 1, [1, 0, 1, 0], [1, 0.5, 1, 0], [0, 0, 0, 0]),
+        scored("wordnet_kinds", "single", 0, [1, 1, 1, 1], [1, 1, 1, 1], [1, 1, 1, 1]),  # not a compound
+    ]
+    params = SimpleNamespace(datasets=["compound_k1", "compound_k2", "wordnet_kinds"], seeds=[0, 1])
+    rows = experiment.oracle_comparison(params, results, n_resamples=200)
+    assert [(r["k"], r["system"]) for r in rows] == [
+        (k, s) for k in (1, 2) for s in ("single", "amer", experiment.ORACLE)
+    ]
+    single, amer, best = rows[3:]
+    assert np.isnan(rows[1]["mrecall_oracle_share"])  # k = 1: the oracle has no lead
+    assert single["mrecall_mean"] == pytest.approx(12.5) and amer["mrecall_mean"] == pytest.approx(50.0)
+    assert best["mrecall_mean"] == pytest.approx(87.5) and single["recall_mean"] == pytest.approx(50.0)
+    assert amer["mrecall_oracle_share"] == pytest.approx((50 - 12.5) / (87.5 - 12.5))
+    assert amer["recall_oracle_share"] == pytest.approx((68.75 - 50) / (93.75 - 50))
+    assert amer["mrecall_10_mean"] == pytest.approx(12.5) and np.isnan(single["mrecall_p"])
+    table = compound_table(rows[3:], experiment.METRICS)
+    assert table["System"].tolist() == ["Single-Query", "AMER", "Decomposition oracle"]
+    assert table.loc[1, "share of oracle's lead, MRecall@100"] == "50%" and table.loc[0, "Recall@100"] == "50.00±0.00"
+    with pytest.raises(ValueError, match="add it to datasets"):
+        monkeypatch.undo()
+        experiment.oracle_comparison(SimpleNamespace(datasets=["compound_k2"], seeds=[0]), results, 10)

@@ -32,6 +32,13 @@ def dataset_name(k: int) -> str:
     return f"compound_k{k}"
 
 
+def components_in(dataset: str) -> int | None:
+    """k of a compound dataset's name (`compound_k2` -> 2); None for any other dataset."""
+    prefix = dataset_name(0)[:-1]
+    rest = dataset[len(prefix) :] if dataset.startswith(prefix) else ""
+    return int(rest) if rest.isdigit() else None
+
+
 def component_word(question: MultiAnswerQuestion) -> str:
     """The noun a WordNet question asks about, lowercased: the word of a senses question, the
     category of a kinds question."""

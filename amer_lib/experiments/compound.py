@@ -15,10 +15,12 @@ from amer_lib.core.device import resolve_device
 from amer_lib.core.metrics import K
 from amer_lib.core.search import ShardedFlatIndex, multi_vector_search
 from amer_lib.data import compound
+from amer_lib.report.summaries import summary
 from amer_lib.runs.configs import RealConfig
 from amer_lib.runs.text import RunContext, cached_result, query_vectors, write_result
 
 ORACLE = "decomposition_oracle"
+METRICS = {"mrecall": "MRecall@100", "mrecall_10": "MRecall@10", "recall": "Recall@100"}
 
 
 def decomposition_oracle(params: RealConfig, dataset: str, seed: int) -> dict:
@@ -86,3 +88,55 @@ def vector_roles(params: RealConfig, dataset: str, seed: int) -> dict:
         "vectors_serving_none": round(100 * idle / n_vectors, 2),
         "vectors_repeating_a_component": round(100 * repeats / n_vectors, 2),
     }
+
+
+def compound_datasets(params: RealConfig) -> list[str]:
+    return [d for d in params.datasets if compound.components_in(d) is not None]
+
+
+def oracle_comparison(params: RealConfig, results: list[dict], n_resamples: int) -> list[dict]:
+    """Per compound dataset: single-query, AMER and the decomposition oracle (run here for every
+    seed), each metric of `METRICS` as mean and std over seeds (in %) with the paired bootstrap p
+    against single-query, and AMER's share of the oracle's lead over single-query. Needs
+    `compound_k1` among the datasets (the oracle's model); [] without compound datasets."""
+    datasets = compound_datasets(params)
+    if datasets and compound.dataset_name(1) not in params.datasets:
+        raise ValueError(
+            f"the decomposition oracle runs the {compound.dataset_name(1)} single-query model: add it to datasets"
+        )
+    runs = [r for r in results if r["dataset"] in datasets and r["system"] in ("single", "amer")]
+    runs += [decomposition_oracle(params, d, seed) for d in datasets for seed in params.seeds]
+    by_metric = {metric: summary(runs, n_resamples, metric=metric) for metric in METRICS}
+    rows = []
+    for i, base in enumerate(by_metric["mrecall"]):
+        row = {"dataset": base["dataset"], "k": compound.components_in(base["dataset"]), "system": base["system"]}
+        for metric, summaries in by_metric.items():
+            found = summaries[i]
+            row[f"{metric}_mean"], row[f"{metric}_std"] = found["whole_mean"], found["whole_std"]
+            row[f"{metric}_p"] = found.get("whole_p", float("nan"))
+        rows.append(row)
+    for row in rows:
+        if row["system"] == "amer":
+            single, oracle = (_row(rows, row["dataset"], s) for s in ("single", ORACLE))
+            for metric in METRICS:
+                lead = oracle[f"{metric}_mean"] - single[f"{metric}_mean"]
+                gained = row[f"{metric}_mean"] - single[f"{metric}_mean"]
+                row[f"{metric}_oracle_share"] = gained / lead if lead > 0 else float("nan")
+    return rows
+
+
+def _row(rows: list[dict], dataset: str, system: str) -> dict:
+    return next(r for r in rows if r["dataset"] == dataset and r["system"] == system)
+
+
+def vector_role_table(params: RealConfig) -> list[dict]:
+    """`vector_roles` of each compound dataset with k >= 2, averaged over the seeds."""
+    rows = []
+    for dataset in compound_datasets(params):
+        if compound.components_in(dataset) < 2:
+            continue
+        per_seed = [vector_roles(params, dataset, seed) for seed in params.seeds]
+        row = {"dataset": dataset, "k": compound.components_in(dataset), "seeds": len(per_seed)}
+        row |= {key: float(np.mean([r[key] for r in per_seed])) for key in per_seed[0] if key != "dataset"}
+        rows.append(row)
+    return rows

@@ -14,10 +14,16 @@ from amer_lib.core.metrics import low_similarity_subset, paired_bootstrap
 from amer_lib.io import staged_or_published
 
 
-def _per_question(results: list[dict], dataset: str, system: str) -> tuple[np.ndarray, np.ndarray]:
-    """Per-seed MRecall `[seeds, Q]` and the test questions' target similarity."""
+def _per_question(
+    results: list[dict], dataset: str, system: str, metric: str = "mrecall"
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-seed scores `[seeds, Q]` of `metric` (a per-question list in each results JSON) and the
+    test questions' target similarity."""
     runs = sorted((r for r in results if r["dataset"] == dataset and r["system"] == system), key=lambda r: r["seed"])
-    return np.array([r["mrecall"] for r in runs]), np.array(runs[0]["target_similarity"])
+    missing = [r["seed"] for r in runs if metric not in r]
+    if missing:
+        raise KeyError(f"{dataset} {system} seed(s) {missing} hold no {metric!r} scores (scored before it was kept)")
+    return np.array([r[metric] for r in runs]), np.array(runs[0]["target_similarity"])
 
 
 CURVE_METRICS = {"whole": "val_mrecall", "low_sim": "val_mrecall_low_sim"}
@@ -48,17 +54,19 @@ def learning_curves(results: list[dict]) -> list[dict]:
     return sorted(rows, key=lambda r: (r["dataset"], r["system"] != "single", r["system"], r["step"]))
 
 
-def summary(results: list[dict], n_resamples: int = 10_000, seed: int = 0, baseline: str = "single") -> list[dict]:
-    """Per dataset and system: MRecall@100 mean and std over seeds (in %), relative gain over
-    the `baseline` system (the paper's: single-query), on the whole test set and the
-    low-similarity third; for the other systems, the paired bootstrap p-value against the
-    baseline on seed-averaged per-question scores."""
+def summary(
+    results: list[dict], n_resamples: int = 10_000, seed: int = 0, baseline: str = "single", metric: str = "mrecall"
+) -> list[dict]:
+    """Per dataset and system: MRecall@100 (or another per-question `metric`: `recall`,
+    `mrecall_10`, ...) mean and std over seeds (in %), relative gain over the `baseline` system
+    (the paper's: single-query), on the whole test set and the low-similarity third; for the other
+    systems, the paired bootstrap p-value against the baseline on seed-averaged per-question scores."""
     rows = []
     for dataset in dict.fromkeys(r["dataset"] for r in results):
-        base, similarity = _per_question(results, dataset, baseline)
+        base, similarity = _per_question(results, dataset, baseline, metric)
         subsets = {"whole": np.arange(base.shape[1]), "low_sim": low_similarity_subset(similarity)}
         for system in dict.fromkeys(r["system"] for r in results if r["dataset"] == dataset):
-            scores, _ = _per_question(results, dataset, system)
+            scores, _ = _per_question(results, dataset, system, metric)
             label = next(r.get("label") for r in results if r["dataset"] == dataset and r["system"] == system)
             row = {
                 "backbone": Path(results[0]["params"]["backbone"]).name,  # a local folder: its last part

@@ -143,3 +143,25 @@ def relative_gain_table(summaries: dict[str, list[dict]]):
     table = pd.DataFrame(rows)
     table.attrs["backbones"] = sorted(summaries)
     return table
+
+
+COMPOUND_SYSTEMS = {"single": "Single-Query", "amer": "AMER", "decomposition_oracle": "Decomposition oracle"}
+
+
+def compound_table(rows: list[dict], metrics: dict[str, str], alpha: float = 0.05):
+    """The compound benchmark's comparison (`experiments.compound.oracle_comparison` rows): per k and
+    system, each metric as mean±std over seeds (* = p < alpha against single-query, paired
+    bootstrap), and AMER's share of the oracle's lead over single-query."""
+    import pandas as pd
+
+    table = []
+    for row in rows:
+        cells = {"k": row["k"], "System": COMPOUND_SYSTEMS.get(row["system"], row["system"])}
+        for metric, name in metrics.items():
+            star = "*" if row[f"{metric}_p"] < alpha else ""
+            cells[name] = f"{row[f'{metric}_mean']:.2f}±{row[f'{metric}_std']:.2f}{star}"
+        for metric, name in metrics.items():
+            share = row.get(f"{metric}_oracle_share", math.nan)
+            cells[f"share of oracle's lead, {name}"] = "" if math.isnan(share) else f"{100 * share:.0f}%"
+        table.append(cells)
+    return pd.DataFrame(table)

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from amer_lib.core.backbones import get_backbone, load_tokenizer
-from amer_lib.core.metrics import K, evaluate, mean_pairwise_cosine, pad_clusters
+from amer_lib.core.metrics import KS, K, evaluate, mean_pairwise_cosine, pad_clusters
 from amer_lib.core.model import AMERQueryEncoder
 from amer_lib.data.datasets import TextData, target_tensor
 from amer_lib.data.prepared import N_QUERIES, Benchmark
@@ -97,7 +97,7 @@ def write_result(
         name,
         K,
     )
-    scores = evaluate(ranked, context.gold(questions), (K,))
+    scores = evaluate(ranked, context.gold(questions), KS)
     result = dict(
         params=params.as_dict(),
         seed=seed,
@@ -107,6 +107,7 @@ def write_result(
         qids=[q.qid for q in questions],
         mrecall=scores[f"mrecall@{K}"].tolist(),
         recall=scores[f"recall@{K}"].tolist(),
+        **{f"{m}_{k}": scores[f"{m}@{k}"].tolist() for m in ("mrecall", "recall") for k in KS if k != K},
         target_similarity=context.target_similarity(questions).tolist(),
         **details,
     )
