@@ -58,6 +58,7 @@ def test_the_compound_benchmark_keeps_training_and_test_components_apart(tmp_pat
     assert benchmark.datasets == ["compound_k1", "compound_k2", "compound_k3"]
     test_components = {q.qid for kind in ("senses", "kinds") for q in wordnet.load_questions(kind, "test")}
     corpus = {d.id for d in benchmark.documents()}
+    by_qid = compound.component_questions()
     for k in (1, 2, 3):
         dataset = compound.dataset_name(k)
         train, test = benchmark.questions(dataset, "train"), benchmark.questions(dataset, "test")
@@ -68,6 +69,13 @@ def test_the_compound_benchmark_keeps_training_and_test_components_apart(tmp_pat
         sizes = sorted(len(q.answers) for q in train)
         assert benchmark.n_queries(dataset) == int(np.ceil(np.median(sizes)))
         assert {d for q in train + test for docs in q.targets for d in docs} <= corpus
+        validation = benchmark.questions(dataset, "validation")  # compounds of held-out training components
+        assert len(validation) == 12 and not any(set(components_of(q)) & test_components for q in validation)
+        held = {qid for q in validation for qid in components_of(q)}
+        assert not any(set(components_of(q)) & held for q in train)
+        words = {component_word(by_qid[qid]) for qid in held}
+        assert not any({component_word(by_qid[qid]) for qid in components_of(q)} & words for q in train)
+        assert benchmark.training_split(dataset, seed=3) == (train, validation)  # the same for every seed
     assert len(corpus) == 4000  # the gold glosses and random others
 
 

@@ -39,6 +39,10 @@ def test_a_dataset_of_your_own_is_split_by_seed_and_carries_its_number_of_vector
     assert [d.full_text for d in benchmark.documents()][:1] == ["Title 0 passage number 0"]
     untitled = prepare_files(tmp_path / "untitled", "mine", questions, corpus, use_titles=False)
     assert [d.full_text for d in untitled.documents()][:1] == ["passage number 0"]
+    fitted, validated = benchmark.training_split("mine", seed=4)  # no validation file: 10% of train, by seed
+    assert len(validated) == 1 and sorted(q.qid for q in fitted + validated) == sorted(q.qid for q in train)
+    assert benchmark.training_split("mine", seed=4) == (fitted, validated)
+    assert {benchmark.training_split("mine", seed=s)[1][0].qid for s in range(10)} != {validated[0].qid}
 
 
 def test_the_number_of_vectors_is_part_of_an_amer_runs_key_unless_it_is_a_builtin_datasets(tmp_path):

@@ -6,7 +6,8 @@ With k = 1 it is a component alone; with k = 2 and 3 the answers fall into k unr
 the spread of a question's targets grows with k while the text, the documents, the encoder and
 the answer type stay real. Training compounds are made of training components only, test
 compounds of test components only, and no component's word (the noun asked about) is on both
-sides. The number of answers is capped near the paper's QAMPARI (5-8) by choosing components
+sides; the validation compounds are made of training components held out from the training
+compounds (`hold_out`). The number of answers is capped near the paper's QAMPARI (5-8) by choosing components
 that fit, never by dropping answers. Components can be limited to the findable ones (every answer
 in the off-the-shelf encoder's top 100 for the component alone, `findable`): the experiment is
 about the spread of the targets, and a component neither system can answer alone only adds zeros.
@@ -60,6 +61,18 @@ def component_pools(kinds: list[str]) -> dict[str, list[MultiAnswerQuestion]]:
     test_words = {component_word(q) for q in pools["test"]}
     pools["train"] = [q for q in pools["train"] if component_word(q) not in test_words]
     return pools
+
+
+def hold_out(
+    pool: list[MultiAnswerQuestion], fraction: float, rng: np.random.Generator
+) -> tuple[list[MultiAnswerQuestion], list[MultiAnswerQuestion]]:
+    """The training components split into those training compounds are made of and a `fraction`
+    held out for validation compounds, no word on both sides: validation then measures what test
+    measures (compounds of components never trained on), not components learned."""
+    held = {int(i) for i in rng.choice(len(pool), max(1, round(fraction * len(pool))), replace=False)}
+    validation = [q for i, q in enumerate(pool) if i in held]
+    words = {component_word(q) for q in validation}
+    return [q for i, q in enumerate(pool) if i not in held and component_word(q) not in words], validation
 
 
 def candidates(

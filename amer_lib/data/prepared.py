@@ -23,6 +23,7 @@ from amer_lib.core.config import Config, param
 from amer_lib.core.device import DEVICES
 from amer_lib.core.metrics import same_vs_random_cosine
 from amer_lib.core.search import IVFPQIndex, ShardedFlatIndex, recall_against_exact, training_points_needed
+from amer_lib.core.train import VALIDATION_FRACTION, split_train_validation, validation_size
 from amer_lib.data import compound, wordnet
 from amer_lib.data.compound import COMPONENT_KINDS
 from amer_lib.data.corpus import Corpus, Document, iter_documents, write_tsv
@@ -90,6 +91,16 @@ class Benchmark:
         before the manifest held it: the paper's number)."""
         self.check([dataset])
         return self.manifest.get("n_queries", N_QUERIES)[dataset]
+
+    def training_split(self, dataset: str, seed: int) -> tuple[list[MultiAnswerQuestion], list[MultiAnswerQuestion]]:
+        """The questions a run of `seed` trains on and those it validates on: the benchmark's own
+        validation split where it has one (the compound benchmark's, made of components no training
+        compound uses), else 10% of the training questions drawn by the seed (the paper's 90/10)."""
+        questions = self.questions(dataset, "train")
+        if (self.directory / f"{dataset}_validation.jsonl").exists():
+            return questions, self.questions(dataset, "validation")
+        train_idx, val_idx = split_train_validation(len(questions), seed)
+        return [questions[i] for i in train_idx.tolist()], [questions[i] for i in val_idx.tolist()]
 
     def questions(self, dataset: str, split: str) -> list[MultiAnswerQuestion]:
         if dataset not in self.datasets:
@@ -234,7 +245,7 @@ def prepare_compound(
     each. With `findable_depth` > 0, only components whose answers `encoder` finds alone in its
     top `findable_depth` are drawn: the corpus is made first around the candidate components and
     encoded (the embeddings the benchmark keeps). AMER's n per dataset: the median answer count
-    of its training compounds."""
+    of its training compounds. Each dataset has its own validation split (`hold_out`)."""
     directory = Path(directory)
     recipe = {
         "source": "compound",
@@ -245,6 +256,7 @@ def prepare_compound(
         "max_answers": max_answers,
         "components": components,
         "seed": seed,
+        "validation_components": VALIDATION_FRACTION,
     }
     if findable_depth:
         if encoder is None:
@@ -262,10 +274,12 @@ def prepare_compound(
             total=size, progress=progress,
         )  # fmt: skip
         pools = {split: compound.findable(pool, encoder, shards, findable_depth) for split, pool in pools.items()}
+    pools["train"], pools["validation"] = compound.hold_out(pools["train"], VALIDATION_FRACTION, rng)
+    limits = {"train": max_train, "validation": validation_size(max_train), "test": max_test}
     splits = {
         compound.dataset_name(k): {
             split: compound.sample_compounds(pools[split], k, limit, max_answers, rng)
-            for split, limit in (("train", max_train), ("test", max_test))
+            for split, limit in limits.items()
         }
         for k in ks
     }

@@ -30,7 +30,6 @@ from amer_lib.core.expansion import (
 from amer_lib.core.metrics import K
 from amer_lib.core.rerank import mmr_rerank, tune_lambda
 from amer_lib.core.search import ShardedFlatIndex
-from amer_lib.core.train import split_train_validation
 from amer_lib.data.encoders import DocumentEncoder
 from amer_lib.runs.configs import BASELINES, RealConfig
 from amer_lib.runs.text import RunContext, cached_result, query_vectors, write_result
@@ -64,9 +63,7 @@ def run_baseline(params: RealConfig, dataset: str, system: str, seed: int, progr
     index = ShardedFlatIndex(context.shards)
     test = context.benchmark.questions(dataset, "test")
     if system == "rerank":
-        train_questions = context.benchmark.questions(dataset, "train")
-        _, val_idx = split_train_validation(len(train_questions), seed)
-        val = [train_questions[i] for i in val_idx.tolist()]
+        _, val = context.benchmark.training_split(dataset, seed)
 
         def candidates(questions):
             vectors = query_vectors(model, context, questions, 1, device)[:, 0]

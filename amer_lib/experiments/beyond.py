@@ -21,7 +21,7 @@ from amer_lib.core.merge import WEIGHTINGS, get_merge
 from amer_lib.core.metrics import KS, K, evaluate, mean_scores, paired_bootstrap
 from amer_lib.core.search import ShardedFlatIndex, VectorIndex, kept_lists
 from amer_lib.core.stopping import repeat_cosine, similarity_counts, stop_counts
-from amer_lib.core.train import fit_stop_head, split_train_validation
+from amer_lib.core.train import fit_stop_head
 from amer_lib.data.synthetic import MAX_TARGETS, SyntheticTask, make_varying_task
 from amer_lib.io import git_commit
 from amer_lib.progress import tqdm
@@ -202,11 +202,10 @@ def seed_lists(params: BeyondConfig, params04: RealConfig, context: RunContext, 
         )
     device = resolve_device(params04.device)
     model = context.trained_encoder(dataset, "amer", seed, device)
-    train_questions = context.benchmark.questions(dataset, "train")
-    train_idx, val_idx = split_train_validation(len(train_questions), seed)
+    train_questions, val_questions = context.benchmark.training_split(dataset, seed)
     splits = {
-        "train": [train_questions[i] for i in train_idx.tolist()],
-        "validation": [train_questions[i] for i in val_idx.tolist()],
+        "train": train_questions,
+        "validation": val_questions,
         "test": context.benchmark.questions(dataset, "test"),
     }
     states = {

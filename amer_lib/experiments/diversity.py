@@ -16,7 +16,6 @@ from amer_lib.core.device import resolve_device
 from amer_lib.core.merge import round_robin_merge
 from amer_lib.core.metrics import K, mean_pairwise_cosine, mrecall_at_k, recall_at_k, same_vs_random_cosine
 from amer_lib.core.search import ShardedFlatIndex
-from amer_lib.core.train import split_train_validation
 from amer_lib.data.prepared import PAPER_SIMILARITY, Benchmark, target_similarity
 from amer_lib.data.synthetic import task_from_params
 from amer_lib.progress import tqdm
@@ -202,9 +201,7 @@ def gain_over_single(synthetic_params: SyntheticConfig, setting: str, real_param
 
 def trained_questions(context: RunContext, dataset: str, seed: int, limit: int) -> list:
     """The first `limit` questions a run of this seed trained on (its validation share left out)."""
-    questions = context.benchmark.questions(dataset, "train")
-    train_idx, _ = split_train_validation(len(questions), seed)
-    return [questions[i] for i in train_idx.tolist()[:limit]]
+    return context.benchmark.training_split(dataset, seed)[0][:limit]
 
 
 def retrieval_row(vectors: np.ndarray, index: ShardedFlatIndex, gold: np.ndarray, k: int = K) -> dict:

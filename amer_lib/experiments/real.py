@@ -25,7 +25,7 @@ from amer_lib.core.metrics import (
 )
 from amer_lib.core.model import AMERQueryEncoder
 from amer_lib.core.search import ShardedFlatIndex, multi_vector_search
-from amer_lib.core.train import split_train_validation, train
+from amer_lib.core.train import train
 from amer_lib.data.datasets import TextData
 from amer_lib.data.encoders import DocumentEncoder
 from amer_lib.data.prepared import Benchmark, PrepConfig, prepare
@@ -59,9 +59,9 @@ def run_one(
     context = RunContext(params)
     device = device or resolve_device(params.device)
     n_queries = context.n_queries(dataset, system)
-    train_questions = context.benchmark.questions(dataset, "train")
-    data = context.text_data(train_questions).to(device)
-    train_idx, val_idx = split_train_validation(len(data), seed)
+    train_questions, val_questions = context.benchmark.training_split(dataset, seed)
+    data = context.text_data(train_questions + val_questions).to(device)
+    train_idx, val_idx = torch.arange(len(train_questions)), torch.arange(len(train_questions), len(data))
     model = build_query_encoder(params, seed, context.shards.dim, device)
     config = train_config(
         params,
@@ -72,9 +72,7 @@ def run_one(
         exclude_fed_targets=params.exclude_fed_targets,
         single_target_step=params.single_target_step,
     )
-    curve = validation_retrieval(
-        context, [train_questions[i] for i in val_idx.tolist()], data.subset(val_idx.to(device)), n_queries
-    )
+    curve = validation_retrieval(context, val_questions, data.subset(val_idx.to(device)), n_queries)
     trained = train(
         model,
         data.subset(train_idx.to(device)),
