@@ -2,6 +2,7 @@
 # make figures  set up .venv and regenerate figures/ and tables at the offline defaults
 # make install  set up .venv only (amer_lib with the notebook extras: jupyterlab, papermill)
 # make figures-mlp-sweep  figures/02_synthetic_mlp_sweep (notebook 02's MLP sweep; about an hour more)
+# make figures-compound   the compound benchmark's figures (notebooks 03, 04, 06, 07; about 80 minutes more)
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -11,7 +12,7 @@ TORCH_SPEC ?= torch==2.13.0
 TORCH_PIP_FLAGS ?=
 NOTEBOOKS ?= 02_synthetic 03_real_data_prep 01_failure_analysis 04_real_data 05_ablations 06_diversity_analysis 07_beyond
 
-.PHONY: install test figures figures-mlp-sweep benchmark benchmark-scale clean-venv
+.PHONY: install test figures figures-mlp-sweep figures-compound benchmark benchmark-scale clean-venv
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +55,15 @@ figures: $(VENV)/.installed-notebooks
 figures-mlp-sweep: $(VENV)/.installed-notebooks
 	mkdir -p build/executed
 	$(PY) -m papermill notebooks/02_synthetic.ipynb build/executed/02_synthetic_mlp_sweep.ipynb -k python3 -f params/02_synthetic/mlp_sweep.yaml
+
+# the compound benchmark (notebooks 03, 04, 06 and 07 with params/*/compound.yaml): about 80 minutes on 2 cores
+# after make figures (notebook 06 and 07 read the offline runs beside the compound ones)
+COMPOUND_NOTEBOOKS ?= 03_real_data_prep 04_real_data 06_diversity_analysis 07_beyond
+figures-compound: $(VENV)/.installed-notebooks
+	mkdir -p build/executed
+	for nb in $(COMPOUND_NOTEBOOKS); do \
+		$(PY) -m papermill notebooks/$$nb.ipynb build/executed/$${nb}_compound.ipynb -k python3 -f params/$$nb/compound.yaml || exit 1; \
+	done
 
 benchmark: $(VENV)/.installed-test
 	$(PY) benchmarks/bench_core.py --out benchmarks/RESULTS.md

@@ -415,6 +415,7 @@ DATASET_LABELS = {
     "qampari": "QAMPARI",
     "wordnet_senses": "WordNet senses",
     "wordnet_kinds": "WordNet kinds",
+    **{f"compound_k{k}": f"compound, k = {k}" for k in range(1, 9)},
 }
 
 
