@@ -68,6 +68,18 @@ def _similarity(rows: list[dict]) -> str:
     return "; ".join(f"{r['dataset']} {r['same_question_cos']} vs {r['random_pair_cos']}" for r in ours)
 
 
+def _compound(rows: list[dict]) -> str:
+    """MRecall@100 per k of each system, from notebook 04's compound table."""
+    by_system: dict[str, list[str]] = {}
+    for row in rows:
+        by_system.setdefault(row["System"], []).append(row["MRecall@100"])
+    ks = " / ".join(dict.fromkeys(row["k"] for row in rows))
+    systems = "; ".join(f"{system} {' / '.join(values)}" for system, values in by_system.items())
+    return f"compound questions (not the paper's data), MRecall@100 at k = {ks}: {systems} (* p < 0.05)"
+
+
+COMPOUND = "04_real_data_compound/compound_oracle_minilm_compound_k1+compound_k2+compound_k3.csv"
+
 # (claim, the paper's numbers, the figures file compared with them, what reads it, the notebook)
 CLAIMS = [
     (
@@ -97,6 +109,13 @@ CLAIMS = [
         "04_real_data/table2.csv",
         _table2,
         "04",
+    ),
+    (
+        "The farther apart the targets, the more AMER gains (the paper's argument, tested with the spread as a dial)",
+        "QAMPARI +144.74% on the low-similarity set against +21.35% on the whole set",
+        COMPOUND,
+        _compound,
+        "03, 04, 06",
     ),
     (
         "Scheduled sampling beats always feeding predictions (Table 3)",
@@ -139,6 +158,17 @@ SECTIONS = [
         ["04_real_data/table2.md", "04_real_data/full_results_minilm.md"],
         "figure4.png",
     ),
+    (
+        "Compound questions: the target spread as a dial (beyond the paper)",
+        [
+            "03_real_data_prep_compound/table1.md",
+            "03_real_data_prep_compound/target_similarity.md",
+            COMPOUND.replace(".csv", ".md"),
+            "04_real_data_compound/compound_vector_roles_minilm_compound_k1+compound_k2+compound_k3.md",
+            "06_diversity_analysis_compound/similarity_and_gain.md",
+        ],
+        "06_diversity_analysis_compound/similarity_and_gain.png",
+    ),
     ("Table 3: sampling ablation", ["05_ablations/table3.md", "05_ablations/sampling_synthetic.md"], None),
     (
         "Figures 5 and 6: diversity",
@@ -161,8 +191,8 @@ def results_page(figures: Path = FIGURES) -> str:
     for heading, tables, image in SECTIONS:
         parts.append(f"## {heading}\n")
         folder = tables[0].split("/")[0]
-        if image:
-            parts.append(f"![{heading}]({folder}/{image})\n")
+        if image:  # in the first table's folder, or a path under figures/
+            parts.append(f"![{heading}]({image if '/' in image else f'{folder}/{image}'})\n")
         for table in tables:
             parts.append(f"`{table}`:\n\n{(figures / table).read_text().rstrip()}\n")
     return "\n".join(parts)
