@@ -428,3 +428,11 @@ def test_smollm2_cpu_cost_is_the_benchmarks():
         in quoted
     )
     assert f"about {hours} hours of training steps" in quoted
+
+
+def test_the_compound_table_is_figures_compound_oracle():
+    full = figure_rows("04_real_data_compound/compound_oracle_minilm_compound_k1+compound_k2+compound_k3.csv")
+    rows = readme_table("| k | system | MRecall@100 | MRecall@10 | Recall@100 |")
+    assert len(rows) == len(full) == 9
+    for quoted, row in zip(rows, full):
+        assert quoted == [row["k"], row["System"], row["MRecall@100"], row["MRecall@10"], row["Recall@100"]]
