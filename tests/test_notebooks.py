@@ -435,3 +435,35 @@ def test_beyond_notebook(real_runs, synthetic_runs):
     assert len(every) == 2 * (5 + 4 * 3)  # datasets x (fixed n + n modes x merges)
     for name in ("varying_predicted_n", "beyond_cost_real", "beyond_cost_synthetic"):
         assert (figures07 / f"{name}.png").exists()
+
+
+def test_the_compound_notebooks_record_the_oracle_comparison_their_runs_give(tmp_path):
+    """Notebook 03 prepares a tiny compound benchmark, notebook 04 trains on compound_k1 and k2 and
+    records the oracle comparison and the vector roles: each recorded mean is the mean of the run
+    files it reads (the oracle's included), and the table prints them."""
+    prep = run_notebook(
+        "03_real_data_prep.ipynb",
+        {**tiny_prep(tmp_path), "source": "compound", "compound_ks": [1, 2], "corpus_size": 800, "max_train": 40},
+        tmp_path / "03",
+    )
+    assert prep.returncode == 0, prep.stderr[-3000:]
+    datasets = ["compound_k1", "compound_k2"]
+    training = run_notebook(
+        "04_real_data.ipynb",
+        {**tiny_real(tmp_path), "datasets": datasets, "baselines": [], "steps": 3},
+        tmp_path / "04",
+    )
+    assert training.returncode == 0, training.stderr[-3000:]
+    values = recorded(tmp_path / "04" / "out.ipynb")
+    rows = {(r["dataset"], r["system"]): r for r in values["compound_oracle"]}
+    assert set(rows) == {(d, s) for d in datasets for s in ("single", "amer", "decomposition_oracle")}
+    for (dataset, system), row in rows.items():
+        runs = [json.loads((tmp_path / "results04" / f"{dataset}_{system}_seed{s}.json").read_text()) for s in (0, 1)]
+        for metric in ("mrecall", "recall", "mrecall_10"):
+            assert row[f"{metric}_mean"] == pytest.approx(100 * np.mean([np.mean(r[metric]) for r in runs]))
+    k1_single, k1_oracle = rows["compound_k1", "single"], rows["compound_k1", "decomposition_oracle"]
+    assert k1_oracle["mrecall_mean"] == k1_single["mrecall_mean"]  # on one component the oracle is single-query
+    [roles] = values["compound_vector_roles"]
+    assert roles["dataset"] == "compound_k2" and roles["seeds"] == 2 and 0 <= roles["all_components_served"] <= 100
+    table = pd.read_csv(tmp_path / "figures04" / "compound_oracle_minilm_compound_k1+compound_k2.csv")
+    assert table["System"].tolist() == ["Single-Query", "AMER", "Decomposition oracle"] * 2
