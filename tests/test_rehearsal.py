@@ -433,6 +433,7 @@ def test_every_paper_file_and_every_recipe_command_is_rehearsed():  # fast: read
         "03_real_data_prep/wordnet_all_train.yaml",
         "03_real_data_prep/compound.yaml",
         "04_real_data/compound.yaml",
+        "01_failure_analysis/compound.yaml",
         "06_diversity_analysis/compound.yaml",
         "07_beyond/compound.yaml",
         "04_real_data/wordnet_senses_all_train.yaml",
