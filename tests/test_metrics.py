@@ -66,6 +66,10 @@ def test_paired_bootstrap_known_cases():
     assert result["delta"] == 1 / 8
     assert abs(result["p_value"] - (7 / 8) ** 8) < 0.01  # P(question 0 absent from 8 draws) = 0.344
     assert result == paired_bootstrap(base, better, n_resamples=20000, seed=3)  # seeded
+    # the other direction: worse on 5 of 8, not behind only when all 8 draws hit the 3 ties
+    worse = paired_bootstrap(np.ones(8), base, n_resamples=100_000)
+    assert worse["p_value_behind"] == pytest.approx((3 / 8) ** 8, abs=3e-4) and worse["p_value"] == 1.0
+    assert paired_bootstrap(base, base)["p_value_behind"] == 1.0  # a tie is no evidence either way
 
 
 def test_same_vs_random_cosine_by_hand():

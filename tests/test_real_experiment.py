@@ -102,7 +102,7 @@ def test_a_verdict_needs_the_bootstrap_not_only_a_larger_mean():
     questions: a difference the bootstrap does not separate is now reported as not shown."""
 
     def row(system, delta, p):
-        extra = {} if p is None else {"whole_p": p, "low_sim_p": p}
+        extra = {} if p is None else {f"{s}_{k}": v for s in ("whole", "low_sim") for k, v in p.items()}
         return {
             "dataset": "qampari",
             "system": system,
@@ -112,15 +112,22 @@ def test_a_verdict_needs_the_bootstrap_not_only_a_larger_mean():
         }
 
     lines = verdicts(
-        [row("single", 0.0, None), row("amer", 0.5, 0.3168), row("rerank", 0.1, 0.01), row("x", -0.2, 0.001)]
+        [
+            row("single", 0.0, None),
+            row("amer", 0.5, {"p": 0.3168, "p_behind": 0.7}),
+            row("rerank", 0.1, {"p": 0.01, "p_behind": 0.99}),
+            row("x", -0.2, {"p": 0.999, "p_behind": 0.001}),  # behind: read by the test in its direction
+            row("y", -0.3, {"p": 0.9, "p_behind": 0.2}),
+        ]
     )
     assert [line.split(": ", 1)[1] for line in lines[::2]] == [
         "amer 75.00% is not shown to differ from single-query (+50.0%, bootstrap p = 0.3168)",
         "rerank 55.00% is ahead of single-query (+10.0%, bootstrap p = 0.0100)",
         "x 40.00% is behind single-query (-20.0%, bootstrap p = 0.0010)",
+        "y 35.00% is not shown to differ from single-query (-30.0%, bootstrap p = 0.2000)",
     ]
-    assert len(lines) == 6 and "low-similarity set" in lines[1]
-    zero = {**row("amer", float("nan"), 1.0), "whole_mean": 0.0, "low_sim_mean": 0.0}
+    assert len(lines) == 8 and "low-similarity set" in lines[1]
+    zero = {**row("amer", float("nan"), {"p": 1.0, "p_behind": 1.0}), "whole_mean": 0.0, "low_sim_mean": 0.0}
     assert verdicts([zero])[0].endswith(
         "amer 0.00% is not shown to differ from single-query (single-query at 0%, bootstrap p = 1.0000)"
     )

@@ -129,7 +129,9 @@ def low_similarity_subset(similarity: np.ndarray, fraction: float = 1 / 3) -> np
 
 def paired_bootstrap(baseline: np.ndarray, system: np.ndarray, n_resamples: int = 10_000, seed: int = 0) -> dict:
     """Paired bootstrap over questions: resample question indices with replacement and count how
-    often `system` fails to beat `baseline` on the resampled mean (one-sided p-value)."""
+    often `system` fails to beat `baseline` on the resampled mean (`p_value`, one-sided: the
+    evidence that it is ahead) and how often it is not below it (`p_value_behind`: the evidence
+    that it is behind)."""
     baseline, system = np.asarray(baseline, float), np.asarray(system, float)
     if baseline.shape != system.shape or baseline.ndim != 1:
         raise ValueError(f"paired scores must be two 1-D arrays of one length, got {baseline.shape} and {system.shape}")
@@ -140,6 +142,7 @@ def paired_bootstrap(baseline: np.ndarray, system: np.ndarray, n_resamples: int 
     return {
         "delta": float(difference.mean()),
         "p_value": float(np.mean(resampled <= 0)),
+        "p_value_behind": float(np.mean(resampled >= 0)),
         "n_resamples": n_resamples,
         "seed": seed,
     }

@@ -81,9 +81,8 @@ def summary(
                 row[f"{name}_mean"], row[f"{name}_std"] = float(per_seed.mean()), float(per_seed.std())
                 row[f"{name}_delta"] = float((per_seed.mean() - reference) / reference) if reference else float("nan")
                 if system != baseline:
-                    row[f"{name}_p"] = paired_bootstrap(
-                        base[:, subset].mean(0), scores[:, subset].mean(0), n_resamples, seed
-                    )["p_value"]
+                    test = paired_bootstrap(base[:, subset].mean(0), scores[:, subset].mean(0), n_resamples, seed)
+                    row[f"{name}_p"], row[f"{name}_p_behind"] = test["p_value"], test["p_value_behind"]
             rows.append(row)
     return rows
 
@@ -104,16 +103,19 @@ SUBSET_NAMES = {"whole": "whole set", "low_sim": "low-similarity set"}
 
 def verdicts(rows: list[dict], alpha: float = 0.05) -> list[str]:
     """One line per system other than single-query, dataset and subset: its MRecall@100 beside
-    single-query's and what the paired bootstrap allows one to say. A difference with p >= `alpha`
+    single-query's and what the paired bootstrap allows one to say, tested one-sided in the
+    direction the means point (ahead: `_p`; behind: `_p_behind`). A difference with p >= `alpha`
     is reported as not shown, however large it looks (a few test questions make large swings)."""
     lines = []
     for row in rows:
         if "whole_p" not in row:  # the baseline itself
             continue
         for subset, name in SUBSET_NAMES.items():
-            delta, p = row[f"{subset}_delta"], row[f"{subset}_p"]
+            delta = row[f"{subset}_delta"]
+            behind = delta < 0  # the one-sided test in the direction the means point
+            p = row.get(f"{subset}_p_behind", 1.0) if behind else row[f"{subset}_p"]
             if p < alpha:
-                verdict = "ahead of" if delta > 0 else "behind"
+                verdict = "behind" if behind else "ahead of"
             else:
                 verdict = "not shown to differ from"
             change = "single-query at 0%" if np.isnan(delta) else f"{100 * delta:+.1f}%"
