@@ -436,3 +436,22 @@ def test_the_compound_table_is_figures_compound_oracle():
     assert len(rows) == len(full) == 9
     for quoted, row in zip(rows, full):
         assert quoted == [row["k"], row["System"], row["MRecall@100"], row["MRecall@10"], row["Recall@100"]]
+
+
+def test_the_compound_prose_quotes_figures():
+    page = " ".join(README[README.index("## Compound questions: the target spread as a dial") :].split())
+    similarity = figure_rows("03_real_data_prep_compound/target_similarity.csv")[:3]
+    same = " / ".join(r["same_question_cos"] for r in similarity)
+    assert f"{same} against {similarity[0]['random_pair_cos']} at k = 1 / 2 / 3" in page
+    trends = [r for r in figure_rows("01_failure_analysis_compound/trends.csv") if r["retriever"] == "minilm"]
+    quoted = " / ".join(r["mrecall"] for r in trends)
+    assert f"MRecall@100 (`figures/01_failure_analysis_compound/trends.md`): {quoted}%" in page
+    full = {(r["Dataset"], r["System"]): r for r in figure_rows("04_real_data_compound/full_results_minilm.csv")}
+    for k in (2, 3):
+        assert full[f"compound_k{k}", "AMER"]["Whole Set Δ"].lstrip("+") in page
+    roles = figure_rows("04_real_data_compound/compound_vector_roles_minilm_compound_k1+compound_k2+compound_k3.csv")
+    assert f"{roles[0]['all_components_served']}% of k = 2 questions and {roles[1]['all_components_served']}%" in page
+    assert f"cover {roles[1]['components_served_mean']} of the 3 components" in page
+    oracle = figure_rows("04_real_data_compound/compound_oracle_minilm_compound_k1+compound_k2+compound_k3.csv")
+    shares = [r["share of oracle's lead, MRecall@100"] for r in oracle if r["System"] == "AMER" and r["k"] != "1"]
+    assert f"{shares[0]} of the oracle's MRecall@100 lead over single-query at k = 2 and {shares[1]} at k = 3" in page
