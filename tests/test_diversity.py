@@ -72,17 +72,19 @@ def test_the_dose_response_figure_joins_the_compound_sets_in_order_and_leaves_ou
     from amer_lib.report.plots import similarity_gain_figure
 
     rows = [
-        {"data": "compound_k3", "source": "real", "gap": 0.05, "gain_points": 9.0},
-        {"data": "compound_k1", "source": "real", "gap": 0.30, "gain_points": -2.0},
-        {"data": "compound_k2", "source": "real", "gap": 0.12, "gain_points": 6.0},
-        {"data": "wordnet_kinds", "source": "real", "gap": 0.46, "gain_points": -2.35},
-        {"data": "wordnet_senses", "source": "real", "gap": 0.29, "gain_points": float("nan")},  # no runs
-        {"data": "synthetic, linear", "source": "synthetic", "gap": -0.2, "gain_points": 100.0},
+        {"data": "compound_k3", "source": "real", "gap": 0.05, "gain_points": 9.0, "gain_relative": 2.0},
+        {"data": "compound_k1", "source": "real", "gap": 0.30, "gain_points": -2.0, "gain_relative": -0.1},
+        {"data": "compound_k2", "source": "real", "gap": 0.12, "gain_points": 6.0, "gain_relative": 0.5},
+        {"data": "wordnet_kinds", "source": "real", "gap": 0.46, "gain_points": -2.35, "gain_relative": -0.05},
+        {"data": "wordnet_senses", "source": "real", "gap": 0.29, "gain_points": float("nan"), "gain_relative": 0},
+        {"data": "synthetic, linear", "source": "synthetic", "gap": -0.2, "gain_points": 100.0, "gain_relative": 1},
     ]
     fig = similarity_gain_figure(rows)
-    ax = fig.axes[0]
+    ax, relative = fig.axes
     [line] = [line for line in ax.get_lines() if len(line.get_xdata()) == 3]
     assert list(line.get_xdata()) == [0.30, 0.12, 0.05] and list(line.get_ydata()) == [-2.0, 6.0, 9.0]
+    [line] = [line for line in relative.get_lines() if len(line.get_xdata()) == 3]
+    assert list(line.get_ydata()) == pytest.approx([-10.0, 50.0, 200.0])  # in %
     assert sorted(t.get_text() for t in ax.texts) == [
         "WordNet kinds",
         "compound, k = 1",

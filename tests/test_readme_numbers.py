@@ -455,3 +455,15 @@ def test_the_compound_prose_quotes_figures():
     oracle = figure_rows("04_real_data_compound/compound_oracle_minilm_compound_k1+compound_k2+compound_k3.csv")
     shares = [r["share of oracle's lead, MRecall@100"] for r in oracle if r["System"] == "AMER" and r["k"] != "1"]
     assert f"{shares[0]} of the oracle's MRecall@100 lead over single-query at k = 2 and {shares[1]} at k = 3" in page
+    seen = {
+        (r["dataset"], r["questions"]): r for r in figure_rows("06_diversity_analysis_compound/seen_and_unseen.csv")
+    }
+    amer = [seen[f"compound_k{k}", "train"]["amer_mrecall_mean"] for k in (2, 3)]
+    single = [seen[f"compound_k{k}", "train"]["single_mrecall_mean"] for k in (2, 3)]
+    test = [seen[f"compound_k{k}", "test"]["amer_mrecall_mean"] for k in (2, 3)]
+    assert f"every answer of {amer[0]} / {amer[1]}% at k = 2 / 3 (single-query {single[0]} / {single[1]}%)" in page
+    assert f"on test compounds {test[0]} / {test[1]}%" in page
+    diversity = {r["dataset"]: r for r in figure_rows("06_diversity_analysis_compound/figure5_data.csv")}
+    outputs = " / ".join(diversity[f"compound_k{k}"]["output_cos_mean"] for k in (2, 3))
+    targets = " / ".join(diversity[f"compound_k{k}"]["test_target_cos"] for k in (2, 3))
+    assert f"{outputs} among AMER's vectors against {targets} among the test targets" in page

@@ -640,23 +640,30 @@ def cost_recall_figure(points: list[dict], ylabel: str, path: str | Path | None 
 def similarity_gain_figure(rows: list[dict], path: str | Path | None = None):
     """The paper's argument as a dose-response curve (notebook 06): per data source, how much closer
     two targets of one question are than two random ones (`gap`: same-question minus random-pair
-    cosine) against AMER's MRecall@100 gain over single-query in points, for the real-text sources
-    with runs (the synthetic ones sit far off this scale). The compound benchmark's k = 1, 2, 3 are
-    joined by a line: the same text and documents with the spread as the dial."""
+    cosine) against AMER's MRecall@100 gain over single-query, in points (left) and relative to
+    single-query (right), for the real-text sources with runs (the synthetic ones sit far off this
+    scale). The compound benchmark's k = 1, 2, 3 are joined by a line: the same text and documents
+    with the spread as the dial."""
     sns.set_theme(style="whitegrid", context="paper")
-    fig, ax = plt.subplots(figsize=(4.6, 3.2))
+    fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.2))
     measured = [r for r in rows if r["source"] == "real" and np.isfinite(r["gain_points"])]
     dial = sorted((r for r in measured if r["data"].startswith("compound_k")), key=lambda r: r["data"])
-    if dial:
-        ax.plot([r["gap"] for r in dial], [r["gain_points"] for r in dial], color=MLP_COLOR, zorder=1)
-    for row in measured:
-        color = MLP_COLOR if row in dial else "#9a9a9a"
-        ax.scatter(row["gap"], row["gain_points"], color=color, edgecolor="black", linewidth=0.4, zorder=2)
-        label = DATASET_LABELS.get(row["data"], row["data"])
-        ax.annotate(label, (row["gap"], row["gain_points"]), textcoords="offset points", xytext=(4, 4), fontsize=7)
-    ax.axhline(0, color="black", linewidth=0.6)
-    ax.set_xlabel("same-question minus random-pair cosine of the targets")
-    ax.set_ylabel("AMER - single-query, MRecall@100 (points)")
+    panels = (
+        ("gain_points", 1, "AMER - single-query, MRecall@100 (points)"),
+        ("gain_relative", 100, "relative gain (%)"),
+    )
+    for ax, (key, scale, label) in zip(axes, panels):
+        if dial:
+            ax.plot([r["gap"] for r in dial], [scale * r[key] for r in dial], color=MLP_COLOR, zorder=1)
+        for row in measured:
+            color = MLP_COLOR if row in dial else "#9a9a9a"
+            point = (row["gap"], scale * row[key])
+            ax.scatter(*point, color=color, edgecolor="black", linewidth=0.4, zorder=2)
+            text = DATASET_LABELS.get(row["data"], row["data"])
+            ax.annotate(text, point, textcoords="offset points", xytext=(4, 4), fontsize=7)
+        ax.axhline(0, color="black", linewidth=0.6)
+        ax.set_xlabel("same-question minus random-pair cosine of the targets")
+        ax.set_ylabel(label)
     fig.tight_layout()
     if path is not None:
         save(fig, path)
