@@ -2,7 +2,7 @@
 # make figures  set up .venv and regenerate figures/ and tables at the offline defaults
 # make install  set up .venv only (amer_lib with the notebook extras: jupyterlab, papermill)
 # make figures-mlp-sweep  figures/02_synthetic_mlp_sweep (notebook 02's MLP sweep; about an hour more)
-# make figures-compound   the compound benchmark's figures (notebooks 03, 01, 04, 06, 07; about 80 minutes more)
+# make figures-compound   the compound benchmark's figures (notebooks 03, 01, 04, 06, 07; over an hour more)
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -56,7 +56,7 @@ figures-mlp-sweep: $(VENV)/.installed-notebooks
 	mkdir -p build/executed
 	$(PY) -m papermill notebooks/02_synthetic.ipynb build/executed/02_synthetic_mlp_sweep.ipynb -k python3 -f params/02_synthetic/mlp_sweep.yaml
 
-# the compound benchmark (notebooks 03, 01, 04, 06 and 07 with params/*/compound.yaml): about 80 minutes on 2 cores
+# the compound benchmark (notebooks 03, 01, 04, 06 and 07 with params/*/compound.yaml): over an hour on 2 cores
 # after make figures (notebooks 06 and 07 read notebook 02's default runs)
 COMPOUND_NOTEBOOKS ?= 03_real_data_prep 01_failure_analysis 04_real_data 06_diversity_analysis 07_beyond
 figures-compound: $(VENV)/.installed-notebooks
