@@ -7,8 +7,8 @@ the spread of a question's targets grows with k while the text, the documents, t
 the answer type stay real. Training compounds are made of training components only, test
 compounds of test components only, and no component's word (the noun asked about) is on both
 sides; the validation compounds are made of training components held out from the training
-compounds (`hold_out`). The number of answers is capped near the paper's QAMPARI (5-8) by choosing components
-that fit, never by dropping answers. Components can be limited to the findable ones (every answer
+compounds (`hold_out`). The number of answers is capped near the paper's QAMPARI (5-8) by
+choosing components that fit, never by dropping answers. Components can be limited to the findable ones (every answer
 in the off-the-shelf encoder's top 100 for the component alone, `findable`): the experiment is
 about the spread of the targets, and a component neither system can answer alone only adds zeros.
 The qid names the components in order (`compound_k2:kinds:n00036762+senses:bass`), so each

@@ -493,9 +493,7 @@ class PrepConfig(Config):
     compound_ks: list[int] = param(minimum=1)  # source "compound": components per question, one dataset each
     compound_components: list[str] = param(choices=COMPONENT_KINDS)  # the WordNet questions compounds join
     compound_max_answers: int = param(minimum=1)  # answers per compound question, at most
-    compound_findable_depth: int = param(
-        minimum=0
-    )  # components whose answers the encoder finds alone in its top N; 0: all
+    compound_findable_depth: int = param(minimum=0)  # components the encoder answers alone in its top N; 0: all
     use_titles: bool = param()
     encoder: str = param(choices=tuple(ENCODERS))
     mapping_encoders: list[str] = param(choices=tuple(ENCODERS))  # paper data: the gold mapping's dense retrievers
