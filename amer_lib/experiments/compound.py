@@ -121,12 +121,12 @@ def oracle_comparison(params: RealConfig, results: list[dict], n_resamples: int)
             row[f"{metric}_mean"], row[f"{metric}_std"] = found["whole_mean"], found["whole_std"]
             row[f"{metric}_p"] = found.get("whole_p", float("nan"))
         rows.append(row)
+    with_oracle = {r["dataset"] for r in rows if r["system"] == ORACLE}
     for row in rows:
-        oracle = [r for r in rows if r["dataset"] == row["dataset"] and r["system"] == ORACLE]
-        if row["system"] == "amer" and oracle:
-            single = _row(rows, row["dataset"], "single")
+        if row["system"] == "amer" and row["dataset"] in with_oracle:
+            single, oracle = (_row(rows, row["dataset"], s) for s in ("single", ORACLE))
             for metric in METRICS:
-                lead = oracle[0][f"{metric}_mean"] - single[f"{metric}_mean"]
+                lead = oracle[f"{metric}_mean"] - single[f"{metric}_mean"]
                 gained = row[f"{metric}_mean"] - single[f"{metric}_mean"]
                 row[f"{metric}_oracle_share"] = gained / lead if lead > 0 else float("nan")
     return rows
