@@ -28,7 +28,7 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=YAML", help="one more override")
     parser.add_argument("--out", required=True, type=Path)
     args = parser.parse_args()
-    from amer_lib.experiments.real import run_all
+    from amer_lib.experiments.real_data import run_all
     from amer_lib.params import from_files, validate
     from amer_lib.report.summaries import summary
 

@@ -4,8 +4,13 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+from pathlib import Path  # noqa: E402
+
 import pytest  # noqa: E402
 import torch  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]  # the repository
+FIXTURES = ROOT / "tests" / "fixtures"
 
 torch.set_num_threads(min(2, torch.get_num_threads()))
 
@@ -22,19 +27,57 @@ def tiny_encoder():
 
 def notebook_config(notebook: str, **changes):
     """A notebook's config at its committed defaults, with `changes`."""
-    from pathlib import Path
-
     from amer_lib.params import from_files
 
-    root = Path(__file__).resolve().parents[1]
-    return from_files(root / "notebooks" / f"{notebook}.ipynb").replace(**changes)
+    return from_files(ROOT / "notebooks" / f"{notebook}.ipynb").replace(**changes)
 
 
 def documentation() -> str:
     """The README and the pages under docs/ it links to, as one text: what the tests that check
     quoted numbers and shown commands read."""
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[1]
-    pages = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
     return "\n\n".join(page.read_text() for page in pages)
+
+
+# ----- no process outlives the suite -----------------------------------------------------------------
+# Every process the tests start (worker pools, torchrun ranks, papermill kernels, subprocesses)
+# inherits this variable; at the end of the session none may be left, orphaned or not.
+SESSION_MARK = "AMER_TEST_SESSION"
+LEFT_ALONE = ("multiprocessing.resource_tracker",)  # ends with the pytest process itself, by design
+
+
+def pytest_configure(config):
+    os.environ[SESSION_MARK] = str(os.getpid())
+
+
+def processes_started_by_the_suite() -> list:
+    """The live processes that carry this session's mark, other than pytest and its resource tracker."""
+    import psutil
+
+    found = []
+    for process in psutil.process_iter(["pid", "cmdline"]):
+        if process.pid == os.getpid():
+            continue
+        try:
+            marked = process.environ().get(SESSION_MARK) == os.environ[SESSION_MARK]
+        except (psutil.AccessDenied, psutil.NoSuchProcess, psutil.ZombieProcess):
+            continue
+        if marked and not any(part in " ".join(process.info["cmdline"] or []) for part in LEFT_ALONE):
+            found.append(process)
+    return found
+
+
+def pytest_sessionfinish(session, exitstatus):
+    import psutil
+
+    left = processes_started_by_the_suite()
+    _, alive = psutil.wait_procs(left, timeout=10)  # a worker pool shutting down gets a moment
+    if alive:
+        lines = [f"  pid {p.pid} (parent {p.ppid()}): {' '.join(p.cmdline())[:200]}" for p in alive]
+        for process in alive:
+            process.kill()
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        reporter.write_line(f"{len(alive)} process(es) started by the tests outlived them (killed now):", red=True)
+        for line in lines:
+            reporter.write_line(line, red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

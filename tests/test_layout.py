@@ -78,13 +78,27 @@ def test_the_graph_walk_sees_function_level_imports(tmp_path):
     assert imports_of(source, {"amer_lib.core.loss", "amer_lib.io"}) == {"amer_lib.core.loss", "amer_lib.io"}
 
 
-def test_no_experiment_imports_another():
-    """Experiments read each other's outputs through the run store; a notebook that combines two
-    (notebook 05 retrains notebook 02's and 04's runs) hands one's runner to the other."""
+def notebook_of(module: str) -> Path:
+    """The notebook an experiments module belongs to: `experiments.real_data` is notebook `NN_real_data`."""
+    [notebook] = (PACKAGE.parent / "notebooks").glob(f"[0-9][0-9]_{module.split('.')[-1]}.ipynb")
+    return notebook
+
+
+def test_every_experiments_module_is_named_after_its_notebook():
+    modules = [m for m in import_graph() if layer(m) == "experiments" and m != "amer_lib.experiments"]
+    notebooks = sorted(p.stem for p in (PACKAGE.parent / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    assert sorted(notebook_of(m).stem for m in modules) == notebooks  # one module per notebook, and back
+
+
+def test_an_experiment_imports_only_the_experiments_of_earlier_notebooks():
+    """Notebook 05 retrains notebook 02's and 04's runs with their own `run_all`; nothing reaches
+    forward (notebook 02 never imports 05)."""
     wrong = [
         f"{module} imports {target}"
         for module, targets in import_graph().items()
         for target in targets
-        if layer(module) == layer(target) == "experiments" and target != "amer_lib.experiments"
+        if layer(module) == layer(target) == "experiments"
+        and "amer_lib.experiments" not in (module, target)
+        and notebook_of(target).stem >= notebook_of(module).stem
     ]
     assert not wrong, "\n".join(wrong)

@@ -1,6 +1,9 @@
-import pytest
+import json
 
-from amer_lib.params import CONFIGS, collect, from_files, notebook_defaults, validate
+import pytest
+from conftest import ROOT
+
+from amer_lib.params import CONFIGS, collect, from_files, main, notebook_defaults, parameters_cell, validate
 from amer_lib.runs.configs import SyntheticConfig
 
 
@@ -132,3 +135,35 @@ def test_lists_and_mappings_given_as_text_are_read_as_yaml_as_papermill_p_passes
         collect("02_synthetic", {**defaults(), "settings": "ood"}, set())  # YAML reads a bare word as a string
     with pytest.raises(ValueError, match=r"parameter 'settings' takes a list; '\[ood' is not one in YAML"):
         collect("02_synthetic", {**defaults(), "settings": "[ood"}, set())
+
+
+@pytest.mark.parametrize("notebook", sorted(CONFIGS))
+def test_each_parameters_cell_is_written_from_its_config(notebook):
+    """One source per parameter: the cell papermill overrides is what `python -m amer_lib.params
+    --write` writes from the config's fields, and it executes to the config's defaults."""
+    path = ROOT / "notebooks" / f"{notebook}.ipynb"
+    cell = next(c for c in json.loads(path.read_text())["cells"] if "parameters" in c["metadata"].get("tags", []))
+    assert "".join(cell["source"]) == parameters_cell(notebook), "run: python -m amer_lib.params --write"
+    assert notebook_defaults(path) == CONFIGS[notebook].defaults()
+
+
+def test_the_parameter_listing_names_type_default_choices_and_help(capsys):
+    main(["04_real_data"])
+    listing = capsys.readouterr().out
+    assert "  temperature (float) = 0.05\n      InfoNCE temperature" in listing
+    assert '  expansion (str) = "prf"; one of prf, chat, hf\n' in listing
+    with pytest.raises(SystemExit):
+        main(["05_ablation"])  # not a notebook: argparse lists the valid ones
+
+
+def test_the_documented_commands_run_as_typed_from_the_repository_root():
+    import subprocess
+    import sys
+
+    listing = subprocess.run(
+        [sys.executable, "-m", "amer_lib.params", "04_real_data"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert listing.returncode == 0 and "mmr_query (str) = " in listing.stdout
+    # in sync already (the test above), so --write rewrites nothing
+    written = subprocess.run([sys.executable, "-m", "amer_lib.params", "--write"], cwd=ROOT, capture_output=True)
+    assert written.returncode == 0 and written.stdout == b""

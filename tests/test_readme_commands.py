@@ -3,7 +3,7 @@
 file, which the command's own `-p` values still override). Commands that need a paper-scale
 backbone must stop at once with what to fetch. Not run here: `make test` (CI runs it), `make
 figures` (hours of CPU; run before each commit of figures/), pip / conda set-up lines, the
-hand-started torchrun trainings and encodings (tests/test_distributed.py runs the same entries), the
+hand-started torchrun trainings and encodings (tests/runs/test_distributed.py runs the same entries), the
 WordNet derivation (needs Debian's wordnet-base), `benchmarks/bench_core.py` (timings, not
 behaviour) and `benchmarks/bench_scale.py` (tests/test_bench_scale.py runs it at a tiny size)."""
 

@@ -185,10 +185,10 @@ def notebook_markdown(name: str) -> str:
     return " ".join(" ".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown").split())
 
 
-def test_departures_quoted_in_notebooks_and_readme_are_benchmarks_study_departures():
+def test_departures_quoted_in_notebooks_and_readme_are_studies_departures():
     import json
 
-    study = json.loads((ROOT / "benchmarks" / "study" / "departures.json").read_text())
+    study = json.loads((ROOT / "studies" / "departures.json").read_text())
     rate = {r["sampling_rate"]: r for r in study["sampling_rate"]}
     moved = (
         f"from {rate[1]['mrecall@10']:.1f}% to {rate[2]['mrecall@10']:.1f}% and "
@@ -397,10 +397,10 @@ def test_scale_prose_is_benchmarks_results():
     assert f"would take {train} and {add} on this CPU" in quoted
 
 
-def test_the_matched_loss_prose_is_benchmarks_study_matched_loss():
+def test_the_matched_loss_prose_is_studies_matched_loss():
     import json
 
-    study = json.loads((ROOT / "benchmarks" / "study" / "matched_loss.json").read_text())
+    study = json.loads((ROOT / "studies" / "matched_loss.json").read_text())
     mean = next(r for r in study["against_single"] if r["system"] == "amer")
     summed = next(r for r in study["sum_against_mean"] if r["system"] == "amer_sum")
     quoted = " ".join(README.split())

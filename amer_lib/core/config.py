@@ -1,14 +1,17 @@
 """Typed parameters: a frozen dataclass whose fields are a notebook's parameters, checked on creation.
 
 A field's type annotation says what it holds (`int`, `float`, `bool`, `str`, `dict`, `list[...]`)
-and `param(...)` adds what a type cannot: the valid choices, a minimum, whether a list may be
-empty, and whether the field shapes a run (part of its cache key and checkpoint digest) or only
-chooses which runs to make and where files go. Every check names the parameter and, for a choice,
-the valid ones; the same class is the notebook's schema and the run store's key.
+and `param(...)` its default, what it means and what a type cannot say: the valid choices, a
+minimum, whether a list may be empty, and whether the field shapes a run (part of its cache key
+and checkpoint digest) or only chooses which runs to make and where files go. Each parameter is
+declared here once; the notebook's `parameters` cell is written from it (`amer_lib.params`). Every
+check names the parameter and, for a choice, the valid ones; the same class is the notebook's
+schema and the run store's key.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import types
 import typing
@@ -17,23 +20,36 @@ from typing import Any
 
 
 def param(
+    default: Any = dataclasses.MISSING,
     *,
+    help: str = "",
     choices: tuple | None = None,
     or_folder: bool = False,
     minimum: int | None = None,
     may_be_empty: bool = False,
     run: bool = True,
 ):
-    """A parameter's constraints. `choices` and `minimum` apply to a list's elements; `or_folder`:
-    a path (a value with a `/`) is valid besides the choices; `may_be_empty`: [] is valid (it
-    switches the step the list drives off); `run=False`: not part of the run key."""
-    meta = {"choices": choices, "or_folder": or_folder, "minimum": minimum, "may_be_empty": may_be_empty, "run": run}
-    return dataclasses.field(metadata=meta)
+    """A notebook parameter: its default (what the notebook's `parameters` cell shows, written
+    from it by `amer_lib.params`), what it means (`help`, the cell's comment) and what a type
+    cannot say: `choices` and `minimum` apply to a list's elements; `or_folder`: a path (a value
+    with a `/`) is valid besides the choices; `may_be_empty`: [] is valid (it switches the step the
+    list drives off); `run=False`: not part of the run key."""
+    meta = {
+        "help": help,
+        "choices": choices,
+        "or_folder": or_folder,
+        "minimum": minimum,
+        "may_be_empty": may_be_empty,
+        "run": run,
+    }
+    if isinstance(default, (list, dict)):  # a fresh copy per config, as dataclasses require
+        return dataclasses.field(default_factory=lambda: copy.deepcopy(default), metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
 
 
 def internal(default: Any, *, choices: tuple | None = None):
     """A field that is not a notebook parameter: the library sets it (e.g. the MLP sweep's training
-    transform); it shapes the run, and at its default it leaves the run key as it was before it existed."""
+    transform); it shapes the run where it is set."""
     return dataclasses.field(default=default, metadata={"choices": choices, "run": True, "internal": True})
 
 
@@ -45,6 +61,19 @@ class Config:
         hints = typing.get_type_hints(type(self))
         for f in dataclasses.fields(self):
             _check(f.name, getattr(self, f.name), hints[f.name], f.metadata)
+
+    @classmethod
+    def defaults(cls) -> dict[str, Any]:
+        """The notebook's parameters at their defaults (a parameter without one is left out)."""
+        found = {}
+        for f in dataclasses.fields(cls):
+            if f.metadata.get("internal"):
+                continue
+            if f.default is not dataclasses.MISSING:
+                found[f.name] = copy.deepcopy(f.default)
+            elif f.default_factory is not dataclasses.MISSING:
+                found[f.name] = f.default_factory()
+        return found
 
     @classmethod
     def parameter_names(cls) -> tuple[str, ...]:
@@ -96,8 +125,9 @@ class Config:
         return cls.from_dict(yaml.safe_load(Path(path).read_text()) or {})
 
     def as_dict(self) -> dict[str, Any]:
-        """The fields as a plain dict (what results JSON and params.yaml hold); a field the library
-        sets is left out at its default, so the files of runs made before it existed stay valid."""
+        """The fields as a plain dict (what results JSON and params.yaml hold): the notebook's
+        parameters, and a field the library sets only where it is set (so params.yaml reads as the
+        notebook's parameters)."""
         return {
             f.name: _plain(getattr(self, f.name))
             for f in dataclasses.fields(self)

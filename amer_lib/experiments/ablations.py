@@ -9,8 +9,6 @@ trains only the modes those notebooks did not.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
 from amer_lib.core.config import Config
@@ -19,11 +17,13 @@ from amer_lib.core.merge import MERGES, get_merge
 from amer_lib.core.metrics import KS, evaluate, mean_scores
 from amer_lib.core.search import ShardedFlatIndex, VectorIndex
 from amer_lib.data.synthetic import task_from_params
+from amer_lib.experiments import real_data, synthetic
+from amer_lib.experiments.synthetic import trained_synthetic_encoder
 from amer_lib.report.summaries import summary
 from amer_lib.report.tables import percent_change
+from amer_lib.runs.benchmark_runs import RunContext
 from amer_lib.runs.configs import RealConfig, SyntheticConfig
-from amer_lib.runs.models import generate_queries, trained_synthetic_encoder
-from amer_lib.runs.text import RunContext, query_vectors
+from amer_lib.runs.query_encoders import generated_vectors, vector_prompts
 
 
 def vector_count_and_merge(
@@ -64,21 +64,20 @@ def _mode_params(base: Config, mode: str, results_dir: str, runs_dir: str, tag: 
 
 
 def synthetic_sampling(
-    params02: SyntheticConfig,
+    synthetic_config: SyntheticConfig,
     transforms: list[str],
     setting: str,
     modes: list[str],
     results_dir: str,
     runs_dir: str,
-    run_all: Callable[..., list[dict]],
     progress: bool = True,
 ) -> list[dict]:
-    """AMER trained under each sampling mode on notebook 02's task, plus its single-query run;
-    `run_all` is notebook 02's runner (`amer_lib.experiments.synthetic.run_all`)."""
-    base = params02.replace(transforms=transforms, settings=[setting], systems=["amer"])
-    runs = run_all(base.replace(systems=["single"]), progress)
+    """AMER trained under each sampling mode on notebook 02's task, plus its single-query run
+    (notebook 02's runs, read back where they exist)."""
+    base = synthetic_config.replace(transforms=transforms, settings=[setting], systems=["amer"])
+    runs = synthetic.run_all(base.replace(systems=["single"]), progress)
     for mode in modes:
-        runs += run_all(_mode_params(base, mode, results_dir, runs_dir, "synthetic"), progress)
+        runs += synthetic.run_all(_mode_params(base, mode, results_dir, runs_dir, "synthetic"), progress)
     return [r for r in runs if r["system"] != "oracle"]
 
 
@@ -100,23 +99,21 @@ def synthetic_sampling_table(runs: list[dict]):
 
 
 def real_sampling(
-    params04: RealConfig,
+    real_config: RealConfig,
     modes: list[str],
     seeds: list[int],
     results_dir: str,
     runs_dir: str,
-    run_all: Callable[..., list[dict]],
     resamples: int = 10_000,
     progress: bool = True,
 ) -> list[dict]:
     """Summary rows (mean, std, relative gain over single-query, bootstrap p) of AMER trained
-    under each sampling mode on one backbone's notebook-04 datasets; single-query from notebook 04.
-    `run_all` is notebook 04's runner (`amer_lib.experiments.real.run_all`)."""
-    base = params04.replace(seeds=seeds, baselines=[], systems=["amer"])
-    single = run_all(base.replace(systems=["single"]), progress)
+    under each sampling mode on one backbone's notebook-04 datasets; single-query from notebook 04."""
+    base = real_config.replace(seeds=seeds, baselines=[], systems=["amer"])
+    single = real_data.run_all(base.replace(systems=["single"]), progress)
     rows = []
     for mode in modes:
-        amer = run_all(_mode_params(base, mode, results_dir, runs_dir, f"real_{params04.tag}"), progress)
+        amer = real_data.run_all(_mode_params(base, mode, results_dir, runs_dir, f"real_{real_config.tag}"), progress)
         rows += [
             {**row, "sampling": mode, "label": SAMPLING_LABELS[mode]}
             for row in summary(single + amer, resamples)
@@ -165,34 +162,69 @@ def real_sampling_table(rows: list[dict], alpha: float = 0.05):
 
 # ----- the vector-count x merge sweep on trained models ---------------------------------------
 def synthetic_sweep(
-    params02: SyntheticConfig, transform: str, setting: str, counts: tuple[int, ...], merges: tuple[str, ...]
+    synthetic_config: SyntheticConfig, transform: str, setting: str, counts: tuple[int, ...], merges: tuple[str, ...]
 ) -> list[dict]:
     """The sweep on notebook 02's trained AMER model of one (transform, setting)."""
-    device = resolve_device(params02.device)
-    model = trained_synthetic_encoder(params02, transform, setting, device)
-    task = task_from_params(params02, transform, setting)
-    vectors = generate_queries(model, task.test_inputs, max(counts), device)
+    device = resolve_device(synthetic_config.device)
+    model = trained_synthetic_encoder(synthetic_config, transform, setting, device)
+    task = task_from_params(synthetic_config, transform, setting)
+    vectors = generated_vectors(model, vector_prompts(model, task.test_inputs, device), max(counts))
     rows = vector_count_and_merge(
         vectors,
         VectorIndex(task.corpus),
         task.test_target_ids[:, :, None],
         counts,
         merges,
-        depth=params02.search_depth,
+        depth=synthetic_config.search_depth,
     )
     return [{"benchmark": f"synthetic {transform} {setting}", **row} for row in rows]
 
 
 def real_sweep(
-    params04: RealConfig, dataset: str, seed: int, counts: tuple[int, ...], merges: tuple[str, ...]
+    real_config: RealConfig, dataset: str, seed: int, counts: tuple[int, ...], merges: tuple[str, ...]
 ) -> list[dict]:
     """The sweep on notebook 04's trained AMER model of one dataset and seed."""
-    context = RunContext(params04)
-    device = resolve_device(params04.device)
-    model = context.trained_encoder(dataset, "amer", seed, device)
+    context = RunContext.of(real_config)
+    device = resolve_device(real_config.device)
+    model = context.trained_encoder(real_config, dataset, "amer", seed, device)
     test = context.benchmark.questions(dataset, "test")
-    vectors = query_vectors(model, context, test, max(counts), device)
+    vectors = context.query_vectors(model, test, max(counts), device)
     rows = vector_count_and_merge(
-        vectors, ShardedFlatIndex(context.shards), context.gold(test), counts, merges, depth=params04.search_depth
+        vectors, ShardedFlatIndex(context.shards), context.gold(test), counts, merges, depth=real_config.search_depth
     )
-    return [{"benchmark": f"{dataset} ({params04.backbone}, seed {seed})", **row} for row in rows]
+    return [{"benchmark": f"{dataset} ({real_config.backbone}, seed {seed})", **row} for row in rows]
+
+
+def real_sweeps(
+    real_configs: list[RealConfig], seed: int, counts: tuple[int, ...], merges: tuple[str, ...]
+) -> list[dict]:
+    """`real_sweep` of every dataset of every notebook-04 config."""
+    return [row for p in real_configs for dataset in p.datasets for row in real_sweep(p, dataset, seed, counts, merges)]
+
+
+def reading_lines(sampling_synthetic, real_rows: list[dict], sweep: list[dict]) -> list[str]:
+    """The ablations in words: the best sampling mode per synthetic setting and per backbone,
+    dataset and subset; where round-robin's MRecall@100 peaks in n and every merge at that n."""
+    lines = []
+    for (transform, setting), group in sampling_synthetic.groupby(["transform", "setting"], sort=False):
+        best = group.loc[group["MRecall@100"].idxmax()]
+        lines.append(
+            f"synthetic {transform}/{setting}: best MRecall@100 {best['MRecall@100']:.2f}% by {best['System']}"
+        )
+    for backbone, dataset in dict.fromkeys((r["backbone"], r["dataset"]) for r in real_rows):
+        rows = [r for r in real_rows if r["dataset"] == dataset and r["backbone"] == backbone]
+        for subset in ("whole", "low_sim"):
+            best = max(rows, key=lambda r: r[f"{subset}_mean"])
+            lines.append(
+                f"{backbone} {dataset} {subset}: best {best['label']} {best[f'{subset}_mean']:.2f}% "
+                f"({100 * best[f'{subset}_delta']:+.1f}% vs single-query, p = {best[f'{subset}_p']:.3f})"
+            )
+    for benchmark in dict.fromkeys(r["benchmark"] for r in sweep):
+        rows = [r for r in sweep if r["benchmark"] == benchmark]
+        rr = max((r for r in rows if r["merge"] == "round_robin"), key=lambda r: (r["mrecall@100"], -r["n"]))
+        at_n = {r["merge"]: 100 * r["mrecall@100"] for r in rows if r["n"] == rr["n"]}
+        lines.append(
+            f"{benchmark}: round-robin MRecall@100 peaks at n = {rr['n']} ({100 * rr['mrecall@100']:.2f}%); at that n "
+            + ", ".join(f"{m} {v:.2f}%" for m, v in at_n.items())
+        )
+    return lines

@@ -10,7 +10,6 @@ masking the lists of the others, which is how a kept count is scored here: one s
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,17 +22,19 @@ from amer_lib.core.search import ShardedFlatIndex, VectorIndex, kept_lists
 from amer_lib.core.stopping import repeat_cosine, similarity_counts, stop_counts
 from amer_lib.core.train import fit_stop_head
 from amer_lib.data.synthetic import MAX_TARGETS, SyntheticTask, make_varying_task
+from amer_lib.experiments import real_data
+from amer_lib.experiments.synthetic import train_on_task
 from amer_lib.io import git_commit
 from amer_lib.progress import tqdm
 from amer_lib.report.plots import MERGE_LABELS
 from amer_lib.report.summaries import summary
+from amer_lib.runs.benchmark_runs import RunContext, cached_result
 from amer_lib.runs.configs import BeyondConfig, RealConfig, SyntheticConfig
-from amer_lib.runs.models import generate_queries_until_stop, train_on_task
+from amer_lib.runs.query_encoders import generated_states, generated_until_stop, text_prompts, vector_prompts
 from amer_lib.runs.store import SYNTHETIC_RUNS
-from amer_lib.runs.text import RunContext, cached_result, generated_states
 
 
-def count_rows(
+def scores_per_n(
     ids: np.ndarray,
     scores: np.ndarray,
     gold: np.ndarray,
@@ -61,9 +62,9 @@ def count_rows(
     return rows
 
 
-def varying_runs(params: BeyondConfig, params02: SyntheticConfig, progress: bool = True) -> list[dict]:
+def varying_runs(params: BeyondConfig, synthetic_config: SyntheticConfig, progress: bool = True) -> list[dict]:
     """`varying_run` of every synthetic seed: notebook 02's model, `synthetic_steps` steps."""
-    base = params02.replace(
+    base = synthetic_config.replace(
         steps=params.synthetic_steps,
         stop_weight=params.stop_weight,
         results_dir=f"{params.results_dir}/varying",
@@ -137,10 +138,10 @@ def varying_run(params: SyntheticConfig, progress: bool = True) -> dict:
     device = resolve_device(params.device)
     task = varying_task(params)
     model, trained = train_on_task(params, task, MAX_TARGETS, device, SYNTHETIC_RUNS.run_dir(params, name), progress)
-    vectors, predicted = generate_queries_until_stop(model, task.test_inputs, MAX_TARGETS, device)
+    vectors, predicted = generated_until_stop(model, vector_prompts(model, task.test_inputs, device), MAX_TARGETS)
     scores, ids = VectorIndex(task.corpus).search(vectors, params.search_depth)
     true_counts = (task.test_target_ids >= 0).sum(1)
-    rows = count_rows(
+    rows = scores_per_n(
         ids, scores, task.test_target_ids[:, :, None], {"stop head": predicted, "true m (told)": true_counts}
     )
     result = dict(
@@ -190,7 +191,9 @@ class SplitLists:
         return evaluate(ranked, self.gold, (K,))[f"mrecall@{K}"]
 
 
-def seed_lists(params: BeyondConfig, params04: RealConfig, context: RunContext, dataset: str, seed: int) -> dict:
+def lists_with_stop_head(
+    params: BeyondConfig, real_config: RealConfig, context: RunContext, dataset: str, seed: int
+) -> dict:
     """One notebook-04 AMER run (its kept weights) given a stop head fitted on its training
     questions' generations (`fit_stop_head`), then its validation and test questions' lists of
     `max_n` generated vectors with every n mode's counts (`SplitLists`), the test questions'
@@ -200,8 +203,8 @@ def seed_lists(params: BeyondConfig, params04: RealConfig, context: RunContext, 
         raise ValueError(
             f"max_n = {params.max_n} is below {dataset}'s n = {paper_n}: the paper's system needs {paper_n}"
         )
-    device = resolve_device(params04.device)
-    model = context.trained_encoder(dataset, "amer", seed, device)
+    device = resolve_device(real_config.device)
+    model = context.trained_encoder(real_config, dataset, "amer", seed, device)
     train_questions, val_questions = context.benchmark.training_split(dataset, seed)
     splits = {
         "train": train_questions,
@@ -209,7 +212,7 @@ def seed_lists(params: BeyondConfig, params04: RealConfig, context: RunContext, 
         "test": context.benchmark.questions(dataset, "test"),
     }
     states = {
-        split: generated_states(model, context.text_data(questions).to(device), params.max_n)
+        split: generated_states(model, text_prompts(model, context.text_data(questions).to(device)), params.max_n)
         for split, questions in splits.items()
     }
     targets = {split: np.array([len(q.targets) for q in questions]) for split, questions in splits.items()}
@@ -218,7 +221,7 @@ def seed_lists(params: BeyondConfig, params04: RealConfig, context: RunContext, 
     lists = {}
     for split in ("validation", "test"):
         vectors, hidden = states[split]
-        scores, ids = index.search(vectors, params04.search_depth)
+        scores, ids = index.search(vectors, real_config.search_depth)
         rows = len(vectors)
         counts = {
             **{f"n{n}": np.full(rows, n) for n in range(1, params.max_n + 1)},
@@ -241,7 +244,7 @@ def seed_lists(params: BeyondConfig, params04: RealConfig, context: RunContext, 
     )
 
 
-def real_comparison(params: BeyondConfig, params04: RealConfig, progress: bool = True) -> dict:
+def real_comparison(params: BeyondConfig, real_config: RealConfig, progress: bool = True) -> dict:
     """Every n mode with every merge of `params.merges` on notebook 04's AMER runs (seeds
     `params.real_seeds`): each merge's options picked by validation MRecall@100 averaged over the
     seeds, then per-question test MRecall@100 per seed. Returns the result dicts in
@@ -252,16 +255,16 @@ def real_comparison(params: BeyondConfig, params04: RealConfig, progress: bool =
         raise ValueError(
             f"merges must include round_robin, the paper's merge every system is compared with; got {params.merges}"
         )
-    context = RunContext(params04)
+    context = RunContext.of(real_config)
     results, picked, stop_records, reproduced = [], [], [], []
-    jobs = [(dataset, seed) for dataset in params04.datasets for seed in params.real_seeds]
+    jobs = [(dataset, seed) for dataset in real_config.datasets for seed in params.real_seeds]
     by_seed = {}
     for dataset, seed in tqdm(jobs, desc="AMER runs: generation and search", disable=not progress):
-        by_seed[dataset, seed] = seed_lists(params, params04, context, dataset, seed)
-    for dataset in params04.datasets:
+        by_seed[dataset, seed] = lists_with_stop_head(params, real_config, context, dataset, seed)
+    for dataset in real_config.datasets:
         seeds = {seed: by_seed[dataset, seed] for seed in params.real_seeds}
         for seed, record in seeds.items():
-            stored = np.array(context_result(params04, dataset, seed)["mrecall"])
+            stored = np.array(context_result(real_config, dataset, seed)["mrecall"])
             ours = record["lists"]["test"].merged("paper", "round_robin", {})
             reproduced.append(bool(np.allclose(stored, ours)))
             stop_records.append(
@@ -278,7 +281,7 @@ def real_comparison(params: BeyondConfig, params04: RealConfig, progress: bool =
                 test = record["lists"]["test"]
                 results.append(
                     dict(
-                        params=params04.as_dict(),
+                        params=real_config.as_dict(),
                         dataset=dataset,
                         system=f"{mode}/{merge}",
                         label=f"{label}, {MERGE_LABELS[merge]}",
@@ -306,30 +309,30 @@ def real_comparison(params: BeyondConfig, params04: RealConfig, progress: bool =
     return dict(results=results, picked=picked, stop=stop_records, reproduces_notebook04=all(reproduced))
 
 
-def real_comparisons(params: BeyondConfig, run_all: Callable[..., list[dict]], progress: bool = True) -> dict:
+def real_comparisons(params: BeyondConfig, progress: bool = True) -> dict:
     """`real_comparison` of every notebook-04 parameter file in `params.real_params` (one per
     backbone and dataset group), their AMER runs of `real_seeds` made first where missing
-    (`run_all`: notebook 04's runner, `amer_lib.experiments.real.run_all`), joined."""
+    (notebook 04's `run_all`), joined."""
     joined = dict(results=[], picked=[], stop=[], reproduces_notebook04=True)
     every = [RealConfig.from_yaml(path) for path in params.real_params]
-    datasets = [dataset for params04 in every for dataset in params04.datasets]
+    datasets = [dataset for real_config in every for dataset in real_config.datasets]
     if len(set(datasets)) < len(datasets):
         raise ValueError(f"real_params name a dataset twice ({datasets}): compare one backbone per dataset")
-    for params04 in every:
-        run_all(params04.replace(systems=["amer"], baselines=[], seeds=params.real_seeds), progress)
-        comparison = real_comparison(params, params04, progress)
+    for real_config in every:
+        real_data.run_all(real_config.replace(systems=["amer"], baselines=[], seeds=params.real_seeds), progress)
+        comparison = real_comparison(params, real_config, progress)
         for key in ("results", "picked", "stop"):
             joined[key] += comparison[key]
         joined["reproduces_notebook04"] &= comparison["reproduces_notebook04"]
     return joined
 
 
-def context_result(params04: RealConfig, dataset: str, seed: int) -> dict:
+def context_result(real_config: RealConfig, dataset: str, seed: int) -> dict:
     """Notebook 04's stored results of one AMER run."""
-    result = cached_result(params04, dataset, "amer", seed)
+    result = cached_result(real_config, dataset, "amer", seed)
     if result is None:
         raise FileNotFoundError(
-            f"notebook 04 has no AMER run of {dataset}, seed {seed}, with {params04.tag}'s parameters"
+            f"notebook 04 has no AMER run of {dataset}, seed {seed}, with {real_config.tag}'s parameters"
         )
     return result
 
@@ -402,3 +405,43 @@ def varying_cost_points(runs: list[dict], k: int = 10) -> list[dict]:
             )
         )
     return points
+
+
+def counts_of(runs: list[dict]) -> tuple[np.ndarray, np.ndarray]:
+    """The true and the stop head's predicted number of targets of every test input of the varying runs."""
+    return np.concatenate([run["true_counts"] for run in runs]), np.concatenate(
+        [run["predicted_counts"] for run in runs]
+    )
+
+
+def reading_lines(runs: list[dict], varying_results, rows: list[dict], resamples: int) -> list[str]:
+    """Notebook 07 in words: the stop head on the varying task (its accuracy, against a fixed n of
+    as many vectors, every n mode's MRecall@10), and on each real dataset the systems that differ
+    from the paper's with p < 0.05."""
+    accuracy, versus = stop_accuracy(runs), stop_head_against_fixed(runs, resamples)
+    lines = [
+        f"synthetic: the stop head gives {100 * accuracy['exact']:.1f}% of the inputs their m "
+        f"({100 * accuracy['within_one']:.1f}% within one)",
+        f"  stop head MRecall@10 {versus['stop_head']:.2f}% against n = {versus['fixed_n']} (as many vectors or "
+        f"more) {versus['fixed']:.2f}%, p = {versus['p_value']:.4f}",
+    ]
+    lines += [
+        f"  {row['n']}: {row['Vectors']} vectors, MRecall@10 {row['MRecall@10']}%"
+        for _, row in varying_results.iterrows()
+    ]
+    for dataset in dict.fromkeys(r["dataset"] for r in rows):
+        by_system = {r["system"]: r for r in rows if r["dataset"] == dataset}
+        base = by_system[BASELINE]
+        lines.append(f"{dataset}: the paper's system {base['whole_mean']:.2f}% with {base['vectors']:.2f} vectors")
+        lines += [
+            f"  {r['label']}: {r['whole_mean']:.2f}% ({100 * r['whole_delta']:+.1f}%, p = {r['whole_p']:.3f}) "
+            f"with {r['vectors']:.2f} vectors"
+            for system, r in by_system.items()
+            if system != BASELINE and not system.startswith("n") and r["whole_p"] < 0.05
+        ]
+    return lines
+
+
+def varying_records(runs: list[dict]) -> list[dict]:
+    """What a figure of the varying task needs from each run: its seed, counts and validation loss."""
+    return [{k: run[k] for k in ("seed", "true_counts", "predicted_counts", "best_val_loss")} for run in runs]

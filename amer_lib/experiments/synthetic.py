@@ -19,19 +19,70 @@ import torch
 from amer_lib.core import distributed
 from amer_lib.core.device import resolve_device
 from amer_lib.core.metrics import KS, evaluate, mean_scores
+from amer_lib.core.model import AMERQueryEncoder
 from amer_lib.core.search import VectorIndex, multi_vector_search, unit_norm
-from amer_lib.core.train import split_train_validation
+from amer_lib.core.train import TrainResult, split_train_validation, train
+from amer_lib.data.datasets import VectorData
 from amer_lib.data.synthetic import N_TARGETS, SyntheticTask, task_from_params
 from amer_lib.io import git_commit
-from amer_lib.progress import tqdm
-from amer_lib.runs import torchrun
 from amer_lib.runs.configs import SyntheticConfig
-from amer_lib.runs.models import generate_queries, train_on_task
-from amer_lib.runs.parallel import run_parallel
+from amer_lib.runs.dispatch import run_jobs
+from amer_lib.runs.query_encoders import (
+    build_query_encoder,
+    generated_vectors,
+    load_trained,
+    train_config,
+    vector_prompts,
+)
 from amer_lib.runs.store import SYNTHETIC_RUNS, synthetic_run_name
 from amer_lib.runs.tuning import grid_cost, grid_points, point_params, selected_checkpoint
 
 METRIC_COLUMNS = tuple(f"{name}@{k}" for k in KS for name in ("mrecall", "recall"))
+
+
+def trained_synthetic_encoder(
+    params: SyntheticConfig, transform: str, setting: str, device: torch.device
+) -> AMERQueryEncoder:
+    """The AMER encoder of a finished notebook-02 run of these parameters, with its kept weights."""
+    name = synthetic_run_name(transform, setting, "amer", params.seed)
+    return load_trained(SYNTHETIC_RUNS, params, name, params.dim, device)
+
+
+def task_data(task: SyntheticTask, device: torch.device) -> tuple[VectorData, torch.Tensor]:
+    """A synthetic task's training examples and the pool their negatives are drawn from (no test
+    target); a target id of -1 is no target (the varying task)."""
+    corpus = torch.from_numpy(task.corpus).to(device)
+    ids = torch.from_numpy(task.train_target_ids).to(device)
+    data = VectorData(torch.from_numpy(task.train_inputs).to(device), corpus[ids.clamp(min=0)], ids >= 0)
+    return data, corpus[torch.from_numpy(task.training_negative_ids).to(device)]
+
+
+def train_on_task(
+    params: SyntheticConfig,
+    task: SyntheticTask,
+    n_outputs: int,
+    device: torch.device,
+    run_dir: Path,
+    progress: bool = True,
+    on_step: Callable[[], None] | None = None,
+) -> tuple[AMERQueryEncoder, TrainResult]:
+    """A fresh encoder of `params` trained on a synthetic task's training inputs (10% held out
+    for validation), with its kept weights, and the training's record."""
+    data, negative_pool = task_data(task, device)
+    train_idx, val_idx = split_train_validation(len(data), params.seed)
+    model = build_query_encoder(params, params.seed, params.dim, device)
+    config = train_config(params, n_outputs, params.seed, device)
+    trained = train(
+        model,
+        data.subset(train_idx.to(device)),
+        data.subset(val_idx.to(device)),
+        negative_pool,
+        config,
+        run_dir=run_dir,
+        progress=progress,
+        on_step=on_step,
+    )
+    return model, trained
 
 
 def retrieval_metrics(index: VectorIndex, queries: np.ndarray, gold_ids: np.ndarray, depth: int) -> dict:
@@ -134,10 +185,10 @@ def _train_and_evaluate(
     if not distributed.is_main():
         return {}
     began = time.perf_counter()
-    queries = generate_queries(model, task.test_inputs, n_queries, device)
+    queries = generated_vectors(model, vector_prompts(model, task.test_inputs, device), n_queries)
     metrics = retrieval_metrics(index, queries, task.test_target_ids, params.search_depth)
     val_inputs, val_target_ids = validation_split(task, params.seed)
-    val_queries = generate_queries(model, val_inputs, n_queries, device)
+    val_queries = generated_vectors(model, vector_prompts(model, val_inputs, device), n_queries)
     return dict(
         metrics=metrics,
         validation_metrics=retrieval_metrics(index, val_queries, val_target_ids, params.search_depth),
@@ -158,32 +209,19 @@ def validation_split(task: SyntheticTask, seed: int) -> tuple[np.ndarray, np.nda
 
 
 def run_all(params: SyntheticConfig, progress: bool = True) -> list[dict]:
-    """All (transform, setting) pairs of `params`, in order (`run_jobs`)."""
+    """All (transform, setting) pairs of `params`, in order (`run_settings`)."""
     pairs = [(t, s) for t in params.transforms for s in params.settings]
-    return [r for job in run_jobs([(params, *pair) for pair in pairs], params.workers, progress) for r in job]
+    return [r for job in run_settings([(params, *pair) for pair in pairs], params.workers, progress) for r in job]
 
 
-def run_jobs(jobs: list[tuple[SyntheticConfig, str, str]], workers: int, progress: bool = True) -> list[list[dict]]:
-    """Every (params, transform, setting) job's results: cached ones read back, the others
-    trained one after the other (`workers == 1`), in `workers` processes side by side, or each
-    by its `nproc_per_node` processes together (torchrun; one GPU each)."""
-    for params, *_ in jobs:
-        distributed.check_processes(params.nproc_per_node, params.batch_size, workers, params.device)
-    results = [_cached_setting(*job)[1] for job in jobs]
-    todo = [i for i, cached in enumerate(results) if not all(cached)]
-    if any(jobs[i][0].nproc_per_node > 1 for i in todo):
-        for i in todo:
-            torchrun.launch(run_setting, jobs[i][0], jobs[i][1:], progress)
-            results[i] = _cached_setting(*jobs[i])[1]
-    elif workers == 1:
-        for i in tqdm(todo, desc="settings", disable=not progress or not todo):
-            results[i] = run_setting(*jobs[i], progress)
-    elif todo:
-        total = sum(len(jobs[i][0].systems) * jobs[i][0].steps for i in todo)
-        done = run_parallel(run_setting, [(*jobs[i], False) for i in todo], workers, total, "training steps", progress)
-        for i, result in zip(todo, done):
-            results[i] = result
-    return results
+def run_settings(jobs: list[tuple[SyntheticConfig, str, str]], workers: int, progress: bool = True) -> list[list[dict]]:
+    """Every (params, transform, setting) job's results (`amer_lib.runs.dispatch.run_jobs`)."""
+    return run_jobs(run_setting, jobs, _all_cached, workers, lambda job: len(job[0].systems) * job[0].steps, progress)
+
+
+def _all_cached(params: SyntheticConfig, transform: str, setting: str) -> list[dict] | None:
+    cached = _cached_setting(params, transform, setting)[1]
+    return cached if all(cached) else None
 
 
 def tune(params: SyntheticConfig, grid: dict[str, list], progress: bool = True) -> list[dict]:
@@ -202,7 +240,7 @@ def tune(params: SyntheticConfig, grid: dict[str, list], progress: bool = True) 
         print(grid_cost([tuned for *_, tuned in cells]))
     jobs = [(tuned, transform, setting) for transform, setting, _, tuned in cells]
     rows = []
-    for (transform, setting, point, tuned), results in zip(cells, run_jobs(jobs, params.workers, progress)):
+    for (transform, setting, point, tuned), results in zip(cells, run_settings(jobs, params.workers, progress)):
         amer = next(r for r in results if r["system"] == "amer")
         rows.append(
             {
@@ -256,6 +294,20 @@ def summary_table(results: list[dict]):
     return pd.DataFrame(rows)
 
 
+def ceiling_lines(table, ceiling: float = 0.21) -> list[str]:
+    """`summary_table` in words: MRecall@10 of every system per (transform, setting), and on MLP
+    data whether single-query is within the paper's 21% ceiling."""
+    pivot = table.pivot_table(index=["transform", "setting"], columns="system", values="mrecall@10")
+    lines = []
+    for (transform, setting), row in pivot.iterrows():
+        parts = ", ".join(f"{system} {100 * row[system]:.1f}%" for system in pivot.columns)
+        lines.append(f"MRecall@10 {transform:6s} {setting:6s}: {parts}")
+        if transform == "mlp" and "single" in pivot.columns:
+            verdict = "above" if row["single"] > ceiling else "within"
+            lines.append(f"    single-query is {verdict} the paper's 21% ceiling on MLP data")
+    return lines
+
+
 # ----- the MLP sweep ---------------------------------------------------------------------------------
 # Notebook 02's MLP sweep: is the paper's "single-query <= 21% on MLP targets" a limit of one
 # vector, or of what a model learns?
@@ -301,7 +353,7 @@ def mlp_sweep(
         cells += [(dim, depth, "linear") for dim in dims for depth in depths]
     jobs = [(cell_params(params, *cell), "mlp", SETTING) for cell in cells]
     rows = []
-    for (dim, depth, train_transform), results in zip(cells, run_jobs(jobs, params.workers, progress)):
+    for (dim, depth, train_transform), results in zip(cells, run_settings(jobs, params.workers, progress)):
         for result in results:
             if result["system"] == "oracle" and train_transform == "linear":
                 continue  # the oracle uses no training data: the MLP cell already holds it

@@ -3,7 +3,7 @@ that no result number in them is typed by hand:
 
     python -m amer_lib.report.results_page
 
-rewrites both (`tests/test_results_page.py` checks that the committed files are what it writes).
+rewrites both (`tests/report/test_results_page.py` checks that the committed files are what it writes).
 The paper's own numbers are quotes of the paper, kept here beside the claim they support.
 """
 

@@ -149,7 +149,7 @@ COMPOUND_SYSTEMS = {"single": "Single-Query", "amer": "AMER", "decomposition_ora
 
 
 def compound_table(rows: list[dict], metrics: dict[str, str], alpha: float = 0.05):
-    """The compound benchmark's comparison (`experiments.compound.oracle_comparison` rows): per k and
+    """The compound benchmark's comparison (`experiments.real_data.oracle_comparison` rows): per k and
     system, each metric as mean±std over seeds (* = p < alpha against single-query, paired
     bootstrap), and AMER's share of the oracle's lead over single-query."""
     import pandas as pd

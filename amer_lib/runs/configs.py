@@ -4,13 +4,14 @@ A notebook's `parameters` cell holds the defaults; `amer_lib.params` builds the 
 from papermill's overrides), so a wrong key or value fails before anything runs. Fields marked
 `run=False` choose which runs to make, how many processes share one, or where figures go; every
 other field shapes a run and is part of its cache key and checkpoint digest (`amer_lib.runs.store`).
-Notebook 03's config is `amer_lib.data.prepared.PrepConfig`, beside the preparation it drives.
+Notebook 03's config is `amer_lib.data.preparation.PrepConfig`, beside the preparation it drives.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from amer_lib.core.backbones import BACKBONES, FINETUNE_MODES
 from amer_lib.core.config import Config, internal, param
@@ -32,54 +33,101 @@ MMR_QUERIES = ("trained", "encoder")  # MMR's Sim_q: the trained single-query ve
 class FailureConfig(Config):
     """Notebook 01: off-the-shelf retrievers on the prepared benchmark."""
 
-    datasets: list[str] = param()  # any dataset of the prepared benchmark (checked against it)
-    retrievers: list[str] = param(choices=RETRIEVERS)
-    bm25_distance_encoder: str = param(choices=tuple(ENCODERS))
-    distance: str = param(choices=DISTANCES)
-    min_questions: int = param(minimum=4)
-    device: str = param(choices=DEVICES)
-    prepared_dir: str = param()
-    results_dir: str = param()
-    figures_dir: str = param()
+    # the first line of the notebook's parameters cell
+    CELL_HEADER: ClassVar[str] = (
+        "Offline CPU default (16 s on 2 cores after notebook 03). Paper scale: params/01_failure_analysis/"
+    )
+
+    datasets: list[str] = param(
+        ["wordnet_senses", "wordnet_kinds"], help="any dataset of the prepared benchmark (checked against it)"
+    )
+    retrievers: list[str] = param(["minilm", "bm25"], choices=RETRIEVERS)
+    bm25_distance_encoder: str = param(
+        "minilm", choices=tuple(ENCODERS), help="BM25 has no embeddings of its own to measure target distances in"
+    )
+    distance: str = param(
+        "cosine", choices=DISTANCES, help='or "euclidean" (both are stored; the reading below compares their bins)'
+    )
+    min_questions: int = param(
+        40, minimum=4, help="an answer-set-size column holds at least this many questions (smaller sizes merge)"
+    )
+    device: str = param("auto", choices=DEVICES)
+    prepared_dir: str = param("../results/prepared/wordnet")
+    results_dir: str = param("../results/01_failure_analysis")
+    figures_dir: str = param("../figures/01_failure_analysis")
 
 
 @dataclass(frozen=True)
 class SyntheticConfig(Config):
     """Notebook 02: single-query and AMER on the synthetic settings, and the MLP sweep."""
 
-    settings: list[str] = param(choices=tuple(SETTINGS), run=False)
-    transforms: list[str] = param(choices=TRANSFORMS, run=False)
-    systems: list[str] = param(choices=SYSTEMS, run=False)
-    dim: int = param(minimum=1)
-    n_train: int = param(minimum=1)
-    n_test: int = param(minimum=1)
-    corpus_size: int = param(minimum=1)
-    mlp_layers: int = param()
-    mlp_sweep_dims: list[int] = param(minimum=1, may_be_empty=True, run=False)  # [] skips the sweep
-    mlp_sweep_depths: list[int] = param(minimum=1, run=False)
-    mlp_sweep_authors_bug: bool = param(run=False)
-    backbone: str = param(choices=tuple(BACKBONES), or_folder=True)  # or a local model folder (the paper: Llama-3.2-1B)
-    backbone_overrides: dict = param()
-    finetune: str = param(choices=FINETUNE_MODES)
-    n_queries: int = param(minimum=1)
-    steps: int = param(minimum=1)
-    batch_size: int = param(minimum=1)
-    lr: float = param()
-    temperature: float = param()
-    matched_loss: str = param(choices=MATCHED_REDUCTIONS)
-    tuning_grid: dict = param(run=False)  # {} or lists of lr, batch_size, temperature, epochs
-    sampling: str = param(choices=SAMPLING_MODES)
-    sampling_rate: float = param()
-    eval_every: int = param(minimum=1)
-    search_depth: int = param(minimum=1)
-    seed: int = param()
-    device: str = param(choices=DEVICES)
-    mixed_precision: bool = param()
-    workers: int = param(minimum=1)
-    nproc_per_node: int = param(minimum=1, run=False)  # the same run shared by processes
-    results_dir: str = param()
-    runs_dir: str = param()
-    figures_dir: str = param(run=False)
+    # the first line of the notebook's parameters cell
+    CELL_HEADER: ClassVar[str] = (
+        "Offline CPU default (10-35 minutes on 2 cores: 9.5 on an earlier machine, 32 on a slower one shared "
+        "with other jobs). Paper scale: params/02_synthetic/*.yaml"
+    )
+
+    settings: list[str] = param(["single", "multi", "ood"], choices=tuple(SETTINGS), run=False)
+    transforms: list[str] = param(["linear", "mlp"], choices=TRANSFORMS, run=False)
+    systems: list[str] = param(["single", "amer"], choices=SYSTEMS, run=False)
+    dim: int = param(128, minimum=1)
+    n_train: int = param(20000, minimum=1)
+    n_test: int = param(1000, minimum=1)
+    corpus_size: int = param(200000, minimum=1)
+    mlp_layers: int = param(2)
+    mlp_sweep_dims: list[int] = param(
+        [],
+        minimum=1,
+        may_be_empty=True,
+        run=False,
+        help="the MLP sweep after Figure 3, [] skips it; params/02_synthetic/mlp_sweep.yaml: [128, 512, 1024]",
+    )
+    mlp_sweep_depths: list[int] = param(
+        [2, 3], minimum=1, run=False, help="the paper's text: 2 layers; the authors' code: 3 weights"
+    )
+    mlp_sweep_authors_bug: bool = param(
+        True, run=False, help="also train on the linear targets and test on the MLP's, as the authors' code did"
+    )
+    backbone: str = param(
+        "tiny", choices=tuple(BACKBONES), or_folder=True, help="or a local model folder (the paper: Llama-3.2-1B)"
+    )
+    backbone_overrides: dict = param({})
+    finetune: str = param("full", choices=FINETUNE_MODES)
+    n_queries: int = param(5, minimum=1)
+    steps: int = param(1000, minimum=1)
+    batch_size: int = param(256, minimum=1)
+    lr: float = param(0.005)
+    temperature: float = param(0.05, help="InfoNCE temperature (the paper's tuning grid: 0.02-0.05)")
+    matched_loss: str = param(
+        "mean",
+        choices=MATCHED_REDUCTIONS,
+        help="an example's matched terms averaged (the authors' code); \"sum\": Equation 3, the paper files",
+    )
+    tuning_grid: dict = param(
+        {},
+        run=False,
+        help="{} or lists of lr, batch_size, temperature, epochs; "
+        "e.g. params/02_synthetic/tuning.yaml: appendix A.5's grid, searched before the runs below",
+    )
+    sampling: str = param("scheduled", choices=SAMPLING_MODES)
+    sampling_rate: float = param(
+        2, help="scheduled sampling p = min(0.8, rate * step / steps); the paper: 1 (see the note above)"
+    )
+    eval_every: int = param(200, minimum=1)
+    search_depth: int = param(100, minimum=1)
+    seed: int = param(0)
+    device: str = param("auto", choices=DEVICES)
+    mixed_precision: bool = param(False)
+    workers: int = param(2, minimum=1, help="settings trained in parallel processes; 1 on a GPU")
+    nproc_per_node: int = param(
+        1,
+        minimum=1,
+        run=False,
+        help="processes (one GPU each) training every run together, torchrun; they share the batch",
+    )
+    results_dir: str = param("../results/02_synthetic")
+    runs_dir: str = param("../runs/02_synthetic")
+    figures_dir: str = param("../figures/02_synthetic", run=False)
     # the MLP sweep's bug cells train on this transform's targets and test on the setting's
     train_transform: str | None = internal(None, choices=TRANSFORMS)
     # notebook 07: > 0 trains a stop head beside the matched loss (`amer_lib.core.loss.stop_loss`)
@@ -90,36 +138,78 @@ class SyntheticConfig(Config):
 class RealConfig(Config):
     """Notebook 04: one backbone trained on the prepared datasets, with the baselines."""
 
-    datasets: list[str] = param(run=False)  # any dataset of the prepared benchmark (checked against it)
-    systems: list[str] = param(choices=SYSTEMS, run=False)
-    baselines: list[str] = param(choices=BASELINES, may_be_empty=True, run=False)  # [] skips them
-    expansion: str = param(choices=EXPANSION_SOURCES, run=False)
-    expansion_model: str = param(run=False)
-    mmr_query: str = param(choices=MMR_QUERIES, run=False)  # re-ranking's query relevance (baselines only)
-    backbone: str = param(choices=tuple(BACKBONES), or_folder=True)  # or a local model folder
-    encoder: str = param(choices=tuple(ENCODERS))
-    finetune: str = param(choices=FINETUNE_MODES)
-    seeds: list[int] = param(run=False)
-    steps: int = param(minimum=1)
-    batch_size: int = param(minimum=1)
-    lr: float = param()
-    temperature: float = param()
-    matched_loss: str = param(choices=MATCHED_REDUCTIONS)
-    tuning_grid: dict = param(run=False)  # {} or lists of lr, batch_size, temperature, epochs
-    sampling: str = param(choices=SAMPLING_MODES)
-    exclude_fed_targets: bool = param()
-    single_target_step: bool = param()
-    eval_every: int = param(minimum=1)
-    search_depth: int = param(minimum=100)
-    bootstrap_resamples: int = param(minimum=1, run=False)
-    workers: int = param(minimum=1)
-    nproc_per_node: int = param(minimum=1, run=False)
-    device: str = param(choices=DEVICES)
-    mixed_precision: bool = param()
-    prepared_dir: str = param()
-    results_dir: str = param()
-    runs_dir: str = param()
-    figures_dir: str = param(run=False)
+    # the first line of the notebook's parameters cell
+    CELL_HEADER: ClassVar[str] = (
+        "Offline CPU default (16-23 minutes on 2 cores). Paper scale: params/04_real_data/*.yaml"
+    )
+
+    datasets: list[str] = param(
+        ["wordnet_senses", "wordnet_kinds"],
+        run=False,
+        help="any dataset of the prepared benchmark (checked against it)",
+    )
+    systems: list[str] = param(["single", "amer"], choices=SYSTEMS, run=False)
+    baselines: list[str] = param(
+        ["query_expansion", "rerank"],
+        choices=BASELINES,
+        may_be_empty=True,
+        run=False,
+        help="on the trained single-query model; [] skips them",
+    )
+    expansion: str = param(
+        "prf",
+        choices=EXPANSION_SOURCES,
+        run=False,
+        help='offline: pseudo-relevance feedback (no LLM); paper: "chat" (AMER_QE_* env) or "hf"',
+    )
+    expansion_model: str = param("", run=False, help='"hf": a model id; "chat": overrides AMER_QE_MODEL')
+    mmr_query: str = param(
+        "trained",
+        choices=MMR_QUERIES,
+        run=False,
+        help='re-ranking\'s query relevance (baselines only): the trained single-query vector; "encoder": the '
+        "document encoder's (the paper)",
+    )
+    backbone: str = param("minilm", choices=tuple(BACKBONES), or_folder=True, help="or a local model folder")
+    encoder: str = param("minilm", choices=tuple(ENCODERS))
+    finetune: str = param("full", choices=FINETUNE_MODES)
+    seeds: list[int] = param([0, 1, 2], run=False)
+    steps: int = param(300, minimum=1)
+    batch_size: int = param(32, minimum=1)
+    lr: float = param(0.0003)
+    temperature: float = param(0.05, help="InfoNCE temperature (the paper's tuning grid: 0.02-0.05)")
+    matched_loss: str = param(
+        "mean",
+        choices=MATCHED_REDUCTIONS,
+        help="an example's matched terms averaged (the authors' code); \"sum\": Equation 3, the paper files",
+    )
+    tuning_grid: dict = param(
+        {},
+        run=False,
+        help="{} or lists of lr, batch_size, temperature, epochs; "
+        "e.g. params/04_real_data/tuning_qampari.yaml: the paper's grid, searched before the runs below",
+    )
+    sampling: str = param("scheduled", choices=SAMPLING_MODES)
+    exclude_fed_targets: bool = param(True, help="not in the paper: see above; the paper files set False")
+    single_target_step: bool = param(
+        False, help="the authors' code's extra single-query step per iteration (not in the paper)"
+    )
+    eval_every: int = param(100, minimum=1)
+    search_depth: int = param(100, minimum=100)
+    bootstrap_resamples: int = param(10000, minimum=1, run=False)
+    workers: int = param(2, minimum=1, help="runs trained in parallel processes; 1 on a GPU")
+    nproc_per_node: int = param(
+        1,
+        minimum=1,
+        run=False,
+        help="processes (one GPU each) training every run together, torchrun; they share the batch",
+    )
+    device: str = param("auto", choices=DEVICES)
+    mixed_precision: bool = param(False)
+    prepared_dir: str = param("../results/prepared/wordnet")
+    results_dir: str = param("../results/04_real_data")
+    runs_dir: str = param("../runs/04_real_data")
+    figures_dir: str = param("../figures/04_real_data", run=False)
     stop_weight: float = internal(0.0)  # as SyntheticConfig's
 
     @property
@@ -137,18 +227,27 @@ class RealConfig(Config):
 class AblationConfig(Config):
     """Notebook 05: sampling modes, vector counts and merges, reusing notebooks 02 and 04's runs."""
 
-    synthetic_params: str = param()  # notebook 02's params.yaml (its runs are reused)
-    real_params: list[str] = param()  # notebook 04's params_<tag>.yaml, one per backbone (runs reused)
-    synthetic_transforms: list[str] = param(choices=TRANSFORMS)
-    synthetic_setting: str = param(choices=tuple(SETTINGS))
-    sampling_modes: list[str] = param(choices=SAMPLING_MODES)
-    real_seeds: list[int] = param()
-    vector_counts: list[int] = param(minimum=1)
-    merges: list[str] = param(choices=tuple(MERGES))
-    bootstrap_resamples: int = param(minimum=1)
-    results_dir: str = param()
-    runs_dir: str = param()
-    figures_dir: str = param()
+    # the first line of the notebook's parameters cell
+    CELL_HEADER: ClassVar[str] = "Offline CPU default (10-18 minutes on 2 cores after notebooks 02 and 04)"
+
+    synthetic_params: str = param(
+        "../results/02_synthetic/params.yaml",
+        help="the params.yaml notebook 02 writes beside its runs (they are reused)",
+    )
+    real_params: list[str] = param(
+        ["../results/04_real_data/params_minilm_wordnet_senses+wordnet_kinds.yaml"],
+        help="the params_<tag>.yaml notebook 04 writes beside its runs, one per backbone (they are reused)",
+    )
+    synthetic_transforms: list[str] = param(["linear", "mlp"], choices=TRANSFORMS)
+    synthetic_setting: str = param("multi", choices=tuple(SETTINGS))
+    sampling_modes: list[str] = param(["scheduled", "predicted", "teacher"], choices=SAMPLING_MODES)
+    real_seeds: list[int] = param([0], help="notebook 04 trained three; the other modes cost a training each")
+    vector_counts: list[int] = param([1, 2, 3, 4, 5, 6, 7, 8], minimum=1)
+    merges: list[str] = param(["round_robin", "rrf", "max_score"], choices=tuple(MERGES))
+    bootstrap_resamples: int = param(10000, minimum=1)
+    results_dir: str = param("../results/05_ablations")
+    runs_dir: str = param("../runs/05_ablations")
+    figures_dir: str = param("../figures/05_ablations")
 
 
 @dataclass(frozen=True)
@@ -156,31 +255,58 @@ class BeyondConfig(Config):
     """Notebook 07: an adaptive number of query vectors and merges beyond round-robin, on
     notebook 02's model and budget (the varying task) and notebook 04's AMER runs."""
 
-    synthetic_params: str = param()  # notebook 02's params.yaml: the varying task's model and budget
-    synthetic_steps: int = param(minimum=1)  # the varying task's training steps
-    synthetic_seeds: list[int] = param()
-    stop_weight: float = param()  # the stop loss's weight beside the matched loss (varying task)
-    real_params: list[str] = param()  # notebook 04's params_<tag>.yaml files (their AMER runs are reused)
-    real_seeds: list[int] = param()
-    max_n: int = param(minimum=1)  # the most vectors an adaptive n searches (real benchmark)
-    stop_threshold: float = param()  # the stop head stops past this probability
-    max_cosine: float = param()  # the similarity rule stops before a vector this close to one kept
-    merges: list[str] = param(choices=tuple(MERGES))
-    bootstrap_resamples: int = param(minimum=1)
-    results_dir: str = param()
-    runs_dir: str = param()
-    figures_dir: str = param()
+    # the first line of the notebook's parameters cell
+    CELL_HEADER: ClassVar[str] = "Offline CPU default (about 7 minutes on 2 cores after notebooks 02 and 04)"
+
+    synthetic_params: str = param(
+        "../results/02_synthetic/params.yaml",
+        help="the params.yaml notebook 02 writes beside its runs: the varying task's model and budget",
+    )
+    synthetic_steps: int = param(1000, minimum=1, help="the varying task's training steps (notebook 02's budget)")
+    synthetic_seeds: list[int] = param([0])
+    stop_weight: float = param(1.0, help="the stop loss's weight beside the matched loss (varying task)")
+    real_params: list[str] = param(
+        ["../results/04_real_data/params_minilm_wordnet_senses+wordnet_kinds.yaml"],
+        help="the params_<tag>.yaml notebook 04 writes beside its runs, one per backbone (their AMER runs are reused)",
+    )
+    real_seeds: list[int] = param([0, 1, 2])
+    max_n: int = param(
+        8,
+        minimum=1,
+        help="the most vectors an adaptive n searches (real benchmark); the offline questions have 2 to 8 answers",
+    )
+    stop_threshold: float = param(0.5, help="the stop head stops past this probability")
+    max_cosine: float = param(0.97, help="the similarity rule stops before a vector this close to one kept")
+    merges: list[str] = param(
+        ["round_robin", "coverage", "rrf", "max_score", "ranx_rrf", "combsum", "combmnz", "max_zmuv"],
+        choices=tuple(MERGES),
+    )
+    bootstrap_resamples: int = param(10000, minimum=1)
+    results_dir: str = param("../results/07_beyond")
+    runs_dir: str = param("../runs/07_beyond")
+    figures_dir: str = param("../figures/07_beyond")
 
 
 @dataclass(frozen=True)
 class DiversityConfig(Config):
     """Notebook 06: how diverse AMER's vectors and the targets are, from notebooks 02 and 04's runs."""
 
-    real_params: list[str] = param()  # notebook 04's params_<tag>.yaml, one per backbone
-    synthetic_params: str = param()  # notebook 02's params.yaml (only its task is rebuilt)
-    synthetic_setting: str = param(choices=tuple(SETTINGS))
-    seeds: list[int] = param()
-    target_split: str = param(choices=("train", "test"))
-    random_pairs: int = param(minimum=1)
-    seen_questions: int = param(minimum=1)
-    figures_dir: str = param()
+    # the first line of the notebook's parameters cell
+    CELL_HEADER: ClassVar[str] = "Offline CPU default (about 2 minutes on 2 cores after notebooks 02 and 04)"
+
+    real_params: list[str] = param(
+        ["../results/04_real_data/params_minilm_wordnet_senses+wordnet_kinds.yaml"],
+        help="the params_<tag>.yaml notebook 04 writes beside its runs, one per backbone",
+    )
+    synthetic_params: str = param(
+        "../results/02_synthetic/params.yaml",
+        help="the params.yaml notebook 02 writes beside its runs (only its task is rebuilt)",
+    )
+    synthetic_setting: str = param("multi", choices=tuple(SETTINGS))
+    seeds: list[int] = param([0, 1, 2], help="AMER runs of notebook 04 to generate with")
+    target_split: str = param(
+        "train", choices=("train", "test"), help="the paper's Figure 5 compares with the training targets"
+    )
+    random_pairs: int = param(10000, minimum=1)
+    seen_questions: int = param(600, minimum=1, help="training questions per run in the seen-vs-unseen comparison")
+    figures_dir: str = param("../figures/06_diversity_analysis")

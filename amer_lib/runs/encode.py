@@ -20,9 +20,9 @@ from pathlib import Path
 import torch.distributed as dist
 
 from amer_lib.core.distributed import is_main, setup
+from amer_lib.data.benchmark import Benchmark
 from amer_lib.data.corpus import iter_documents
 from amer_lib.data.encoders import ENCODERS, DocumentEncoder, encode_corpus
-from amer_lib.data.prepared import Benchmark
 
 # how long a rank that finished its shards waits for the slowest (a resumed encoding can leave
 # one rank with far more shards to go than another)

@@ -20,9 +20,11 @@ from amer_lib.data.synthetic import TASK_VERSION
 from amer_lib.io import write_json, write_text
 from amer_lib.runs.configs import RealConfig, SyntheticConfig
 
-# parameters added after runs were cached, with the value those runs used: at that value a
-# parameter is left out of the run key, so the cached runs and their checkpoint folders stay valid
-ADDED_LATER = {"temperature": 0.05, "sampling_rate": 1, "matched_loss": "mean"}
+# The shape of the run key. A change to what a key holds (a parameter added, a fact about the data)
+# bumps it, and every run of an older version is made again instead of being matched by a shim.
+# Version 2: every config field (the library's own at their defaults too) and, for AMER on a text
+# benchmark, the dataset's number of query vectors.
+CACHE_VERSION = 2
 
 
 def params_digest(params: dict) -> str:
@@ -47,7 +49,7 @@ class RunStore:
     def run_params(self, params: dict) -> dict:
         """The run key of a config's `as_dict()` (or of the parameters a results JSON holds)."""
         non_run = self.config.non_run_keys()
-        return {k: v for k, v in params.items() if k not in non_run and not (k in ADDED_LATER and v == ADDED_LATER[k])}
+        return {k: v for k, v in params.items() if k not in non_run}
 
     def result_path(self, params: Config, name: str, suffix: str = ".json") -> Path:
         return Path(params.results_dir) / f"{name}{suffix}"
@@ -63,9 +65,9 @@ class RunStore:
             return None
         return result if self.run_params(result.get("params", {})) == self.run_params(params.as_dict()) else None
 
-    def write(self, params: Config, name: str, result: dict) -> dict:
-        """Write the run's results (with the store's identity fields) atomically; returns them."""
-        result = {**result, **self.identity}
+    def write(self, params: Config, name: str, result: dict, facts: dict | None = None) -> dict:
+        """Write the run's results (with `facts` and the store's identity fields) atomically; returns them."""
+        result = {**result, **(facts or {}), **self.identity}
         write_json(self.result_path(params, name), result)
         return result
 
@@ -99,8 +101,12 @@ class RunStore:
 
 
 # the stores of the notebooks that train runs
-SYNTHETIC_RUNS = RunStore("notebooks/02_synthetic.ipynb", SyntheticConfig, identity={"task_version": TASK_VERSION})
-REAL_RUNS = RunStore("notebooks/04_real_data.ipynb", RealConfig)
+SYNTHETIC_RUNS = RunStore(
+    "notebooks/02_synthetic.ipynb",
+    SyntheticConfig,
+    identity={"cache_version": CACHE_VERSION, "task_version": TASK_VERSION},
+)
+REAL_RUNS = RunStore("notebooks/04_real_data.ipynb", RealConfig, identity={"cache_version": CACHE_VERSION})
 
 
 def synthetic_run_name(transform: str, setting: str, system: str, seed: int) -> str:

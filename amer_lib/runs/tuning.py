@@ -5,7 +5,7 @@ Every point of a grid over learning rate, batch size, temperature and epochs is 
 the best validation MRecall@100 at the checkpoint kept by validation loss is picked. The paper
 does not say what it picks by; validation loss cannot compare temperatures (it scales with 1/tau),
 validation MRecall@100 can. Epochs become steps with `amer_lib.core.train.steps_for_epochs`.
-Notebook 02's `tune` is in `amer_lib.experiments.synthetic`, notebook 04's in `amer_lib.experiments.real`.
+Notebook 02's `tune` is in `amer_lib.experiments.synthetic`, notebook 04's in `amer_lib.experiments.real_data`.
 """
 
 from __future__ import annotations

@@ -1,0 +1,151 @@
+"""A prepared retrieval benchmark on disk: questions per dataset and split, the corpus, and the
+corpus embeddings of each document encoder (notebook 03 writes it, notebooks 01 and 04-07 read it).
+
+    <dir>/manifest.json                 {"corpus": <path of the corpus file>, "datasets": [...],
+                                         "n_queries": {dataset: n}, "use_titles": bool, "recipe": {...}}
+    <dir>/<dataset>_<split>.jsonl       the library's multi-answer format
+    <dir>/qrels/<dataset>_<split>.qrels TREC qrels of the same questions
+    <dir>/embeddings/<encoder>/         float16 shards + ids (amer_lib.data.encoders)
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from amer_lib.core.train import split_train_validation
+from amer_lib.data.corpus import Document, iter_documents
+from amer_lib.data.encoders import EmbeddingShards, encode_corpus
+from amer_lib.data.questions import (
+    MultiAnswerQuestion,
+    read_questions,
+    write_questions,
+)
+from amer_lib.io import write_json, write_trec_qrels
+
+SPLITS = ("train", "test")
+# the paper's number of query vectors per dataset; the offline ones mirror AmbigQA and QAMPARI
+N_QUERIES = {"ambigqa": 2, "qampari": 5, "wordnet_senses": 2, "wordnet_kinds": 5}
+
+
+class Benchmark:
+    def __init__(self, directory: str | Path):
+        self.directory = Path(directory)
+        manifest = self.directory / "manifest.json"
+        if not manifest.exists():
+            raise FileNotFoundError(
+                f"{self.directory} holds no prepared benchmark; run notebooks/03_real_data_prep.ipynb first"
+            )
+        self.manifest = json.loads(manifest.read_text())
+        if "n_queries" not in self.manifest:
+            raise ValueError(
+                f"{self.directory} was prepared by an older version (its manifest has no n_queries); "
+                "prepare it again with notebooks/03_real_data_prep.ipynb"
+            )
+
+    @property
+    def datasets(self) -> list[str]:
+        return self.manifest["datasets"]
+
+    def check(self, datasets: list[str]) -> None:
+        """Fail before any work when a dataset asked for is not in this benchmark."""
+        missing = [d for d in datasets if d not in self.datasets]
+        if missing:
+            raise ValueError(
+                f"dataset(s) {missing} are not in the benchmark prepared in {self.directory}; it holds: "
+                f"{', '.join(self.datasets)} (prepare another with notebooks/03_real_data_prep.ipynb)"
+            )
+
+    def n_queries(self, dataset: str) -> int:
+        """How many query vectors AMER generates for the dataset's questions."""
+        self.check([dataset])
+        return self.manifest["n_queries"][dataset]
+
+    def training_split(self, dataset: str, seed: int) -> tuple[list[MultiAnswerQuestion], list[MultiAnswerQuestion]]:
+        """The questions a run of `seed` trains on and those it validates on: the benchmark's own
+        validation split where it has one (the compound benchmark's, made of components no training
+        compound uses), else 10% of the training questions drawn by the seed (the paper's 90/10)."""
+        questions = self.questions(dataset, "train")
+        if (self.directory / f"{dataset}_validation.jsonl").exists():
+            return questions, self.questions(dataset, "validation")
+        train_idx, val_idx = split_train_validation(len(questions), seed)
+        return [questions[i] for i in train_idx.tolist()], [questions[i] for i in val_idx.tolist()]
+
+    def questions(self, dataset: str, split: str) -> list[MultiAnswerQuestion]:
+        if dataset not in self.datasets:
+            raise KeyError(f"dataset {dataset!r} is not in {self.directory}; it holds: {', '.join(self.datasets)}")
+        return read_questions(self.directory / f"{dataset}_{split}.jsonl")
+
+    def documents(self):
+        """The corpus; without titles where it was prepared with `use_titles = False`."""
+        documents = iter_documents(self.manifest["corpus"])
+        if self.manifest.get("use_titles", True):
+            return documents
+        return (Document(d.id, "", d.text) for d in documents)
+
+    def qrels(self, dataset: str, split: str = "test") -> Path:
+        """The split's TREC qrels (every gold document of every answer relevant), written on first use:
+        with the TREC run files of notebooks 01 and 04 they are what ir_measures, ranx and trec_eval read."""
+        path = self.directory / "qrels" / f"{dataset}_{split}.qrels"
+        if not path.exists():
+            questions = self.questions(dataset, split)
+            write_trec_qrels(path, {q.qid: [d for docs in q.targets for d in docs] for q in questions})
+        return path
+
+    def embeddings(self, encoder: str) -> EmbeddingShards:
+        return EmbeddingShards(self.directory / "embeddings" / encoder)
+
+    def encode(
+        self, encoder, shard_size: int = 100_000, batch_size: int = 64, progress: bool = True
+    ) -> EmbeddingShards:
+        return encode_corpus(
+            encoder,
+            self.documents(),
+            self.directory / "embeddings" / encoder.spec.name,
+            shard_size,
+            batch_size,
+            total=self.manifest.get("corpus_size"),
+            progress=progress,
+        )
+
+
+def write_benchmark(
+    directory: Path,
+    splits: dict[str, dict[str, list[MultiAnswerQuestion]]],
+    corpus: str,
+    corpus_size: int,
+    extra: dict | None = None,
+) -> Benchmark:
+    """The questions, their qrels and the manifest (written last: a benchmark without one is not one);
+    `extra` may give `n_queries` for datasets that are not built in."""
+    for dataset, by_split in splits.items():
+        for split, questions in by_split.items():
+            write_questions(directory / f"{dataset}_{split}.jsonl", questions)
+    manifest = {
+        "corpus": str(corpus),
+        "corpus_size": corpus_size,
+        "datasets": list(splits),
+        "n_queries": {d: N_QUERIES[d] for d in splits if d in N_QUERIES},
+        **(extra or {}),
+    }
+    write_json(directory / "manifest.json", manifest)
+    benchmark = Benchmark(directory)
+    for dataset, by_split in splits.items():
+        for split in by_split:
+            benchmark.qrels(dataset, split)
+    return benchmark
+
+
+def existing(directory: str | Path, recipe: dict) -> Benchmark | None:
+    """The benchmark already prepared in `directory` from the same `recipe`, or None if there is
+    none; one from another recipe is an error (its embeddings would silently mismatch)."""
+    manifest = Path(directory) / "manifest.json"
+    if not manifest.exists():
+        return None
+    found = json.loads(manifest.read_text()).get("recipe")
+    if found != recipe:
+        raise ValueError(
+            f"{directory} holds a benchmark prepared with {found}, not {recipe}; "
+            "choose another prepared_dir or delete that one"
+        )
+    return Benchmark(directory)

@@ -1,0 +1,478 @@
+"""Notebook 03's preparation pipelines: the offline WordNet benchmark, the compound benchmark, the
+paper's data from its published files (with the gold-document mapping) and a dataset of your own,
+each written as a prepared benchmark (`amer_lib.data.benchmark`) and encoded; `PrepConfig` is
+notebook 03's config."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+
+from amer_lib.core.config import Config, param
+from amer_lib.core.device import DEVICES
+from amer_lib.core.search import ShardedFlatIndex
+from amer_lib.core.train import VALIDATION_FRACTION, validation_size
+from amer_lib.data import compound, wordnet
+from amer_lib.data.benchmark import (
+    N_QUERIES,
+    Benchmark,
+    existing,
+    write_benchmark,
+)
+from amer_lib.data.compound import COMPONENT_KINDS
+from amer_lib.data.corpus import Corpus, iter_documents, write_tsv
+from amer_lib.data.encoders import ENCODERS, DocumentEncoder, encode_corpus
+from amer_lib.data.gold import (
+    DEPTH,
+    ambigqa_splits,
+    bm25_top_k,
+    dense_top_k,
+    map_gold_documents,
+    proof_candidates,
+    qampari_splits,
+    question_candidates,
+)
+from amer_lib.data.questions import (
+    DataFormatError,
+    MultiAnswerQuestion,
+    read_ambigqa,
+    read_nq_open_multi,
+    read_qampari,
+    read_questions,
+)
+from amer_lib.io import open_text
+
+# the offline WordNet benchmark, the paper's data from its files, or a dataset of your own (questions + corpus)
+SOURCES = ("wordnet", "paper", "files", "compound")
+# The paper's "development set and test set" of NQ-open (Lee et al., 2019), whose multi-answer
+# questions join training: AmbigQA's nqopen-dev.json (8,757 questions held out of NQ's training
+# set, like AmbigQA's own dev set) and nqopen-test.json (3,610: Google's NQ-open.dev.jsonl), the
+# files the AMER authors read. Google's EfficientQA test set is not part of it.
+NQ_OPEN_FILES = ("nqopen-dev.json", "nqopen-test.json")
+MAX_AUTO_QUERIES = 8  # a dataset of your own: n defaults to its median answer count, at most this
+DATASET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")  # it names files and runs
+
+
+def prepare_wordnet(directory: str | Path, max_train: int, max_test: int, corpus_size: int, seed: int = 0) -> Benchmark:
+    """The offline benchmark, cut to CPU size: at most `max_train` / `max_test` questions per
+    dataset (a seeded sample), and a corpus of every gold gloss of those questions plus random
+    other glosses up to `corpus_size` documents."""
+    directory = Path(directory)
+    recipe = {
+        "source": "wordnet",
+        "max_train": max_train,
+        "max_test": max_test,
+        "corpus_size": corpus_size,
+        "seed": seed,
+    }
+    if (found := existing(directory, recipe)) is not None:
+        return found
+    rng = np.random.default_rng(seed)
+    splits = {}
+    for kind in wordnet.KINDS:
+        splits[f"wordnet_{kind}"] = {
+            split: _sample(wordnet.load_questions(kind, split), limit, rng)
+            for split, limit in (("train", max_train), ("test", max_test))
+        }
+    path, size = _wordnet_corpus(directory, splits, corpus_size, rng)
+    return write_benchmark(directory, splits, path, size, {"recipe": recipe})
+
+
+def _wordnet_corpus(
+    directory: Path, splits: dict[str, dict[str, list[MultiAnswerQuestion]]], corpus_size: int, rng
+) -> tuple[Path, int]:
+    """`directory/corpus.tsv`: every gold gloss of the questions plus random other glosses up to
+    `corpus_size` documents, in WordNet's order; its path and size."""
+    corpus = wordnet.load_corpus()
+    gold = {
+        d for by_split in splits.values() for qs in by_split.values() for q in qs for docs in q.targets for d in docs
+    }
+    others = [d.id for d in corpus.documents if d.id not in gold]
+    extra = rng.choice(len(others), max(0, min(len(others), corpus_size - len(gold))), replace=False)
+    keep = gold | {others[i] for i in extra}
+    chosen = [d for d in corpus.documents if d.id in keep]
+    path = directory / "corpus.tsv"
+    write_tsv(path, chosen)
+    return path, len(chosen)
+
+
+def prepare_compound(
+    directory: str | Path,
+    ks: list[int],
+    max_train: int,
+    max_test: int,
+    corpus_size: int,
+    max_answers: int,
+    components: list[str],
+    seed: int = 0,
+    encoder=None,
+    findable_depth: int = 0,
+    shard_size: int = 100_000,
+    batch_size: int = 64,
+    progress: bool = True,
+) -> Benchmark:
+    """The compound benchmark (`amer_lib.data.compound`): for each k in `ks`, up to `max_train` /
+    `max_test` compounds of k WordNet questions (`compound_k<k>`), at most `max_answers` answers
+    each. With `findable_depth` > 0, only components whose answers `encoder` finds alone in its
+    top `findable_depth` are drawn: the corpus is made first around the candidate components and
+    encoded (the embeddings the benchmark keeps). AMER's n per dataset: the median answer count
+    of its training compounds. Each dataset has its own validation split (`hold_out`)."""
+    directory = Path(directory)
+    recipe = {
+        "source": "compound",
+        "ks": ks,
+        "max_train": max_train,
+        "max_test": max_test,
+        "corpus_size": corpus_size,
+        "max_answers": max_answers,
+        "components": components,
+        "seed": seed,
+        "validation_components": VALIDATION_FRACTION,
+    }
+    if findable_depth:
+        if encoder is None:
+            raise ValueError("findable components (findable_depth > 0) need the document encoder that finds them")
+        recipe |= {"findable_depth": findable_depth, "findable_encoder": encoder.spec.name}
+    if (found := existing(directory, recipe)) is not None:
+        return found
+    rng = np.random.default_rng(seed)
+    pools = compound.component_pools(components)
+    if findable_depth:
+        pools = compound.candidates(pools, corpus_size, rng)
+        path, size = _wordnet_corpus(directory, {"candidates": pools}, corpus_size, rng)
+        shards = encode_corpus(
+            encoder, iter_documents(path), directory / "embeddings" / encoder.spec.name, shard_size, batch_size,
+            total=size, progress=progress,
+        )  # fmt: skip
+        pools = {split: compound.findable(pool, encoder, shards, findable_depth) for split, pool in pools.items()}
+    pools["train"], pools["validation"] = compound.hold_out(pools["train"], VALIDATION_FRACTION, rng)
+    limits = {"train": max_train, "validation": validation_size(max_train), "test": max_test}
+    splits = {
+        compound.dataset_name(k): {
+            split: compound.sample_compounds(pools[split], k, limit, max_answers, rng)
+            for split, limit in limits.items()
+        }
+        for k in ks
+    }
+    if not findable_depth:
+        path, size = _wordnet_corpus(directory, splits, corpus_size, rng)
+    n_queries = {dataset: default_n_queries(by_split["train"]) for dataset, by_split in splits.items()}
+    manifest = {"recipe": recipe, "n_queries": n_queries, "components": {s: len(p) for s, p in pools.items()}}
+    return write_benchmark(directory, splits, path, size, manifest)
+
+
+def _sample(questions: list, limit: int, rng: np.random.Generator) -> list:
+    if len(questions) <= limit:
+        return questions
+    return [questions[i] for i in sorted(rng.choice(len(questions), limit, replace=False))]
+
+
+def prepare_paper_data(
+    raw_dir: str | Path,
+    corpus_path: str | Path,
+    directory: str | Path,
+    dense_retrievers: list[tuple],
+    seed: int = 0,
+    progress: bool = True,
+    depth: int = DEPTH,
+) -> tuple[Benchmark, dict]:
+    """AmbigQA (+ NQ-open multi-answer) and QAMPARI mapped to gold passages, in Table 1's splits.
+
+    `raw_dir` holds the published files (AmbigQA train_light.json / dev_light.json, NQ-open
+    NQ-open.dev.jsonl / NQ-open.efficientqa.test.1.1.jsonl, QAMPARI train_data.jsonl /
+    dev_data.jsonl); `dense_retrievers` are (encoder, index of its corpus embeddings) pairs whose
+    top `depth` (the paper: 500) join BM25's for the AmbigQA and NQ-open questions (the paper: Contriever and
+    inf-retriever). Returns the benchmark and the mapping reports, with the number of training
+    questions removed because they are AmbigQA test questions.
+    """
+    recipe = {
+        "source": "paper",
+        "raw_dir": str(raw_dir),
+        "corpus": str(corpus_path),
+        "seed": seed,
+        "depth": depth,
+        "dense_retrievers": [encoder.spec.name for encoder, _ in dense_retrievers],
+    }
+    if (found := existing(directory, recipe)) is not None:
+        return found, found.manifest["mapping"]
+    raw = Path(raw_dir)
+    corpus = Corpus.read(corpus_path)
+    reports = {}
+
+    def mapped(name: str, questions: list[MultiAnswerQuestion], proofs: bool = False) -> list[MultiAnswerQuestion]:
+        if proofs:
+            candidates = proof_candidates(questions, corpus, depth, progress)
+        else:
+            texts = [q.question for q in questions]
+            candidates = question_candidates(
+                bm25_top_k(corpus, texts, depth, progress),
+                *(dense_top_k(encoder, index, texts, depth) for encoder, index in dense_retrievers),
+            )
+        kept, reports[name] = map_gold_documents(questions, corpus, candidates)
+        return kept
+
+    ambigqa, removed = ambigqa_splits(
+        mapped("ambigqa_train", read_ambigqa(raw / "train_light.json")),
+        mapped("ambigqa_dev", read_ambigqa(raw / "dev_light.json")),
+        mapped("nq_open", [q for name in NQ_OPEN_FILES for q in read_nq_open_multi(raw / name)]),
+        seed,
+    )
+    qampari = qampari_splits(
+        mapped("qampari_train", read_qampari(raw / "train_data.jsonl"), proofs=True),
+        mapped("qampari_dev", read_qampari(raw / "dev_data.jsonl"), proofs=True),
+    )
+    mapping = {name: vars(report) for name, report in reports.items()}
+    mapping["ambigqa_train_removed_as_test_questions"] = removed
+    benchmark = write_benchmark(
+        Path(directory),
+        {"ambigqa": ambigqa, "qampari": qampari},
+        Path(corpus_path).resolve(),
+        len(corpus),
+        {"recipe": recipe, "mapping": mapping},
+    )
+    return benchmark, mapping
+
+
+def split_questions(
+    questions: list[MultiAnswerQuestion], test_fraction: float, seed: int = 0
+) -> dict[str, list[MultiAnswerQuestion]]:
+    """A seeded train / test split: `test_fraction` of the questions (at least one) to test, each
+    split in the input's order."""
+    if not 0 < test_fraction < 1:
+        raise ValueError(f"test_fraction must be between 0 and 1, got {test_fraction}")
+    if len(questions) < 2:
+        raise ValueError(f"{len(questions)} question(s) cannot be split into a train and a test set")
+    n_test = min(len(questions) - 1, max(1, round(test_fraction * len(questions))))
+    test = set(np.random.default_rng(seed).permutation(len(questions))[:n_test].tolist())
+    return {
+        "train": [q for i, q in enumerate(questions) if i not in test],
+        "test": [q for i, q in enumerate(questions) if i in test],
+    }
+
+
+def default_n_queries(questions: list[MultiAnswerQuestion]) -> int:
+    """The median number of answers per question (rounded up), at most `MAX_AUTO_QUERIES`."""
+    return int(min(MAX_AUTO_QUERIES, np.ceil(np.median([len(q.answers) for q in questions]))))
+
+
+def prepare_files(
+    directory: str | Path,
+    dataset: str,
+    questions_path: str | Path,
+    corpus_path: str | Path,
+    test_questions_path: str | Path | None = None,
+    test_fraction: float = 0.2,
+    seed: int = 0,
+    n_queries: int = 0,
+    use_titles: bool = True,
+) -> Benchmark:
+    """A benchmark of your own: questions in the library's jsonl (`qid`, `question`, `answers`,
+    `targets`: one list of gold document ids per answer) over a TSV or BEIR corpus.
+
+    Test questions come from `test_questions_path` when given, else a seeded `test_fraction` of
+    the questions (`split_questions`). `n_queries` is the number of query vectors AMER generates
+    for the dataset (0: `default_n_queries` of the training questions). `use_titles = False`
+    leaves the corpus titles out of what the document encoder and BM25 see (a title that names
+    the answer makes retrieval lexical). Every problem is reported with its file and line."""
+    if dataset in N_QUERIES or not DATASET_NAME.match(dataset):
+        problem = "a built-in dataset's" if dataset in N_QUERIES else "not a valid name"
+        raise ValueError(
+            f"dataset name {dataset!r} is {problem}; choose a name of letters, digits, '_' and '-' "
+            f"other than {', '.join(N_QUERIES)}"
+        )
+    recipe = {
+        "source": "files",
+        "dataset": dataset,
+        "questions": str(Path(questions_path).resolve()),
+        "test_questions": str(Path(test_questions_path).resolve()) if test_questions_path else None,
+        "corpus": str(Path(corpus_path).resolve()),
+        "test_fraction": None if test_questions_path else test_fraction,
+        "seed": seed,
+        "n_queries": n_queries,
+        "use_titles": use_titles,
+    }
+    if (found := existing(directory, recipe)) is not None:
+        return found
+    if not Path(corpus_path).is_file():
+        raise FileNotFoundError(
+            f"corpus file {corpus_path} does not exist (source 'files': corpus_path, a TSV of "
+            "id<TAB>text<TAB>title or a BEIR corpus.jsonl)"
+        )
+    corpus = Corpus.read(corpus_path)
+    if len(corpus) == 0:
+        raise DataFormatError(f"{corpus_path} holds no documents")
+    questions = _checked_questions(questions_path, corpus)
+    if test_questions_path:
+        splits = {"train": questions, "test": _checked_questions(test_questions_path, corpus)}
+        both = {q.qid for q in splits["train"]} & {q.qid for q in splits["test"]}
+        if both:
+            raise DataFormatError(
+                f"{questions_path} and {test_questions_path} share the qid(s) {sorted(both)[:5]}: a test "
+                "question must not be trained on"
+            )
+    else:
+        splits = split_questions(questions, test_fraction, seed)
+    n = n_queries or default_n_queries(splits["train"])
+    return write_benchmark(
+        Path(directory),
+        {dataset: splits},
+        Path(corpus_path).resolve(),
+        len(corpus),
+        {"recipe": recipe, "n_queries": {dataset: n}, "use_titles": use_titles},
+    )
+
+
+def _checked_questions(path: str | Path, corpus: Corpus) -> list[MultiAnswerQuestion]:
+    """The questions of `path`; a gold document id that is not in the corpus is an error naming its line."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"questions file {path} does not exist (source 'files': questions_path)")
+    questions = read_questions(path)
+    if not questions:
+        raise DataFormatError(f"{path} holds no questions")
+    for number, question in zip(_question_lines(path), questions):
+        unknown = [d for docs in question.targets for d in docs if d not in corpus.row_of]
+        if unknown:
+            raise DataFormatError(
+                f"{path}:{number}: question {question.qid!r} names gold document id(s) {unknown[:5]} "
+                "that are not in the corpus"
+            )
+    return questions
+
+
+def _question_lines(path: Path) -> list[int]:
+    """The line number of each question of a jsonl (blank lines skipped, as read_questions does)."""
+    with open_text(path) as lines:
+        return [number for number, line in enumerate(lines, 1) if line.strip()]
+
+
+@dataclass(frozen=True)
+class PrepConfig(Config):
+    """Notebook 03's parameters: which benchmark to prepare, and how to encode and index it."""
+
+    # the first line of the notebook's parameters cell
+    CELL_HEADER: ClassVar[str] = (
+        "Offline CPU default (about 6 minutes on 2 cores: encoding, then the IVF-PQ sweep). Paper scale: "
+        "params/03_real_data_prep/"
+    )
+
+    source: str = param("wordnet", choices=SOURCES)
+    max_train: int = param(3000, minimum=1)
+    max_test: int = param(600, minimum=1)
+    corpus_size: int = param(30000, minimum=1)
+    raw_dir: str = param("../data/raw")
+    corpus_path: str = param(
+        "../data/psgs_w100.tsv",
+        help="paper data (DPR's or the authors' TSV, QAMPARI's chunks jsonl), or your own (TSV id/text/title, "
+        "BEIR corpus.jsonl)",
+    )
+    questions_path: str = param(
+        "", help='source = "files": your own questions (jsonl: qid, question, answers, targets) over corpus_path'
+    )
+    test_questions_path: str = param("", help='your own test split; "" draws test_fraction of questions_path (seeded)')
+    test_fraction: float = param(0.2)
+    dataset_name: str = param("my_dataset", help="names its files and runs (not a built-in name)")
+    n_queries: int = param(
+        0, minimum=0, help="query vectors AMER generates per question; 0: the median answer count, at most 8"
+    )
+    compound_ks: list[int] = param(
+        [1, 2, 3],
+        minimum=1,
+        help='source = "compound": k WordNet questions joined into one (datasets compound_k1, compound_k2, ...)',
+    )
+    compound_components: list[str] = param(
+        ["senses", "kinds"], choices=COMPONENT_KINDS, help="the WordNet questions compounds join"
+    )
+    compound_max_answers: int = param(
+        8,
+        minimum=1,
+        help="answers per compound question, at most (the paper's QAMPARI has 5-8); components that do not fit "
+        "are not drawn",
+    )
+    compound_findable_depth: int = param(
+        100, minimum=0, help="only components whose every answer the encoder finds alone in its top N; 0: all"
+    )
+    use_titles: bool = param(True, help="False: the encoder and BM25 see each document's text without its title")
+    encoder: str = param("minilm", choices=tuple(ENCODERS))
+    mapping_encoders: list[str] = param(
+        ["contriever-msmarco", "inf-retriever-v1-1.5b"],
+        choices=tuple(ENCODERS),
+        help="paper data only: the gold mapping's dense retrievers",
+    )
+    encode_batch_size: int = param(128, minimum=1)
+    shard_size: int = param(100000, minimum=1)
+    ivfpq_factories: list[str] = param(["IVF256,PQ16", "IVF256,PQ48", "IVF256,PQ96"])
+    ivfpq_nprobes: list[int] = param([8, 32, 128], minimum=1, help="inverted lists each query visits")
+    seed: int = param(0)
+    device: str = param("auto", choices=DEVICES)
+    prepared_dir: str = param("../results/prepared/wordnet")
+    figures_dir: str = param("../figures/03_real_data_prep")
+
+
+def prepare(params: PrepConfig, progress: bool = True) -> tuple[Benchmark, dict]:
+    """Notebook 03: the benchmark its parameters describe, with its corpus encoded.
+
+    Paper data: the corpus is encoded first with every `mapping_encoders` model (the paper:
+    Contriever and inf-retriever), since the gold mapping searches it with them besides BM25; the
+    document encoder's embeddings are reused when it is one of them.
+    """
+    device = None if params.device == "auto" else params.device
+    encoder = DocumentEncoder(params.encoder, device=device)
+    directory = Path(params.prepared_dir)
+    if not params.use_titles and params.source != "files":
+        raise ValueError(f"use_titles = False applies to source 'files' (your own corpus), not {params.source!r}")
+    if params.source == "wordnet":
+        benchmark = prepare_wordnet(directory, params.max_train, params.max_test, params.corpus_size, params.seed)
+        mapping = {}
+    elif params.source == "compound":
+        benchmark = prepare_compound(
+            directory,
+            params.compound_ks,
+            params.max_train,
+            params.max_test,
+            params.corpus_size,
+            params.compound_max_answers,
+            params.compound_components,
+            params.seed,
+            encoder,
+            params.compound_findable_depth,
+            params.shard_size,
+            params.encode_batch_size,
+            progress,
+        )
+        mapping = {}
+    elif params.source == "files":
+        benchmark = prepare_files(
+            directory,
+            params.dataset_name,
+            params.questions_path,
+            params.corpus_path,
+            params.test_questions_path or None,
+            params.test_fraction,
+            params.seed,
+            params.n_queries,
+            params.use_titles,
+        )
+        mapping = {}
+    else:
+        retrievers = []
+        for name in params.mapping_encoders:
+            mapper = encoder if name == encoder.spec.name else DocumentEncoder(name, device=device)
+            shards = encode_corpus(
+                mapper,
+                iter_documents(params.corpus_path),
+                directory / "embeddings" / name,
+                params.shard_size,
+                params.encode_batch_size,
+                progress=progress,
+            )
+            retrievers.append((mapper, ShardedFlatIndex(shards)))
+        benchmark, mapping = prepare_paper_data(
+            params.raw_dir, params.corpus_path, directory, retrievers, params.seed, progress
+        )
+    benchmark.encode(encoder, params.shard_size, params.encode_batch_size, progress)
+    return benchmark, mapping

@@ -1,0 +1,451 @@
+"""Notebook 04: single-query and AMER query encoders on a prepared text benchmark, the paper's
+baselines built on the single-query model, and the compound benchmark's decomposition oracle.
+
+Each (dataset, system, seed) run trains a query encoder against the frozen document
+embeddings, keeps the best checkpoint by validation loss, retrieves the top 100 for every test
+question (AMER: round-robin over its n vectors) and writes a TREC run file and a results JSON
+with per-question scores, so that the tables, the bootstrap and the figures are recomputed
+from files (`amer_lib.report.summaries`). A rerun with the same parameters reads the results back
+(`amer_lib.runs.store.REAL_RUNS`). The module's sections: the runs, the paper's hyperparameter
+search, the baselines (query expansion and MMR re-ranking), the compound benchmark.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from amer_lib.core import distributed
+from amer_lib.core.backbones import require_weights
+from amer_lib.core.device import resolve_device
+from amer_lib.core.expansion import (
+    EXPANSION_SOURCES,
+    ChatEndpointGenerator,
+    GenerationCache,
+    HFGenerator,
+    PseudoRelevanceFeedback,
+    expanded_query,
+    generate_keywords,
+)
+from amer_lib.core.metrics import (
+    K,
+    evaluate,
+    low_similarity_subset,
+)
+from amer_lib.core.model import AMERQueryEncoder
+from amer_lib.core.rerank import mmr_rerank, tune_lambda
+from amer_lib.core.search import ShardedFlatIndex, multi_vector_search
+from amer_lib.core.train import train
+from amer_lib.data import compound
+from amer_lib.data.benchmark import Benchmark
+from amer_lib.data.datasets import TextData
+from amer_lib.data.encoders import DocumentEncoder
+from amer_lib.data.preparation import PrepConfig, prepare
+from amer_lib.data.questions import MultiAnswerQuestion
+from amer_lib.report.summaries import summary
+from amer_lib.runs.benchmark_runs import RunContext, cached_result, run_facts
+from amer_lib.runs.configs import BASELINES, SYSTEMS, RealConfig
+from amer_lib.runs.dispatch import run_jobs
+from amer_lib.runs.query_encoders import build_query_encoder, generated_vectors, text_prompts, train_config
+from amer_lib.runs.store import REAL_RUNS, real_run_name
+from amer_lib.runs.tuning import grid_cost, grid_points, point_params, selected_checkpoint
+
+
+def run_one(
+    params: RealConfig,
+    dataset: str,
+    system: str,
+    seed: int,
+    progress: bool = True,
+    on_step: Callable[[], None] | None = None,
+    device: torch.device | None = None,
+) -> dict | None:
+    """Train, retrieve and score one run; its results JSON is reused when the params match.
+
+    On every rank of a torch.distributed group (`amer_lib.core.distributed`, with this rank's
+    `device`): the ranks train together, rank 0 retrieves and writes, the others return None."""
+    benchmark = Benchmark(params.prepared_dir)  # opened once for the run
+    cached = cached_result(params, dataset, system, seed, benchmark)
+    if cached is not None:
+        return cached
+    context = RunContext.of(params, benchmark)
+    device = device or resolve_device(params.device)
+    n_queries = context.n_queries(dataset, system)
+    train_questions, val_questions = context.benchmark.training_split(dataset, seed)
+    data = context.text_data(train_questions + val_questions).to(device)
+    train_idx, val_idx = torch.arange(len(train_questions)), torch.arange(len(train_questions), len(data))
+    model = build_query_encoder(params, seed, context.shards.dim, device)
+    config = train_config(params, n_queries, seed, device, group_by_targets=True)
+    curve = validation_retrieval(context, val_questions, data.subset(val_idx.to(device)), n_queries)
+    trained = train(
+        model,
+        data.subset(train_idx.to(device)),
+        data.subset(val_idx.to(device)),
+        context.negatives.to(device),
+        config,
+        run_dir=REAL_RUNS.run_dir(params, real_run_name(dataset, system, seed), run_facts(benchmark, dataset, system)),
+        progress=progress,
+        on_step=on_step,
+        evaluate=curve,
+    )
+    if not distributed.is_main():
+        return None
+    test_questions = context.benchmark.questions(dataset, "test")
+    vectors = context.query_vectors(model, test_questions, n_queries, device)
+    ranked = multi_vector_search(ShardedFlatIndex(context.shards), vectors, K, depth=max(params.search_depth, K))
+    return context.write_result(
+        params,
+        dataset,
+        system,
+        seed,
+        test_questions,
+        ranked,
+        n_queries=n_queries,
+        train_seconds=trained.seconds,
+        best_step=trained.best_step,
+        best_val_loss=trained.best_val_loss,
+        history=trained.history,
+    )
+
+
+def validation_retrieval(
+    context: RunContext, questions: list[MultiAnswerQuestion], data: TextData, n_queries: int
+) -> Callable[[AMERQueryEncoder], dict]:
+    """The learning curves' metric: MRecall@100 of the validation questions (`data`: their
+    prompts, tokenised once; fully autoregressive, round-robin), on all of them and on their
+    low-similarity third."""
+    index = ShardedFlatIndex(context.shards)
+    gold = context.gold(questions)
+    low = low_similarity_subset(context.target_similarity(questions))
+
+    def score(model: AMERQueryEncoder) -> dict:
+        ranked = multi_vector_search(index, generated_vectors(model, text_prompts(model, data), n_queries), K)
+        scores = evaluate(ranked, gold, (K,))[f"mrecall@{K}"]
+        return {"val_mrecall": float(scores.mean()), "val_mrecall_low_sim": float(scores[low].mean())}
+
+    return score
+
+
+def ready_benchmark(params: RealConfig, offline_recipe: PrepConfig, progress: bool = True) -> Benchmark:
+    """The prepared benchmark the runs need, checked before any training: the backbone's weights are
+    on this machine (else the error says what to fetch), the datasets are in the benchmark, and the
+    corpus is encoded with `encoder`. The offline WordNet benchmark is prepared here when it is
+    missing, with `offline_recipe` (notebook 03's defaults: the call notebook 03 makes); any other
+    benchmark must come from notebook 03. Notebook 04 must train single-query: its tables compare
+    with it."""
+    if "single" not in params.systems:
+        raise ValueError(
+            f"systems {params.systems}: notebook 04's tables measure every system against single-query "
+            "(the relative gains, the bootstrap, the baselines built on its model); add 'single' "
+            f"(valid systems: {', '.join(SYSTEMS)})"
+        )
+    require_weights(params.backbone)
+    directory = Path(params.prepared_dir)
+    if not (directory / "manifest.json").exists():
+        offline = [d for d in params.datasets if d.startswith("wordnet_")]
+        if offline != params.datasets or offline_recipe.source != "wordnet":
+            raise FileNotFoundError(
+                f"{directory} holds no prepared benchmark; prepare {params.datasets} with "
+                "notebooks/03_real_data_prep.ipynb first (its parameter file for your data)"
+            )
+        prepare(offline_recipe.replace(prepared_dir=str(directory), device=params.device), progress)
+    benchmark = Benchmark(directory)
+    benchmark.check(params.datasets)
+    try:
+        benchmark.embeddings(params.encoder)
+    except (FileNotFoundError, RuntimeError):  # not encoded with this encoder yet, or interrupted: resume
+        device = None if params.device == "auto" else params.device
+        benchmark.encode(DocumentEncoder(params.encoder, device=device), progress=progress)
+    return benchmark
+
+
+def run_all(params: RealConfig, progress: bool = True) -> list[dict]:
+    """Every (dataset, system, seed) run (`amer_lib.runs.dispatch.run_jobs`)."""
+    benchmark = Benchmark(params.prepared_dir)
+    benchmark.check(params.datasets)
+    cached = lambda *job: cached_result(*job, benchmark)
+    jobs = [
+        (params, dataset, system, seed)
+        for dataset in params.datasets
+        for system in params.systems
+        for seed in params.seeds
+    ]
+    multi_vector = lambda job: job[2] != "single"  # noqa: E731
+    return run_jobs(run_one, jobs, cached, params.workers, lambda job: params.steps, progress, multi_vector)
+
+
+# ----- the hyperparameter search ---------------------------------------------------------------------
+# Notebook 04 runs it when `tuning_grid` is set, e.g. with the paper's grid (appendix A.6) for one
+# dataset: `papermill notebooks/04_real_data.ipynb out.ipynb -f params/04_real_data/qampari_llama1b.yaml
+# -f params/04_real_data/tuning_qampari.yaml` (`amer_lib.runs.tuning`).
+
+
+def tune(
+    params: RealConfig, grid: dict[str, list], seed: int = 0, system: str = "amer", progress: bool = True
+) -> list[dict]:
+    """One row per dataset and grid point: the point, its steps, the selected checkpoint's step,
+    validation loss and validation MRecall@100 (in %)."""
+    benchmark = Benchmark(params.prepared_dir)
+    cells = [
+        (dataset, point, point_params(params, point, len(benchmark.questions(dataset, "train"))))
+        for dataset in params.datasets
+        for point in grid_points(grid)
+    ]
+    if progress:
+        print(grid_cost([tuned for _, _, tuned in cells]))
+    jobs = [(tuned, dataset, system, seed) for dataset, _, tuned in cells]
+    cached = lambda *job: cached_result(*job, benchmark)
+    results = run_jobs(run_one, jobs, cached, params.workers, lambda job: job[0].steps, progress)
+    rows = []
+    for (dataset, point, tuned), result in zip(cells, results):
+        selected = selected_checkpoint(result)
+        rows.append(
+            {
+                "dataset": dataset,
+                **point,
+                "steps": tuned.steps,
+                "best_step": result["best_step"],
+                "val_loss": round(selected["val_loss"], 4),
+                "val_mrecall": round(100 * selected["val_mrecall"], 2),
+            }
+        )
+    return rows
+
+
+# ----- the baselines: query expansion and MMR re-ranking ------------------------------------------------
+# The single-query model's diversity baselines of Tables 2-4 and 6-8: query expansion and MMR
+# re-ranking, evaluated like a trained run (TREC run file and results JSON per dataset and seed).
+#
+# Both reuse the trained single-query checkpoint of the same seed; nothing is trained here.
+# Re-ranking: MMR over the trained model's top 500, lambda tuned on the run's own validation split
+# (the 10% of the training questions it held out). Its query relevance is the document encoder's
+# own query embedding (`mmr_query = "encoder"`, the paper: "for both similarity, we use the
+# Inf-Retriever") or the trained single-query vector (`"trained"`, the offline default). Query
+# expansion: the question followed by keywords from the chosen source (`expansion`: `chat`
+# endpoint, local `hf` model, or offline `prf`, which is pseudo-relevance feedback, not an LLM, and
+# is labelled so).
+
+RERANK_DEPTH = 500  # |R| in the paper
+
+
+def keyword_source(params: RealConfig, context: RunContext):
+    source, model = params.expansion, params.expansion_model
+    if source == "prf":
+        return PseudoRelevanceFeedback([doc.full_text for doc in context.benchmark.documents()])
+    if source == "chat":
+        return ChatEndpointGenerator.from_env(model)
+    if source == "hf":
+        if not model:
+            raise ValueError("expansion='hf' needs expansion_model (a Hugging Face model id or directory)")
+        return HFGenerator(model, device=str(resolve_device(params.device)))
+    raise ValueError(f"unknown expansion source {source!r}; valid: {', '.join(EXPANSION_SOURCES)}")
+
+
+def run_baseline(params: RealConfig, dataset: str, system: str, seed: int, progress: bool = True) -> dict:
+    """One baseline on one dataset and seed; its results JSON is reused when the params match."""
+    if system not in BASELINES:
+        raise ValueError(f"unknown baseline {system!r}; valid: {', '.join(BASELINES)}")
+    cached = cached_result(params, dataset, system, seed)
+    if cached is not None and _same_baseline(cached, params, system):
+        return cached
+    context = RunContext.of(params)
+    device = resolve_device(params.device)
+    model = context.trained_encoder(params, dataset, "single", seed, device)
+    index = ShardedFlatIndex(context.shards)
+    test = context.benchmark.questions(dataset, "test")
+    if system == "rerank":
+        _, val = context.benchmark.training_split(dataset, seed)
+
+        def candidates(questions):
+            vectors = context.query_vectors(model, questions, 1, device)[:, 0]
+            return relevance_queries(params, questions, vectors), index.search(vectors, RERANK_DEPTH)[1]
+
+        lam, scores = tune_lambda(*candidates(val), context.shards.rows, context.gold(val), K)
+        ranked = mmr_rerank(*candidates(test), context.shards.rows, lam, K)
+        facts = dict(mmr_lambda=lam, validation_mrecall=scores, mmr_query=params.mmr_query, expansion=None)
+    else:
+        source = keyword_source(params, context)
+        if isinstance(source, PseudoRelevanceFeedback):
+            keywords = source.keywords([q.question for q in test], progress=progress)
+        else:
+            cache = GenerationCache(Path(params.results_dir) / "expansion_cache.jsonl")
+            keywords = generate_keywords([q.question for q in test], source, cache, progress=progress)
+        texts = [expanded_query(q.question, words) for q, words in zip(test, keywords)]
+        ranked = index.search(context.query_vectors(model, test, 1, device, texts=texts)[:, 0], K)[1]
+        facts = dict(
+            label=f"+{source.label}",
+            expansion=_expansion_key(params, system),
+            keyword_source=source.name,
+            keywords=keywords,
+        )
+    return context.write_result(params, dataset, system, seed, test, ranked, **facts)
+
+
+def relevance_queries(params: RealConfig, questions: list, trained: np.ndarray) -> np.ndarray:
+    """MMR's query vectors for `Sim_q`: the document encoder's embedding of each question, or the
+    `trained` single-query vectors that found the candidates."""
+    if params.mmr_query == "trained":
+        return trained
+    device = None if params.device == "auto" else params.device
+    return DocumentEncoder(params.encoder, device=device).encode_queries([q.question for q in questions])
+
+
+def _same_baseline(cached: dict, params: RealConfig, system: str) -> bool:
+    """A cached baseline was made the way `params` ask (runs before `mmr_query` existed: "trained")."""
+    if system == "rerank":
+        return cached.get("mmr_query", "trained") == params.mmr_query
+    return cached.get("expansion") == _expansion_key(params, system)
+
+
+def _expansion_key(params: RealConfig, system: str) -> str | None:
+    return f"{params.expansion}:{params.expansion_model}" if system == "query_expansion" else None
+
+
+def run_baselines(params: RealConfig, progress: bool = True) -> list[dict]:
+    return [
+        run_baseline(params, dataset, system, seed, progress)
+        for dataset in params.datasets
+        for system in params.baselines
+        for seed in params.seeds
+    ]
+
+
+# ----- the compound benchmark: the decomposition oracle and what AMER's vectors do -----------------
+# The compound benchmark's reference system and what AMER's vectors do on it (`amer_lib.data.compound`).
+#
+# The decomposition oracle knows what AMER must discover: a compound question's components. It runs
+# the single-query model trained on the components alone (`compound_k1`) on each component of a
+# test compound, one vector per component, and merges their lists round-robin as AMER's are. How
+# close AMER comes to it is the measure of the method on these sets. `vector_roles` asks whether
+# AMER's vectors each take a component, several, or repeat one another.
+
+ORACLE = "decomposition_oracle"
+METRICS = {"mrecall": "MRecall@100", "mrecall_10": "MRecall@10", "recall": "Recall@100"}
+
+
+def decomposition_oracle(params: RealConfig, dataset: str, seed: int) -> dict:
+    """The oracle's run on `dataset`'s test compounds with seed `seed`'s `compound_k1` single-query
+    model (trained by notebook 04 first); its results JSON and TREC run, like any run's."""
+    cached = cached_result(params, dataset, ORACLE, seed)
+    if cached is not None:
+        return cached
+    context = RunContext.of(params)
+    device = resolve_device(params.device)
+    model = context.trained_encoder(params, compound.dataset_name(1), "single", seed, device)
+    test = context.benchmark.questions(dataset, "test")
+    parts = _components(test)
+    k = len(parts[0])
+    vectors = context.query_vectors(model, [p for row in parts for p in row], 1, device)[:, 0]
+    queries = vectors.reshape(len(test), k, vectors.shape[-1])
+    ranked = multi_vector_search(ShardedFlatIndex(context.shards), queries, K, depth=max(params.search_depth, K))
+    return context.write_result(params, dataset, ORACLE, seed, test, ranked, label="Decomposition oracle", n_queries=k)
+
+
+def _components(questions: list) -> list[list]:
+    """Each compound question's component questions, in its answers' order."""
+    by_qid = compound.component_questions()
+    return [[by_qid[qid] for qid in compound.components_of(q)] for q in questions]
+
+
+def served_components(lists: np.ndarray, components: list[list[set[int]]]) -> list[tuple[int, int]]:
+    """For each vector's ranked list `lists [n, depth]` (corpus rows): the component whose answers
+    it finds most of and how many (an answer is found when one of its gold rows is in the list);
+    (-1, 0) for a vector that finds none. `components`: per component, its answers' gold rows."""
+    served = []
+    for row in lists:
+        seen = set(row.tolist())
+        found = [sum(bool(gold & seen) for gold in answers) for answers in components]
+        best = int(np.argmax(found))
+        served.append((best, found[best]) if found[best] else (-1, 0))
+    return served
+
+
+def vector_roles(params: RealConfig, dataset: str, seed: int) -> dict:
+    """What AMER's vectors do on `dataset`'s test compounds (seed `seed`'s trained run): the share
+    of questions whose k components each get a vector of their own, the mean number of components
+    served, and the share of vectors that serve none or repeat a component another vector serves."""
+    context = RunContext.of(params)
+    device = resolve_device(params.device)
+    model = context.trained_encoder(params, dataset, "amer", seed, device)
+    test = context.benchmark.questions(dataset, "test")
+    vectors = context.query_vectors(model, test, context.n_queries(dataset, "amer"), device)
+    _, lists = ShardedFlatIndex(context.shards).search(vectors, K)
+    all_served, counts, idle, repeats = 0, [], 0, 0
+    for parts, question_lists in zip(_components(test), lists):
+        gold = [[set(context.rows(docs).tolist()) for docs in part.targets] for part in parts]
+        served = [c for c, _ in served_components(question_lists, gold)]
+        distinct = {c for c in served if c >= 0}
+        all_served += len(distinct) == len(parts)
+        counts.append(len(distinct))
+        idle += served.count(-1)
+        repeats += sum(c >= 0 for c in served) - len(distinct)
+    n_vectors = lists.shape[0] * lists.shape[1]
+    return {
+        "dataset": dataset,
+        "vectors": int(lists.shape[1]),
+        "all_components_served": round(100 * all_served / len(test), 2),
+        "components_served_mean": round(float(np.mean(counts)), 3),
+        "vectors_serving_none": round(100 * idle / n_vectors, 2),
+        "vectors_repeating_a_component": round(100 * repeats / n_vectors, 2),
+    }
+
+
+def compound_datasets(params: RealConfig) -> list[str]:
+    return [d for d in params.datasets if compound.components_in(d) is not None]
+
+
+def oracle_comparison(params: RealConfig, results: list[dict], n_resamples: int) -> list[dict]:
+    """Per compound dataset: single-query, AMER and the decomposition oracle (run here for every
+    seed), each metric of `METRICS` as mean and std over seeds (in %) with the paired bootstrap p
+    against single-query, and AMER's share of the oracle's lead over single-query. The oracle runs
+    the `compound_k1` single-query model: without `compound_k1` among the datasets it is left out,
+    with a warning. [] without compound datasets."""
+    datasets = compound_datasets(params)
+    runs = [r for r in results if r["dataset"] in datasets and r["system"] in ("single", "amer")]
+    if compound.dataset_name(1) in params.datasets:
+        runs += [decomposition_oracle(params, d, seed) for d in datasets for seed in params.seeds]
+    elif datasets:
+        warnings.warn(
+            f"the decomposition oracle runs the {compound.dataset_name(1)} single-query model, which these "
+            f"datasets ({', '.join(datasets)}) do not include: the oracle is left out",
+            stacklevel=2,
+        )
+    by_metric = {metric: summary(runs, n_resamples, metric=metric) for metric in METRICS}
+    rows = []
+    for i, base in enumerate(by_metric["mrecall"]):
+        row = {"dataset": base["dataset"], "k": compound.components_in(base["dataset"]), "system": base["system"]}
+        for metric, summaries in by_metric.items():
+            found = summaries[i]
+            row[f"{metric}_mean"], row[f"{metric}_std"] = found["whole_mean"], found["whole_std"]
+            row[f"{metric}_p"] = found.get("whole_p", float("nan"))
+        rows.append(row)
+    with_oracle = {r["dataset"] for r in rows if r["system"] == ORACLE}
+    for row in rows:
+        if row["system"] == "amer" and row["dataset"] in with_oracle:
+            single, oracle = (_row(rows, row["dataset"], s) for s in ("single", ORACLE))
+            for metric in METRICS:
+                lead = oracle[f"{metric}_mean"] - single[f"{metric}_mean"]
+                gained = row[f"{metric}_mean"] - single[f"{metric}_mean"]
+                row[f"{metric}_oracle_share"] = gained / lead if lead > 0 else float("nan")
+    return rows
+
+
+def _row(rows: list[dict], dataset: str, system: str) -> dict:
+    return next(r for r in rows if r["dataset"] == dataset and r["system"] == system)
+
+
+def vector_role_table(params: RealConfig) -> list[dict]:
+    """`vector_roles` of each compound dataset with k >= 2, averaged over the seeds."""
+    rows = []
+    for dataset in compound_datasets(params):
+        if compound.components_in(dataset) < 2:
+            continue
+        per_seed = [vector_roles(params, dataset, seed) for seed in params.seeds]
+        row = {"dataset": dataset, "k": compound.components_in(dataset), "seeds": len(per_seed)}
+        row |= {key: float(np.mean([r[key] for r in per_seed])) for key in per_seed[0] if key != "dataset"}
+        rows.append(row)
+    return rows

@@ -1,0 +1,131 @@
+"""What every run on a prepared text benchmark shares (notebook 04's runs, their baselines and the
+analyses that reload them): the questions, the document embeddings and their index, the query
+vectors a trained encoder generates, and the scored, written results of a run."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from amer_lib.core.backbones import get_backbone, load_tokenizer
+from amer_lib.core.metrics import KS, K, evaluate, mean_pairwise_cosine, pad_clusters
+from amer_lib.core.model import AMERQueryEncoder
+from amer_lib.data.benchmark import Benchmark
+from amer_lib.data.datasets import TextData, target_tensor
+from amer_lib.data.prompts import tokenize_prompts
+from amer_lib.data.questions import MultiAnswerQuestion
+from amer_lib.io import git_commit, write_trec_run
+from amer_lib.runs.configs import RealConfig
+from amer_lib.runs.query_encoders import generated_vectors, load_trained, text_prompts
+from amer_lib.runs.store import REAL_RUNS, real_run_name
+
+NEGATIVE_POOL = 1_000_000  # random negatives are drawn from at most this many corpus rows
+
+
+class RunContext:
+    """What every run on one benchmark shares: questions, document embeddings (of `encoder`), the
+    negatives drawn from them, and `backbone`'s tokenizer and prompt."""
+
+    def __init__(self, benchmark: Benchmark, encoder: str, backbone: str):
+        self.benchmark = benchmark
+        self.shards = benchmark.embeddings(encoder)
+        self.backbone = get_backbone(backbone)
+        self.tokenizer = load_tokenizer(backbone)  # loaded once for training and retrieval
+        rows = np.arange(len(self.shards))
+        if len(rows) > NEGATIVE_POOL:  # a 25M x 1536 corpus does not fit in memory as float32
+            rows = np.sort(np.random.default_rng(0).choice(len(rows), NEGATIVE_POOL, replace=False))
+        self.negatives = torch.from_numpy(self.shards.rows(rows))
+
+    @classmethod
+    def of(cls, params: RealConfig, benchmark: Benchmark | None = None) -> RunContext:
+        """The context of notebook 04's runs of `params` (`benchmark`: when the caller has opened it)."""
+        return cls(benchmark or Benchmark(params.prepared_dir), params.encoder, params.backbone)
+
+    def trained_encoder(
+        self, params: RealConfig, dataset: str, system: str, seed: int, device: torch.device
+    ) -> AMERQueryEncoder:
+        """The encoder of a finished notebook-04 run of `params`, with its kept weights."""
+        name, facts = real_run_name(dataset, system, seed), run_facts(self.benchmark, dataset, system)
+        return load_trained(REAL_RUNS, params, name, self.shards.dim, device, facts)
+
+    def n_queries(self, dataset: str, system: str) -> int:
+        """Query vectors per question: one for single-query, the dataset's number for AMER."""
+        return 1 if system == "single" else self.benchmark.n_queries(dataset)
+
+    def rows(self, doc_ids: list[str]) -> np.ndarray:
+        return np.array([self.shards.row_of[d] for d in doc_ids])
+
+    def gold(self, questions: list[MultiAnswerQuestion]) -> np.ndarray:
+        return pad_clusters([[self.rows(docs).tolist() for docs in q.targets] for q in questions])
+
+    def text_data(self, questions: list[MultiAnswerQuestion], texts: list[str] | None = None) -> TextData:
+        """Prompts of the questions (or of `texts`, e.g. expanded queries) and their targets."""
+        texts = [q.question for q in questions] if texts is None else texts
+        ids, mask = tokenize_prompts(self.tokenizer, texts, self.backbone)
+        targets, target_mask = target_tensor(questions, lambda docs: self.shards.rows(self.rows(docs)))
+        return TextData(ids, mask, targets, target_mask)
+
+    def query_vectors(
+        self,
+        model: AMERQueryEncoder,
+        questions: list[MultiAnswerQuestion],
+        n_queries: int,
+        device: torch.device,
+        texts: list[str] | None = None,
+    ) -> np.ndarray:
+        """The generated query vectors `[Q, n, d]` of the questions (or of `texts` in their place)."""
+        return generated_vectors(model, text_prompts(model, self.text_data(questions, texts).to(device)), n_queries)
+
+    def target_similarity(self, questions: list[MultiAnswerQuestion]) -> np.ndarray:
+        return mean_pairwise_cosine([self.shards.answer_vectors(q) for q in questions])
+
+    def write_result(
+        self,
+        params: RealConfig,
+        dataset: str,
+        system: str,
+        seed: int,
+        questions: list[MultiAnswerQuestion],
+        ranked: np.ndarray,
+        **details,
+    ) -> dict:
+        """Score a ranked top K `[Q, K]` (corpus rows), write its TREC run file (its qrels are the
+        prepared benchmark's) and the results JSON of notebook 04's run of `params`."""
+        name = real_run_name(dataset, system, seed)
+        self.benchmark.qrels(dataset)
+        write_trec_run(
+            REAL_RUNS.result_path(params, name, ".trec"),
+            [q.qid for q in questions],
+            [[self.shards.ids[r] for r in row if r >= 0] for row in ranked],
+            name,
+            K,
+        )
+        scores = evaluate(ranked, self.gold(questions), KS)
+        result = dict(
+            params=params.as_dict(),
+            seed=seed,
+            git_commit=git_commit(),
+            dataset=dataset,
+            system=system,
+            qids=[q.qid for q in questions],
+            mrecall=scores[f"mrecall@{K}"].tolist(),
+            recall=scores[f"recall@{K}"].tolist(),
+            **{f"{m}_{k}": scores[f"{m}@{k}"].tolist() for m in ("mrecall", "recall") for k in KS if k != K},
+            target_similarity=self.target_similarity(questions).tolist(),
+            **details,
+        )
+        return REAL_RUNS.write(params, name, result, run_facts(self.benchmark, dataset, system))
+
+
+def run_facts(benchmark: Benchmark, dataset: str, system: str) -> dict:
+    """What shapes a run beyond its config: AMER's number of query vectors on the dataset."""
+    return {"n_queries": benchmark.n_queries(dataset)} if system == "amer" else {}
+
+
+def cached_result(
+    params: RealConfig, dataset: str, system: str, seed: int, benchmark: Benchmark | None = None
+) -> dict | None:
+    """The run's results when it was made with these run parameters, else None; `benchmark`: the
+    prepared benchmark when the caller has opened it already."""
+    facts = run_facts(benchmark or Benchmark(params.prepared_dir), dataset, system)
+    return REAL_RUNS.cached(params, real_run_name(dataset, system, seed), facts)

@@ -1,0 +1,132 @@
+"""The query encoder a run's config describes, its training configuration, a finished run's
+encoder with its kept weights, and generation in batches: every experiment's way from a config
+to query vectors."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+import torch
+
+from amer_lib.core.backbones import add_lora, get_backbone, load_backbone
+from amer_lib.core.config import Config
+from amer_lib.core.model import AMERQueryEncoder
+from amer_lib.core.train import TrainConfig, load_trainable_state
+from amer_lib.data.datasets import TextData
+from amer_lib.runs.configs import RealConfig, SyntheticConfig
+from amer_lib.runs.store import RunStore
+
+
+def weights_dtype(params: SyntheticConfig | RealConfig, device: torch.device) -> torch.dtype:
+    """bfloat16 for the frozen weights of a LoRA run with mixed precision on a GPU (an 8B
+    backbone then takes half the memory); float32 for every weight that is trained."""
+    lora_on_gpu = params.finetune == "lora" and device.type == "cuda"
+    return torch.bfloat16 if params.mixed_precision and lora_on_gpu else torch.float32
+
+
+def build_query_encoder(
+    params: SyntheticConfig | RealConfig, seed: int, dim: int, device: torch.device
+) -> AMERQueryEncoder:
+    """A fresh encoder: the backbone of `params` (resized by `backbone_overrides` where given),
+    LoRA adapters when `finetune == "lora"`, projections to `dim` (and a stop head when
+    `stop_weight > 0`), all seeded by `seed`."""
+    name = params.backbone
+    overrides = getattr(params, "backbone_overrides", None) or None  # notebook 04 has none
+    backbone = load_backbone(name, seed=seed, dtype=weights_dtype(params, device), config_overrides=overrides)
+    if params.finetune == "lora":
+        backbone = add_lora(backbone, get_backbone(name).lora)
+    torch.manual_seed(seed)
+    model = AMERQueryEncoder(backbone, dim, stop_head=params.stop_weight > 0)
+    if get_backbone(name).identity_projections:
+        model.identity_projections()
+    return model.to(device)
+
+
+def train_config(
+    params: SyntheticConfig | RealConfig, n_outputs: int, seed: int, device: torch.device, **options
+) -> TrainConfig:
+    """The training configuration of a notebook's config: every `TrainConfig` field the config
+    holds under the same name, checkpoints at the validation cadence, bfloat16 autocast on a GPU
+    only; `options` sets what the config does not hold (e.g. `group_by_targets`)."""
+    shared = {}
+    for field in dataclasses.fields(TrainConfig):
+        if hasattr(params, field.name):
+            value = getattr(params, field.name)
+            shared[field.name] = float(value) if field.type == "float" else value  # YAML may give lr: 1
+    return TrainConfig(
+        **{
+            **shared,
+            "n_outputs": n_outputs,
+            "seed": seed,
+            "checkpoint_every": params.eval_every,
+            "mixed_precision": params.mixed_precision and device.type == "cuda",
+            **options,
+        }
+    )
+
+
+def load_trained(
+    store: RunStore, params: Config, name: str, dim: int, device: torch.device, facts: dict | None = None
+) -> AMERQueryEncoder:
+    """The encoder of a finished run (its results name its seed) with its best checkpoint, in eval mode."""
+    result, path = store.best_checkpoint(params, name, facts)
+    model = build_query_encoder(params, result["seed"], dim, device)
+    load_trainable_state(model, torch.load(path, map_location=device, weights_only=True), path)
+    return model.eval()
+
+
+# ----- generation in batches -------------------------------------------------------------------------
+# A prompt source yields the model's prompts a batch at a time: input vectors (the synthetic task)
+# or tokenised questions (a text benchmark). Each generation below reads any of them.
+
+
+def vector_prompts(
+    model: AMERQueryEncoder, inputs: np.ndarray, device: torch.device, batch_size: int = 1024
+) -> Iterator[torch.Tensor]:
+    """The prompts of input vectors `[N, d]`, `batch_size` at a time, on `device`."""
+    model.eval()
+    for start in range(0, len(inputs), batch_size):
+        yield model.prompt_from_vectors(torch.from_numpy(inputs[start : start + batch_size]).to(device))
+
+
+def text_prompts(model: AMERQueryEncoder, data: TextData, batch_size: int = 128) -> Iterator[torch.Tensor]:
+    """The prompts of tokenised questions (`data`, on the model's device), `batch_size` at a time."""
+    model.eval()
+    for start in range(0, len(data), batch_size):
+        yield data.prompt(model, torch.arange(start, min(start + batch_size, len(data)), device=data.input_ids.device))
+
+
+@torch.no_grad()
+def generated_vectors(model: AMERQueryEncoder, prompts: Iterable[torch.Tensor], n: int) -> np.ndarray:
+    """`n` generated vectors `[N, n, d]` for every prompt."""
+    return np.concatenate([model.generate(prompt, n).float().cpu().numpy() for prompt in prompts])
+
+
+@torch.no_grad()
+def generated_states(
+    model: AMERQueryEncoder, prompts: Iterable[torch.Tensor], n: int
+) -> tuple[np.ndarray, torch.Tensor]:
+    """`generated_vectors` and the hidden states they were read from `[N, n, H]` (float32, on the
+    CPU): what a stop head reads (notebook 07)."""
+    vectors, states = [], []
+    for prompt in prompts:
+        generated, hidden = model.generate_with_states(prompt, n)
+        vectors.append(generated.float().cpu().numpy())
+        states.append(hidden.float().cpu())
+    return np.concatenate(vectors), torch.cat(states)
+
+
+@torch.no_grad()
+def generated_until_stop(
+    model: AMERQueryEncoder, prompts: Iterable[torch.Tensor], max_n: int, threshold: float = 0.5
+) -> tuple[np.ndarray, np.ndarray]:
+    """Up to `max_n` generated vectors `[N, max_n, d]` per prompt and how many of them each keeps
+    `[N]` (the stop head's decision, `AMERQueryEncoder.generate_until_stop`)."""
+    vectors, counts = [], []
+    for prompt in prompts:
+        generated, kept, _ = model.generate_until_stop(prompt, max_n, threshold)
+        vectors.append(generated.float().cpu().numpy())
+        counts.append(kept.cpu().numpy())
+    return np.concatenate(vectors), np.concatenate(counts)

@@ -1,0 +1,259 @@
+import pytest
+import torch
+from stand_ins import DIM, TRAIN_CONFIG, make_model, make_problem, state
+
+from amer_lib.core.backbones import load_backbone
+from amer_lib.core.model import AMERQueryEncoder
+from amer_lib.core.train import CheckpointError, TrainConfig, batch_indices, train
+from amer_lib.data.datasets import VectorData
+
+
+def test_training_lowers_the_validation_loss():
+    data, pool = make_problem()
+    result = train(
+        make_model(),
+        data,
+        make_problem(seed=1)[0],
+        pool,
+        TrainConfig(**{**TRAIN_CONFIG, "steps": 40, "lr": 3e-3, "eval_every": 10}),
+        progress=False,
+    )
+    assert result.history[-1]["val_loss"] < result.history[0]["val_loss"]
+    assert result.best_val_loss == min(h["val_loss"] for h in result.history)
+
+
+def test_same_seed_same_weights(tmp_path):
+    data, pool = make_problem()
+    a, b = make_model(), make_model()
+    train(a, data, data, pool, TrainConfig(**TRAIN_CONFIG), progress=False)
+    train(b, data, data, pool, TrainConfig(**TRAIN_CONFIG), progress=False)
+    assert all(torch.equal(x, y) for x, y in zip(state(a).values(), state(b).values()))
+
+
+class Crash(Exception):
+    pass
+
+
+class CrashingData(VectorData):
+    """Raises on the `crash_at`-th call for targets: a run killed mid-way."""
+
+    def __init__(self, data, crash_at):
+        super().__init__(data.inputs, data.target_vectors, data.mask)
+        self.calls, self.crash_at = 0, crash_at
+
+    def targets(self, indices):
+        self.calls += 1
+        if self.calls == self.crash_at:
+            raise Crash
+        return super().targets(indices)
+
+
+def test_a_resumed_run_ends_where_an_uninterrupted_run_ends(tmp_path):
+    data, pool = make_problem()
+    config = TrainConfig(**TRAIN_CONFIG)
+    uninterrupted = make_model()
+    expected = train(uninterrupted, data, data, pool, config, run_dir=tmp_path / "a", progress=False)
+
+    crashing = CrashingData(data, crash_at=8)  # after the step-4 checkpoint (4 train steps + 1 validation batch)
+    with pytest.raises(Crash):
+        train(make_model(), crashing, data, pool, config, run_dir=tmp_path / "b", progress=False)
+    assert (tmp_path / "b" / "checkpoint.pt").exists()
+    resumed = make_model(seed=5)  # different initial weights: everything must come from the checkpoint
+    result = train(resumed, data, data, pool, config, run_dir=tmp_path / "b", progress=False)
+    assert all(torch.equal(x, y) for x, y in zip(state(uninterrupted).values(), state(resumed).values()))
+    assert result.history == expected.history
+
+
+def test_a_slow_run_checkpoints_by_the_clock_and_says_where_it_resumes(tmp_path, capsys):
+    """With `checkpoint_seconds = 0` every step is saved although `checkpoint_every` is the whole
+    run: a crash in step 7 resumes from step 6, not from zero, and ends where an uninterrupted run ends."""
+    data, pool = make_problem()
+    config = TrainConfig(**{**TRAIN_CONFIG, "checkpoint_every": 12})
+    uninterrupted = make_model()
+    expected = train(uninterrupted, data, data, pool, config, progress=False)
+    crashing = CrashingData(data, crash_at=7)  # one call per training step: the 7th is step 7
+    with pytest.raises(Crash):
+        train(make_model(), crashing, data, pool, config, run_dir=tmp_path, progress=False, checkpoint_seconds=0)
+    assert torch.load(tmp_path / "checkpoint.pt", weights_only=True)["step"] == 6
+    capsys.readouterr()
+    resumed = make_model(seed=5)
+    result = train(resumed, data, data, pool, config, run_dir=tmp_path, progress=False, checkpoint_seconds=0)
+    assert f"resuming {tmp_path} at step 6 of 12" in capsys.readouterr().out
+    assert all(torch.equal(x, y) for x, y in zip(state(uninterrupted).values(), state(resumed).values()))
+    assert result.history == expected.history
+
+
+def test_long_work_is_announced_with_its_measured_cost(capsys):
+    from amer_lib.progress import announce_cost, duration
+
+    assert [duration(s) for s in (45, 600, 12_600)] == ["45 s", "10 min", "3 h 30 min"]
+    assert announce_cost("training", 1, 0.5, 300) is None  # 150 s: not long work
+    message = announce_cost("training steps, 2 workers", 20, 48.0, 3600)  # 2.4 s a step: 2.4 hours
+    assert message == (
+        "training steps, 2 workers: 20 step(s) took 48 s; the 3,600 steps left need about 2 h 24 min at this rate"
+    )
+    assert capsys.readouterr().out == message + "\n"
+
+
+def test_single_query_training_runs_with_one_output():
+    data, pool = make_problem()
+    result = train(make_model(), data, data, pool, TrainConfig(**{**TRAIN_CONFIG, "n_outputs": 1}), progress=False)
+    assert len(result.history) == 3
+
+
+def test_corrupted_checkpoint_is_named(tmp_path):
+    data, pool = make_problem()
+    (tmp_path / "checkpoint.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(CheckpointError, match=r"checkpoint .*checkpoint.pt is corrupted"):
+        train(make_model(), data, data, pool, TrainConfig(**TRAIN_CONFIG), run_dir=tmp_path, progress=False)
+
+
+def test_checkpoint_of_another_configuration_is_refused(tmp_path):
+    data, pool = make_problem()
+    train(make_model(), data, data, pool, TrainConfig(**TRAIN_CONFIG), run_dir=tmp_path, progress=False)
+    with pytest.raises(CheckpointError, match="another configuration"):
+        train(
+            make_model(), data, data, pool, TrainConfig(**{**TRAIN_CONFIG, "lr": 0.1}), run_dir=tmp_path, progress=False
+        )
+
+
+def test_schedules():
+    config = TrainConfig(n_outputs=5, steps=100, batch_size=4)
+    assert [config.sampling_prob(s) for s in (0, 50, 80, 99)] == [0.0, 0.5, 0.8, 0.8]
+    assert config.lr_factor(0) == pytest.approx(0.2) and config.lr_factor(4) == 1.0
+    assert config.lr_factor(52) == pytest.approx(48 / 95) and config.lr_factor(100) == 0.0  # linear decay after warmup
+    assert TrainConfig(n_outputs=5, steps=10, batch_size=4, sampling="predicted").sampling_prob(0) == 1.0
+    assert TrainConfig(n_outputs=5, steps=10, batch_size=4, sampling="teacher").sampling_prob(9) == 0.0
+    with pytest.raises(ValueError, match="unknown sampling mode 'sometimes'"):
+        TrainConfig(n_outputs=5, steps=10, batch_size=4, sampling="sometimes")
+
+
+def test_batches_cover_each_epoch_once():
+    seen = torch.cat([batch_indices(20, 5, seed=1, step=s) for s in range(4)])
+    assert sorted(seen.tolist()) == list(range(20))
+
+
+def test_examples_without_targets_are_refused():
+    with pytest.raises(ValueError, match=r"examples \[1\] have no targets"):
+        VectorData(torch.randn(2, DIM), torch.randn(2, 2, DIM), torch.tensor([[True, False], [False, False]]))
+
+
+def test_grouped_batches_hold_one_target_count_and_cover_the_epoch():
+    from amer_lib.core.train import batch_indices
+
+    sizes = torch.tensor([2] * 40 + [3] * 24 + [7] * 16)
+    epoch = [batch_indices(80, 8, seed=1, step=s, group_sizes=sizes) for s in range(10)]
+    assert all(len(set(sizes[b].tolist())) == 1 for b in epoch)  # 40, 24, 16 are multiples of 8
+    assert sorted(torch.cat(epoch).tolist()) == list(range(80))
+    assert [sizes[b][0].item() for b in epoch] != sorted(sizes[b][0].item() for b in epoch)  # batch order shuffled
+    assert torch.equal(batch_indices(80, 8, 1, 3, sizes), epoch[3])
+    assert not torch.equal(batch_indices(80, 8, 1, 13, sizes), epoch[3])  # next epoch, new batches
+
+
+def test_amer_decodes_only_as_many_vectors_as_the_batch_needs():
+    from amer_lib.core.train import example_loss
+
+    inputs, targets, pool = torch.randn(8, DIM), torch.randn(8, 6, DIM), torch.randn(50, DIM)
+    mask = torch.zeros(8, 6, dtype=torch.bool)
+    mask[:, :2] = True
+    mask[3, :3] = True  # the largest target set in the data is 3 of a padded width of 6
+    model, calls = make_model(), []
+    model.register_forward_hook(lambda module, args, output: calls.append(output.shape[1]))
+    config = TrainConfig(n_outputs=5, steps=1, batch_size=4)
+    example_loss(
+        model,
+        VectorData(inputs, targets, mask),
+        torch.tensor([0, 1, 2, 4]),
+        pool,
+        config,
+        0.5,
+        torch.Generator().manual_seed(0),
+    )
+    example_loss(
+        model,
+        VectorData(inputs, targets, mask),
+        torch.tensor([0, 3]),
+        pool,
+        config,
+        0.5,
+        torch.Generator().manual_seed(0),
+    )
+    assert calls == [2, 3]
+
+
+def test_lora_checkpoints_hold_only_what_training_changes(tmp_path):
+    from amer_lib.core.backbones import add_lora, get_backbone, load_backbone
+    from amer_lib.core.train import load_trainable_state
+
+    def lora_model():
+        torch.manual_seed(0)
+        backbone = load_backbone("tiny", config_overrides=dict(hidden_size=16, intermediate_size=32))
+        return AMERQueryEncoder(add_lora(backbone, get_backbone("tiny").lora), DIM)
+
+    data, pool = make_problem()
+    model = lora_model()
+    train(model, data, data, pool, TrainConfig(**TRAIN_CONFIG), run_dir=tmp_path, progress=False)
+    best = torch.load(tmp_path / "best.pt", weights_only=True)
+    assert set(best) == {n for n, p in model.named_parameters() if p.requires_grad}
+    assert all("lora_" in n or "projection" in n for n in best)
+    assert set(torch.load(tmp_path / "checkpoint.pt", weights_only=True)["model"]) == set(best)
+    reloaded = lora_model()  # the frozen backbone is rebuilt, the trained weights are loaded
+    load_trainable_state(reloaded, best, tmp_path / "best.pt")
+    prompt = model.prompt_from_vectors(data.inputs[:4])
+    torch.testing.assert_close(reloaded.eval().generate(prompt, 3), model.eval().generate(prompt, 3))
+    with pytest.raises(CheckpointError, match="does not hold this model's trained weights"):
+        load_trainable_state(lora_model(), {k: v for k, v in best.items() if "projection" not in k}, "partial.pt")
+
+
+def test_single_target_step_adds_a_single_query_step_per_iteration(monkeypatch):
+    import amer_lib.core.train as training
+
+    calls = []
+    original = training.example_loss
+    monkeypatch.setattr(
+        training,
+        "example_loss",
+        lambda model, data, indices, pool, config, *rest: (
+            calls.append((config.n_outputs, indices.tolist())) or original(model, data, indices, pool, config, *rest)
+        ),
+    )
+    data, pool = make_problem()
+    model = make_model()
+    config = TrainConfig(**{**TRAIN_CONFIG, "steps": 3, "eval_every": 10, "single_target_step": True})
+    train(model, data, data, pool, config, progress=False)
+    optimizer_steps = [(n, batch) for n, batch in calls if len(batch) == config.batch_size]
+    assert [n for n, _ in optimizer_steps] == [3, 1] * 3  # each AMER step followed by a single-query one
+    assert all(a[1] == b[1] for a, b in zip(optimizer_steps[::2], optimizer_steps[1::2]))  # on the same examples
+    single = make_model()
+    train(single, data, data, pool, TrainConfig(**{**TRAIN_CONFIG, "steps": 3, "eval_every": 10}), progress=False)
+    assert not torch.equal(state(single)["output_projection.weight"], state(model)["output_projection.weight"])
+
+
+def counted_problem(n, seed):
+    """1 target when the input's first coordinate is negative, 3 otherwise."""
+    data, pool = make_problem(n=n, m=3, seed=seed)
+    data.mask[:] = True
+    data.mask[data.inputs[:, 0] < 0, 1:] = False
+    return data, pool
+
+
+def test_the_stop_head_learns_how_many_targets_an_input_has():
+    # the stop head, trained beside the matched loss (and part of the validation loss that picks
+    # the kept weights), stops after as many vectors as the input has targets
+    data, pool = counted_problem(256, seed=0)
+    torch.manual_seed(0)
+    model = AMERQueryEncoder(
+        load_backbone("tiny", seed=0, config_overrides=dict(hidden_size=16, intermediate_size=32)), DIM, stop_head=True
+    )
+    config = TrainConfig(**{**TRAIN_CONFIG, "steps": STOP_STEPS, "lr": 1e-2, "eval_every": 50, "stop_weight": 1.0})
+    train(model, data, counted_problem(64, seed=1)[0], pool, config, progress=False)
+    test, _ = counted_problem(400, seed=2)
+    _, counts, _ = model.generate_until_stop(model.prompt_from_vectors(test.inputs), 3)
+    right = (counts == test.mask.sum(-1)).float()
+    # measured with model seeds 0, 1, 2: 0.855-0.865 of all inputs (a constant count: about
+    # half), 0.946-0.971 of those away from the boundary x_0 = 0
+    assert right.mean() > 0.75
+    assert right[test.inputs[:, 0].abs() > 0.5].mean() > 0.9
+
+
+STOP_STEPS = 300

@@ -1,0 +1,139 @@
+"""Sharded corpus encoding (resume after an interruption) and search over the shards."""
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from stand_ins import HashEncoder, documents
+
+from amer_lib.core.search import (
+    IVFPQIndex,
+    ShardedFlatIndex,
+    VectorIndex,
+    half_to_float,
+    recall_against_exact,
+)
+from amer_lib.data.corpus import Document
+from amer_lib.data.encoders import EmbeddingShards, encode_corpus
+from amer_lib.data.questions import DataFormatError
+
+
+def test_interrupted_encoding_resumes_to_the_same_shards(tmp_path):
+    expected = encode_corpus(HashEncoder(), documents(50), tmp_path / "a", shard_size=8, batch_size=2, progress=False)
+    with pytest.raises(KeyboardInterrupt):
+        encode_corpus(
+            HashEncoder(fail_after=3), documents(50), tmp_path / "b", shard_size=8, batch_size=2, progress=False
+        )  # one encode call covers 32 documents: dies in shard 3
+    with pytest.raises(RuntimeError, match="incomplete; run encode_corpus again"):
+        EmbeddingShards(tmp_path / "b")
+    resumed_encoder = HashEncoder()
+    resumed = encode_corpus(resumed_encoder, documents(50), tmp_path / "b", shard_size=8, batch_size=2, progress=False)
+    assert resumed_encoder.calls == 4  # shards 0-2 were complete; 3-6 were encoded again
+    assert resumed.ids == expected.ids == [f"d{i}" for i in range(50)]
+    for a, b in zip(expected.shards, resumed.shards):
+        assert a.dtype == np.float16 and np.array_equal(a, b)
+    assert np.allclose(
+        resumed.rows(np.array([[0, 49], [8, 9]])),
+        HashEncoder().encode_documents([documents(50)[i].full_text for i in (0, 49, 8, 9)], 4).reshape(2, 2, 16),
+        atol=1e-3,
+    )
+
+
+def test_duplicate_ids_stop_the_encoding(tmp_path):
+    docs = documents(5) + [Document("d2", "again", "dup")]
+    with pytest.raises(DataFormatError, match="document id 'd2' twice"):
+        encode_corpus(HashEncoder(), docs, tmp_path, shard_size=4, progress=False)
+    assert not (tmp_path / "shard_00001.npy").exists()  # the shard with the duplicate was not written
+
+
+def test_sharded_flat_search_equals_one_flat_index(tmp_path):
+    shards = encode_corpus(HashEncoder(), documents(300), tmp_path, shard_size=64, progress=False)
+    queries = np.random.default_rng(1).normal(size=(7, 3, 16))
+    exact_scores, exact_rows = VectorIndex(shards.rows(np.arange(300))).search(queries, 10)
+    scores, rows = ShardedFlatIndex(shards, block_rows=40).search(queries, 10)
+    assert rows.shape == (7, 3, 10)
+    assert np.array_equal(rows, exact_rows)
+    assert np.allclose(scores, exact_scores, atol=1e-5)
+
+
+def test_ivfpq_recall_is_measured_against_exact_search(tmp_path):
+    shards = encode_corpus(HashEncoder(), documents(2000), tmp_path, shard_size=512, progress=False)
+    queries = shards.rows(np.arange(0, 2000, 20)) + 0.05 * np.random.default_rng(2).normal(size=(100, 16))
+    _, exact = ShardedFlatIndex(shards).search(queries, 10)
+    index = IVFPQIndex(shards, "IVF16,PQ4", nprobe=16)
+    _, approx = index.search(queries, 10)
+    recall = recall_against_exact(approx, exact)
+    assert recall == pytest.approx(np.mean([len(set(a) & set(e)) / 10 for a, e in zip(approx, exact)]))
+    assert 0.2 < recall < 1.0  # 4-byte codes lose some neighbours but find many
+    assert recall_against_exact(exact, exact) == 1.0
+    index.set_nprobe(1)  # one of the 16 lists: fewer of the exact neighbours are even looked at
+    assert recall_against_exact(index.search(queries, 10)[1], exact) < recall
+
+
+def test_query_of_another_dimension_is_refused(tmp_path):
+    shards = encode_corpus(HashEncoder(), documents(20), tmp_path, shard_size=8, progress=False)
+    with pytest.raises(ValueError, match="dimension 32, but the index holds dimension 16"):
+        ShardedFlatIndex(shards).search(np.ones((2, 32)), 5)
+
+
+def test_other_encoder_settings_need_another_directory(tmp_path):
+    encode_corpus(HashEncoder(), documents(20), tmp_path, shard_size=8, progress=False)
+    with pytest.raises(ValueError, match="Use another directory"):
+        encode_corpus(HashEncoder(), documents(20), tmp_path, shard_size=4, progress=False)
+
+
+def test_half_to_float_reads_a_read_only_memory_map_into_the_front_of_a_buffer(tmp_path):
+    rows = np.random.default_rng(3).normal(size=(50, 16)).astype(np.float16)
+    np.save(tmp_path / "rows.npy", rows)
+    mapped = np.load(tmp_path / "rows.npy", mmap_mode="r")
+    buffer = np.full((80, 16), np.nan, dtype=np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # torch's warning about a non-writable array is silenced
+        out = half_to_float(mapped[10:40], buffer)
+    assert out.shape == (30, 16) and np.shares_memory(out, buffer)
+    assert np.array_equal(out, rows[10:40].astype(np.float32))
+    assert np.isnan(buffer[30:]).all()
+
+
+def test_ivfpq_build_reports_its_training_and_adding_time(tmp_path):
+    shards = encode_corpus(HashEncoder(), documents(600), tmp_path, shard_size=256, progress=False)
+    index = IVFPQIndex(shards, "IVF8,PQ4", nprobe=8)
+    assert set(index.build_seconds) == {"train", "add"} and min(index.build_seconds.values()) > 0
+    assert len(index) == 600 and index.code_size == 4
+
+
+def test_an_index_the_corpus_is_too_small_to_train_is_skipped_saying_so(tmp_path):
+    """faiss asks for 39 training points per centroid: 39 x 16 inverted lists = 624 fit 700
+    documents; 8-bit PQ codes (256 centroids per part) need 9,984 and are skipped, with a warning
+    (before this check they took minutes to train on a few hundred documents)."""
+    from amer_lib.core.search import training_points_needed
+    from amer_lib.experiments.real_data_prep import index_check
+
+    assert training_points_needed("IVF16,PQ4x4", 16) == 624 and training_points_needed("IVF16,PQ4", 16) == 9984
+    shards = encode_corpus(HashEncoder(), documents(700), tmp_path, shard_size=256, progress=False)
+
+    class Encoder(HashEncoder):
+        def encode_queries(self, texts):
+            return self.encode_documents(texts, 8)
+
+    class Questions:  # the benchmark's view index_check reads
+        datasets = ["mine"]
+
+        def embeddings(self, name):
+            return shards
+
+        def questions(self, dataset, split):
+            return [Question(f"question {i}") for i in range(5)]
+
+    @dataclass
+    class Question:
+        question: str
+
+    with pytest.warns(UserWarning, match=r"IVF16,PQ4 skipped: the corpus has 700 documents and faiss needs 9,984"):
+        rows = index_check(Questions(), Encoder(), ["IVF16,PQ4x4", "IVF16,PQ4"], [4, 16])
+    assert [(r["index"], r["nprobe"]) for r in rows] == [
+        ("exact (float16 shards)", "-"),
+        ("IVF16,PQ4x4", 4),
+        ("IVF16,PQ4x4", 16),
+    ]

@@ -1,0 +1,60 @@
+"""Notebook 07's scoring of fixed and adaptive numbers of query vectors."""
+
+import numpy as np
+import pytest
+
+from amer_lib.experiments.beyond import scores_per_n
+
+
+def test_count_rows_by_hand():
+    # query 0 has one target (doc 1), first in vector 0's list; query 1 has two, one first in each
+    # vector's list: one vector finds all of query 0's, two find all of both
+    ids = np.array([[[1, 2], [8, 9]], [[3, 4], [5, 6]]])
+    scores = np.ones(ids.shape)
+    gold = np.array([[[1], [-1]], [[3], [5]]])
+    rows = scores_per_n(ids, scores, gold, {"told": np.array([1, 2])}, ks=(1, 2))
+    by_name = {r["n"]: r for r in rows}
+    assert list(by_name) == ["n = 1", "n = 2", "told"]
+    assert by_name["n = 1"]["mrecall@2"] == 0.5 and by_name["n = 1"]["vectors"] == 1
+    assert by_name["n = 2"]["mrecall@2"] == 1.0 and by_name["n = 2"]["vectors"] == 2
+    assert by_name["told"]["mrecall@2"] == 1.0 and by_name["told"]["vectors"] == 1.5
+    assert by_name["told"]["recall@1"] == pytest.approx((1 + 0.5) / 2)
+
+
+def test_count_matrix_by_hand():
+    from amer_lib.report.plots import count_matrix
+
+    # m = 1: both right; m = 2: one given 2, one given 3; no input with m = 3
+    matrix = count_matrix([1, 1, 2, 2], [1, 1, 2, 3], max_n=3)
+    assert matrix.tolist() == [[1, 0, 0], [0, 0.5, 0.5], [0, 0, 0]]
+
+
+def test_predicted_count_figure_is_written(tmp_path):
+    from amer_lib.report.plots import predicted_count_figure
+
+    predicted_count_figure([1, 2, 3, 3], [1, 2, 2, 3], 3, tmp_path / "counts")
+    assert (tmp_path / "counts.png").stat().st_size > 0 and (tmp_path / "counts.pdf").stat().st_size > 0
+
+
+def test_every_merge_has_a_colour_and_a_label_in_the_figures():
+    from amer_lib.core.merge import MERGES
+    from amer_lib.report.plots import MERGE_COLORS, MERGE_LABELS
+
+    assert set(MERGES) == set(MERGE_COLORS) == set(MERGE_LABELS)
+
+
+def test_stop_head_against_the_fixed_n_of_no_less_search_by_hand():
+    from amer_lib.experiments.beyond import stop_head_against_fixed
+
+    def row(name, vectors, scores):
+        return {"n": name, "vectors": vectors, "per_input": {"mrecall@10": scores}}
+
+    # the stop head searches 2.5 vectors on average: it is compared with n = 3, which it beats on
+    # every input of both runs (p = 0), not with n = 2
+    runs = [
+        {"rows": [row("n = 2", 2, [0, 0]), row("n = 3", 3, [0, 0.5]), row("stop head", 2.4, [1, 1])]},
+        {"rows": [row("n = 2", 2, [1, 1]), row("n = 3", 3, [0.5, 0]), row("stop head", 2.6, [1, 1])]},
+    ]
+    result = stop_head_against_fixed(runs, 200)
+    assert result["fixed_n"] == 3 and result["stop_head"] == 100 and result["fixed"] == 25
+    assert result["p_value"] == 0

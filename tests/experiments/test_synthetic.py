@@ -1,0 +1,38 @@
+"""The notebook-02 runner: parallel workers give the same results as one process."""
+
+import json
+from pathlib import Path
+
+import torch
+from stand_ins import tiny_synthetic_params
+
+from amer_lib.experiments.synthetic import run_all
+from amer_lib.runs.store import SYNTHETIC_RUNS
+
+
+def strip(results):
+    timing = {"train_seconds", "eval_seconds", "params", "git_commit"}
+    return [{k: v for k, v in r.items() if k not in timing} for r in results]
+
+
+def test_workers_reproduce_a_single_process_run(tmp_path):
+    threads = torch.get_num_threads()
+    torch.set_num_threads(max(1, threads // 2))  # what each of the two workers gets
+    try:
+        serial = run_all(tiny_synthetic_params(tmp_path, 1), progress=False)
+    finally:
+        torch.set_num_threads(threads)
+    parallel = run_all(tiny_synthetic_params(tmp_path, 2), progress=False)
+    assert [(r["setting"], r["system"]) for r in parallel] == [
+        (s, m) for s in ("single", "ood") for m in ("single", "amer", "oracle")
+    ]
+    assert strip(parallel) == strip(serial)
+
+
+def test_runs_cached_for_an_older_task_are_not_reused(tmp_path):
+    params = tiny_synthetic_params(tmp_path, 1).replace(settings=["single"], systems=["single"])
+    [run, _] = run_all(params, progress=False)
+    assert SYNTHETIC_RUNS.cached(params, "linear_single_single_seed0") == run
+    path = Path(params.results_dir) / "linear_single_single_seed0.json"
+    path.write_text(json.dumps({**run, "task_version": run["task_version"] - 1}))
+    assert SYNTHETIC_RUNS.cached(params, "linear_single_single_seed0") is None

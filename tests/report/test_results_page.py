@@ -1,0 +1,50 @@
+"""figures/RESULTS.md and the README's verdict table are what `python -m amer_lib.report.results_page`
+writes from the committed figures; the README stays a front door that points only at what exists."""
+
+import re
+import shutil
+import subprocess
+import sys
+
+from conftest import ROOT
+
+from amer_lib.report.results_page import readme_with_verdicts, results_page
+
+
+def test_the_command_as_typed_writes_the_committed_results_page_and_verdicts(tmp_path):
+    shutil.copytree(ROOT / "figures", tmp_path / "figures")
+    (tmp_path / "README.md").write_text((ROOT / "README.md").read_text())
+    run = subprocess.run([sys.executable, "-m", "amer_lib.report.results_page"], cwd=tmp_path, capture_output=True)
+    assert run.returncode == 0, run.stderr.decode()[-2000:]
+    assert (tmp_path / "figures" / "RESULTS.md").read_text() == (ROOT / "figures" / "RESULTS.md").read_text()
+    assert (tmp_path / "README.md").read_text() == (ROOT / "README.md").read_text()
+
+
+def test_the_pages_are_read_from_the_figures_they_name():
+    readme = (ROOT / "README.md").read_text()
+    assert results_page(ROOT / "figures") == (ROOT / "figures" / "RESULTS.md").read_text()
+    assert readme_with_verdicts(readme, ROOT / "figures") == readme
+    assert (
+        "| AMER | -1.97% | -5.26% | -5.19% | -13.64% |" in (ROOT / "figures" / "04_real_data" / "table2.md").read_text()
+    )
+    assert "-1.97% / -5.26% / -5.19% / -13.64%" in readme  # Table 2's AMER row, as the verdict quotes it
+
+
+def test_the_readme_is_short_and_every_file_it_names_exists():
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 200
+    named = set(re.findall(r"\(((?:figures|docs)/[^)\s]+\.(?:png|md))\)", readme))
+    named |= set(re.findall(r"`((?:docs|figures|benchmarks|tests/fixtures)/[^`\s*<>]+)`", readme))
+    assert len(named) >= 8
+    missing = sorted(path for path in named if not (ROOT / path).exists())
+    assert not missing, missing
+
+
+def test_the_readmes_gpu_costs_are_the_cost_tables():
+    """The costs the README's recipe quotes are rows of docs/paper_scale.md's table (whose arithmetic
+    is there)."""
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    table = (ROOT / "docs" / "paper_scale.md").read_text()
+    assert "corpus encoded in 2.1 h on four GPUs" in readme and "8.3 h on one GPU, 2.1 h on four" in table
+    assert "4.7 h for AmbigQA and 7.6 h for QAMPARI" in readme and "Llama-8B AmbigQA 4.7 h, QAMPARI 7.6 h" in table
+    assert "16 GB in bfloat16" in readme and "bf16 weights 16 GB" in table

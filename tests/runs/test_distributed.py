@@ -1,0 +1,286 @@
+"""Several processes: two gloo ranks on the CPU train the model one process trains and encode the
+shards one process encodes."""
+
+import multiprocessing
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+import torch.distributed as dist
+from stand_ins import TRAIN_CONFIG, HashEncoder, documents, make_model, make_problem, state, tiny_synthetic_params
+
+from amer_lib.core import distributed
+from amer_lib.core.loss import info_nce, matched_info_nce
+from amer_lib.core.train import TrainConfig, train
+from amer_lib.data.benchmark import Benchmark
+from amer_lib.data.encoders import encode_corpus
+from amer_lib.data.questions import MultiAnswerQuestion, write_questions
+from amer_lib.experiments.real_data import run_all
+from amer_lib.experiments.synthetic import run_all as synthetic_run_all
+from amer_lib.experiments.synthetic import run_setting
+from amer_lib.io import write_json
+from amer_lib.params import validate
+from amer_lib.runs import torchrun
+
+WORLD = 2
+
+
+def test_shares_of_a_batch_score_the_whole_batch_loss():
+    g = torch.Generator().manual_seed(0)
+    batch, m, d = 6, 3, 5
+    queries, positives, negatives = (torch.randn(batch, m, d, generator=g) for _ in range(3))
+    mask = torch.ones(batch, m, dtype=torch.bool)
+    mask[1, 2] = mask[4, 1:] = False
+    whole = matched_info_nce(queries, positives, negatives, mask)
+    halves = [matched_info_nce(queries[i : i + 3], positives, negatives, mask, first=i) for i in (0, 3)]
+    assert torch.stack(halves).mean() == pytest.approx(whole.item(), rel=1e-6)
+    whole = info_nce(queries[:, 0], positives[:, 0], negatives[:, 0])
+    halves = [info_nce(queries[i : i + 3, 0], positives[:, 0], negatives[:, 0], first=i) for i in (0, 3)]
+    assert torch.stack(halves).mean() == pytest.approx(whole.item(), rel=1e-6)
+
+
+def test_local_share_outside_a_group_is_the_whole_batch():
+    share = distributed.local_share(10)
+    assert share.start == 0 and list(range(10, 20))[share] == list(range(10, 20))
+    assert distributed.rank_and_size() == (0, 1)
+
+
+def _train_rank(rank: int, store: str, out: str, config: dict) -> None:
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=WORLD)
+    try:
+        data, pool = make_problem()
+        model = make_model()
+        result = train(
+            model,
+            data,
+            make_problem(seed=1)[0],
+            pool,
+            TrainConfig(**config),
+            run_dir=os.path.join(out, "run"),
+            progress=False,
+        )
+        torch.save(
+            {"state": state(model), "history": result.history, "best_step": result.best_step},
+            os.path.join(out, f"rank{rank}.pt"),
+        )
+    finally:
+        dist.destroy_process_group()
+
+
+def train_on_two_ranks(tmp_path, config: dict) -> list[dict]:
+    context = multiprocessing.get_context("spawn")
+    ranks = [
+        context.Process(target=_train_rank, args=(r, str(tmp_path / "store"), str(tmp_path), config))
+        for r in range(WORLD)
+    ]
+    for process in ranks:
+        process.start()
+    for process in ranks:
+        process.join(120)
+    assert [p.exitcode for p in ranks] == [0] * WORLD
+    return [torch.load(tmp_path / f"rank{r}.pt", weights_only=False) for r in range(WORLD)]
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"n_outputs": 3, "exclude_fed_targets": True},  # scheduled sampling, matched loss
+        {"n_outputs": 1},  # single-query InfoNCE
+    ],
+    ids=["amer", "single"],
+)
+def test_two_ranks_train_what_one_process_trains(tmp_path, overrides):
+    config = {**TRAIN_CONFIG, **overrides}
+    ranks = train_on_two_ranks(tmp_path, config)
+    data, pool = make_problem()
+    model = make_model()
+    alone = train(model, data, make_problem(seed=1)[0], pool, TrainConfig(**config), progress=False)
+    for rank in ranks:  # the ranks stay in step with each other and with the one process
+        for name, value in state(model).items():
+            torch.testing.assert_close(rank["state"][name], value, rtol=1e-4, atol=1e-5, msg=name)
+    assert ranks[0]["best_step"] == alone.best_step
+    for key in ("val_loss", "train_loss"):
+        np.testing.assert_allclose([h[key] for h in ranks[0]["history"]], [h[key] for h in alone.history], rtol=1e-5)
+    assert (tmp_path / "run" / "best.pt").exists() and (tmp_path / "run" / "checkpoint.pt").exists()
+
+
+def test_bad_process_counts_name_the_parameter():
+    with pytest.raises(ValueError, match="batch_size 30 .* nproc_per_node = 4"):
+        distributed.check_processes(4, 30, 1, "cpu")
+    with pytest.raises(ValueError, match="set workers = 1"):
+        distributed.check_processes(2, 32, 2, "cpu")
+    distributed.check_processes(1, 30, 2, "cpu")  # one process per run: anything goes
+
+
+def test_main_outside_torchrun_says_how_to_start_it(tmp_path, monkeypatch):
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    with pytest.raises(RuntimeError, match="must be started by torchrun"):
+        distributed.setup()
+
+
+def test_torchrun_trains_a_notebook04_run(tmp_path):
+    words = [f"w{i}" for i in range(40)]
+    (tmp_path / "corpus.tsv").write_text("".join(f"d{i}\t{w} story\t\n" for i, w in enumerate(words)))
+    question = lambda q: MultiAnswerQuestion(
+        f"q{q}", f"what is {words[q]}", [["a"], ["b"]], [[f"d{q}"], [f"d{q + 20}"]]
+    )
+    write_questions(tmp_path / "wordnet_senses_train.jsonl", [question(q) for q in range(12)])
+    write_questions(tmp_path / "wordnet_senses_test.jsonl", [question(q) for q in range(12, 16)])
+    write_json(
+        tmp_path / "manifest.json",
+        {"corpus": str(tmp_path / "corpus.tsv"), "datasets": ["wordnet_senses"], "n_queries": {"wordnet_senses": 2}},
+    )
+    minilm_sized = HashEncoder("minilm", dim=384)  # the minilm query backbone reads these embeddings directly
+    encode_corpus(minilm_sized, Benchmark(tmp_path).documents(), tmp_path / "embeddings" / "minilm", progress=False)
+    params = validate(
+        "04_real_data",
+        {
+            "datasets": ["wordnet_senses"],
+            "systems": ["amer"],
+            "baselines": ["rerank"],
+            "expansion": "prf",
+            "expansion_model": "",
+            "mmr_query": "trained",
+            "backbone": "minilm",
+            "encoder": "minilm",
+            "finetune": "full",
+            "seeds": [0],
+            "steps": 2,
+            "batch_size": 4,
+            "lr": 3e-4,
+            "temperature": 0.05,
+            "matched_loss": "mean",
+            "tuning_grid": {},
+            "sampling": "scheduled",
+            "exclude_fed_targets": True,
+            "single_target_step": False,
+            "eval_every": 1,
+            "search_depth": 100,
+            "bootstrap_resamples": 10,
+            "workers": 1,
+            "nproc_per_node": 2,
+            "device": "cpu",
+            "mixed_precision": False,
+            "prepared_dir": str(tmp_path),
+            "results_dir": str(tmp_path / "results"),
+            "runs_dir": str(tmp_path / "runs"),
+            "figures_dir": str(tmp_path / "figures"),
+        },
+    )
+    [result] = run_all(params, progress=False)
+    assert result["system"] == "amer" and len(result["mrecall"]) == 4 and result["n_queries"] == 2
+    assert [h["step"] for h in result["history"]] == [1, 2]
+    trec = (tmp_path / "results" / "wordnet_senses_amer_seed0.trec").read_text().splitlines()
+    assert len(trec) == 4 * 40 and trec[0].split()[:2] == ["q12", "Q0"]  # 40 documents: all of them ranked
+    assert run_all(params, progress=False) == [result]  # read back, not trained again
+
+
+def test_torchrun_trains_a_notebook02_setting(tmp_path):
+    params = tiny_synthetic_params(tmp_path, 1).replace(settings=["single"], nproc_per_node=2)
+    shared = synthetic_run_all(params, progress=False)
+    alone = synthetic_run_all(
+        params.replace(nproc_per_node=1, results_dir=str(tmp_path / "alone"), runs_dir=str(tmp_path / "alone_runs")),
+        progress=False,
+    )
+    assert [r["system"] for r in shared] == ["single", "amer", "oracle"]
+    for two, one in zip(shared[:2], alone[:2]):
+        np.testing.assert_allclose(
+            [h["val_loss"] for h in two["history"]], [h["val_loss"] for h in one["history"]], rtol=1e-4
+        )
+    assert synthetic_run_all(params, progress=False) == shared  # read back, not trained again
+
+
+def test_a_failing_distributed_run_names_its_command(tmp_path, capsys):
+    # the config is valid, but the ranks refuse to resize a pretrained backbone
+    params = tiny_synthetic_params(tmp_path, 1).replace(nproc_per_node=2, backbone="smollm2")
+    with pytest.raises(
+        RuntimeError,
+        match=r"distributed run linear_single of amer_lib.experiments.synthetic:run_setting "
+        r"failed \(exit 1\).*torch.distributed.run",
+    ):
+        torchrun.launch(run_setting, params, ("linear", "single"), progress=False)
+    assert "config_overrides only apply to randomly initialised" in capsys.readouterr().err  # the ranks' own error
+
+
+class CountingEncoder(HashEncoder):
+    """Writes one line per encoded batch to `log`, so a test can see which process encoded what."""
+
+    def __init__(self, log: str):
+        super().__init__()
+        self.log = log
+
+    def encode_documents(self, texts, batch_size):
+        with open(self.log, "a") as out:
+            out.write(texts[0].split()[1] + "\n")  # the batch's first document number
+        return super().encode_documents(texts, batch_size)
+
+
+def _encode_rank(rank: int, store: str, out: str) -> None:
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=WORLD)
+    try:
+        encoder = CountingEncoder(os.path.join(out, f"rank{rank}.log"))
+        encode_corpus(encoder, documents(50), os.path.join(out, "two"), shard_size=8, batch_size=2, progress=False)
+    finally:
+        dist.destroy_process_group()
+
+
+def test_two_ranks_encode_alternate_shards_into_the_files_one_process_writes(tmp_path):
+    context = multiprocessing.get_context("spawn")
+    ranks = [context.Process(target=_encode_rank, args=(r, str(tmp_path / "store"), str(tmp_path))) for r in (0, 1)]
+    for process in ranks:
+        process.start()
+    for process in ranks:
+        process.join(60)
+    assert [p.exitcode for p in ranks] == [0, 0]
+    # one encode call per shard (batch_size * 16 documents): rank 0 took shards 0, 2, 4, 6, rank 1 shards 1, 3, 5
+    assert (tmp_path / "rank0.log").read_text().split() == ["0", "16", "32", "48"]
+    assert (tmp_path / "rank1.log").read_text().split() == ["8", "24", "40"]
+    alone = encode_corpus(HashEncoder(), documents(50), tmp_path / "one", shard_size=8, batch_size=2, progress=False)
+    assert sorted(p.name for p in (tmp_path / "two").iterdir()) == sorted(p.name for p in (tmp_path / "one").iterdir())
+    for path in (tmp_path / "one").iterdir():
+        assert (tmp_path / "two" / path.name).read_bytes() == path.read_bytes(), path.name
+    assert alone.manifest == {
+        "encoder": "hash",
+        "dim": 16,
+        "shard_size": 8,
+        "complete": True,
+        "n_documents": 50,
+        "n_shards": 7,
+    }
+
+
+def test_an_encoding_of_two_ranks_resumes_in_one_process(tmp_path):
+    encode_corpus(HashEncoder(), documents(50), tmp_path, shard_size=8, batch_size=2, progress=False)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    (tmp_path / "shard_00003.npy").unlink()  # rank 1 died while writing shard 3
+    write_json(tmp_path / "manifest.json", {"encoder": "hash", "dim": 16, "shard_size": 8, "complete": False})
+    encoder = CountingEncoder(str(tmp_path.parent / "resume.log"))
+    encode_corpus(encoder, documents(50), tmp_path, shard_size=8, batch_size=2, progress=False)
+    assert (tmp_path.parent / "resume.log").read_text().split() == ["24"]  # shard 3 only
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+@pytest.mark.slow
+def test_torchrun_encodes_a_corpus_with_minilm_into_the_shards_of_one_process(tmp_path):
+    """The command the README shows, on two gloo ranks: torchrun gives each rank one thread, and
+    one process with one thread writes the same bytes (with more threads MiniLM's float32 sums
+    round differently and the odd float16 value moves by one unit in the last place)."""
+    words = "river bank bass spring crane bat match pitch seal plant".split()
+    (tmp_path / "corpus.tsv").write_text(
+        "".join(f"d{i}\t{' '.join(words[(i * j) % 10] for j in range(3 + i % 40))}\tTitle {i}\n" for i in range(90))
+    )
+    command = ["-m", "amer_lib.runs.encode", "--corpus", str(tmp_path / "corpus.tsv"), "--encoder", "minilm"]
+    command += ["--shard-size", "20", "--batch-size", "8", "--quiet"]
+    environment = {**os.environ, "OMP_NUM_THREADS": "1"}
+    subprocess.run([sys.executable, *command, "--out", str(tmp_path / "one")], check=True, env=environment)
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+    subprocess.run([*torchrun, *command, "--out", str(tmp_path / "two")], check=True, env=environment)
+    one = sorted((tmp_path / "one").iterdir())
+    assert [p.name for p in one] == sorted(p.name for p in (tmp_path / "two").iterdir())
+    assert len([p for p in one if p.suffix == ".npy"]) == 5
+    for path in one:
+        assert (tmp_path / "two" / path.name).read_bytes() == path.read_bytes(), path.name

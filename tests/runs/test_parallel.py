@@ -1,0 +1,71 @@
+"""Worker processes: no training, and no helper process, is left running when the parent dies
+(a killed notebook)."""
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conftest import ROOT
+
+SLEEPER = """
+import os, sys, time
+from amer_lib.runs.parallel import run_parallel
+
+def sleep_and_report(path, on_step=None):
+    with open(path, "a") as out:
+        out.write(f"{os.getpid()}\\n")
+    time.sleep(120)
+
+if __name__ == "__main__":
+    run_parallel(sleep_and_report, [(sys.argv[1],), (sys.argv[1],)], 2, 2, "sleep", progress=False)
+"""
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie waiting for a reaper counts as ended). Linux's /proc."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def test_workers_end_when_the_parent_is_killed(tmp_path):
+    script, pids = tmp_path / "sleeper.py", tmp_path / "pids"
+    script.write_text(SLEEPER)
+    parent = subprocess.Popen([sys.executable, str(script), str(pids)], cwd=ROOT)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and (not pids.exists() or len(pids.read_text().split()) < 2):
+            time.sleep(0.5)
+        workers = [int(pid) for pid in pids.read_text().split()]
+        assert len(workers) == 2
+        children = subprocess.run(["ps", "-o", "pid=", "--ppid", str(parent.pid)], capture_output=True, text=True)
+        workers += [int(pid) for pid in children.stdout.split()]  # the workers, and any helper process
+    finally:
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+    deadline = time.time() + 15
+    while time.time() < deadline and any(alive(pid) for pid in workers):
+        time.sleep(0.5)
+    assert not any(alive(pid) for pid in workers)
+
+
+def test_the_suites_teardown_finds_a_process_a_test_left_orphaned():
+    """conftest's end-of-session check sees every process the tests started, also one whose parent
+    exited (re-parented to init), by the mark it inherits."""
+    from conftest import processes_started_by_the_suite
+
+    sleeper = "[sys.executable, '-c', 'import time; time.sleep(60)'], stdout=-3, stderr=-3"  # -3: DEVNULL
+    orphan_maker = f"import subprocess, sys; print(subprocess.Popen({sleeper}).pid)"
+    orphan = int(subprocess.run([sys.executable, "-c", orphan_maker], capture_output=True, text=True).stdout)
+    try:
+        assert orphan in [p.pid for p in processes_started_by_the_suite()]
+    finally:
+        subprocess.run(["kill", str(orphan)])
+    deadline = time.time() + 10
+    while alive(orphan) and time.time() < deadline:
+        time.sleep(0.1)
+    assert orphan not in [p.pid for p in processes_started_by_the_suite()]

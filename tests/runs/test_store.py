@@ -1,0 +1,86 @@
+"""The run store: what is read back, where checkpoints go, and that folder names hold within a
+cache version (their digests are pinned)."""
+
+import json
+from dataclasses import dataclass
+
+import pytest
+from conftest import notebook_config
+
+from amer_lib.core.config import Config, param
+from amer_lib.runs.store import (
+    CACHE_VERSION,
+    REAL_RUNS,
+    SYNTHETIC_RUNS,
+    RunStore,
+    real_run_name,
+    synthetic_run_name,
+)
+
+
+def test_checkpoint_folders_keep_their_names_within_a_cache_version():
+    """Pinned digests of version 2: a change to what a run key holds fails here, and must bump
+    `CACHE_VERSION` (runs of the older version are then made again, none matched by a shim)."""
+    assert CACHE_VERSION == 2
+    name = synthetic_run_name("linear", "multi", "amer", 0)
+    assert SYNTHETIC_RUNS.run_dir(notebook_config("02_synthetic"), name).name == f"{name}-55300ad6e8"
+    sweep_cell = notebook_config("02_synthetic", train_transform="linear", dim=512)
+    assert SYNTHETIC_RUNS.run_dir(sweep_cell, "mlp_single_single_seed0").name == "mlp_single_single_seed0-17e67390f4"
+    name, facts = real_run_name("wordnet_kinds", "amer", 0), {"n_queries": 5}
+    assert REAL_RUNS.run_dir(notebook_config("04_real_data"), name, facts).name == f"{name}-cf2f18e251"
+    changed = notebook_config("04_real_data", temperature=0.02)
+    assert REAL_RUNS.run_dir(changed, name, facts).name == f"{name}-a8696d716a"
+
+
+def test_a_run_of_another_cache_version_is_made_again(tmp_path):
+    params = notebook_config("04_real_data", results_dir=str(tmp_path))
+    written = REAL_RUNS.write(params, "a_seed0", {"params": params.as_dict()})
+    assert REAL_RUNS.cached(params, "a_seed0") == written
+    (tmp_path / "a_seed0.json").write_text(json.dumps({**written, "cache_version": CACHE_VERSION - 1}))
+    assert REAL_RUNS.cached(params, "a_seed0") is None
+
+
+@dataclass(frozen=True)
+class Toy(Config):
+    lr: float = param()
+    temperature: float = param()
+    seeds: list[int] = param(run=False)
+    results_dir: str = param()
+    runs_dir: str = param()
+    figures_dir: str = param(run=False)
+
+
+def toy(tmp_path, **changes) -> Toy:
+    values = dict(lr=0.1, temperature=0.05, seeds=[0], results_dir=str(tmp_path), runs_dir=str(tmp_path / "runs"))
+    return Toy(**{"figures_dir": "f", **values, **changes})
+
+
+def test_a_run_is_read_back_only_with_the_same_run_parameters_and_identity(tmp_path):
+    store = RunStore("notebooks/xx.ipynb", Toy, identity={"version": 2})
+    params = toy(tmp_path)
+    written = store.write(params, "a_seed0", {"params": params.as_dict(), "score": 0.5})
+    assert written["version"] == 2 and json.loads((tmp_path / "a_seed0.json").read_text()) == written
+    assert store.cached(params.replace(seeds=[0, 1], figures_dir="g"), "a_seed0") == written  # non-run keys
+    assert store.cached(params.replace(lr=0.2), "a_seed0") is None  # another run
+    assert store.cached(params, "b_seed0") is None  # never made
+    (tmp_path / "a_seed0.json").write_text(json.dumps({**written, "version": 1}))
+    assert store.cached(params, "a_seed0") is None  # made for an older version
+
+
+def test_checkpoint_folders_follow_the_run_parameters_only(tmp_path):
+    store = RunStore("notebooks/xx.ipynb", Toy)
+    params = toy(tmp_path)
+    here = store.run_dir(params, "a")
+    assert store.run_dir(params.replace(seeds=[0, 1], results_dir="elsewhere"), "a") == here
+    assert store.run_dir(params.replace(lr=0.2), "a") != here
+    assert store.run_dir(params.replace(temperature=0.02), "a") != here
+
+
+def test_loading_a_run_that_was_never_made_says_which_notebook_makes_it(tmp_path):
+    params = toy(tmp_path)
+    store = RunStore("notebooks/04_real_data.ipynb", Toy)
+    with pytest.raises(FileNotFoundError, match="run notebooks/04_real_data.ipynb"):
+        store.best_checkpoint(params, "a_amer_seed0")
+    store.write(params, "a_amer_seed0", {"params": params.as_dict()})
+    with pytest.raises(FileNotFoundError, match="best.pt is missing.*to train the run again"):
+        store.best_checkpoint(params, "a_amer_seed0")

@@ -1,0 +1,103 @@
+"""Small stand-ins several test modules share: a deterministic document encoder, a corpus, a tiny
+synthetic-task config and a tiny training problem."""
+
+import zlib
+from types import SimpleNamespace
+
+import numpy as np
+import torch
+
+from amer_lib.core.backbones import load_backbone
+from amer_lib.core.model import AMERQueryEncoder
+from amer_lib.core.search import unit_norm
+from amer_lib.data.corpus import Document
+from amer_lib.data.datasets import VectorData
+from amer_lib.runs.configs import SyntheticConfig
+
+
+class HashEncoder:
+    """A deterministic stand-in document encoder: each text's vector is seeded by its crc32.
+    `fail_after`: batches encoded before a simulated interruption."""
+
+    def __init__(self, name: str = "hash", dim: int = 16, fail_after: int | None = None):
+        self.spec, self.dim = SimpleNamespace(name=name), dim
+        self.fail_after, self.calls = fail_after, 0
+
+    def encode_documents(self, texts, batch_size):
+        self.calls += 1
+        if self.fail_after is not None and self.calls > self.fail_after:
+            raise KeyboardInterrupt("simulated interruption")
+        return unit_norm(np.stack([np.random.default_rng(zlib.crc32(t.encode())).normal(size=self.dim) for t in texts]))
+
+
+def documents(n):
+    return [Document(f"d{i}", f"title {i}", f"text number {i}") for i in range(n)]
+
+
+def tiny_synthetic_params(tmp_path, workers) -> SyntheticConfig:
+    """Notebook 02's config at a size that trains in seconds, with folders of its own per `workers`."""
+    return SyntheticConfig(
+        settings=["single", "ood"],
+        transforms=["linear"],
+        systems=["single", "amer"],
+        dim=8,
+        n_train=60,
+        n_test=10,
+        corpus_size=500,
+        mlp_layers=2,
+        mlp_sweep_dims=[],
+        mlp_sweep_depths=[2],
+        mlp_sweep_authors_bug=False,
+        backbone="tiny",
+        backbone_overrides={
+            "hidden_size": 16,
+            "intermediate_size": 32,
+            "num_attention_heads": 2,
+            "num_key_value_heads": 2,
+        },
+        finetune="full",
+        n_queries=5,
+        steps=3,
+        batch_size=8,
+        lr=1e-3,
+        temperature=0.05,
+        matched_loss="mean",
+        tuning_grid={},
+        sampling="scheduled",
+        sampling_rate=1,
+        eval_every=3,
+        search_depth=20,
+        seed=0,
+        device="cpu",
+        mixed_precision=False,
+        workers=workers,
+        nproc_per_node=1,
+        results_dir=str(tmp_path / f"results{workers}"),
+        runs_dir=str(tmp_path / f"runs{workers}"),
+        figures_dir=str(tmp_path / "figures"),
+    )
+
+
+# ----- a tiny training problem: inputs whose targets are themselves, their negation and a roll ------
+DIM = 8
+TRAIN_CONFIG = dict(n_outputs=3, steps=12, batch_size=16, lr=1e-3, eval_every=4, checkpoint_every=4, seed=0)
+
+
+def make_problem(n=64, m=3, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    inputs = torch.randn(n, DIM, generator=g)
+    targets = torch.stack([inputs, -inputs, inputs.roll(1, dims=1)], dim=1)[:, :m]
+    mask = torch.ones(n, m, dtype=torch.bool)
+    mask[::4, -1] = False  # some examples have fewer targets
+    return VectorData(inputs, targets, mask), torch.randn(200, DIM, generator=g)
+
+
+def make_model(seed=0):
+    torch.manual_seed(seed)
+    return AMERQueryEncoder(
+        load_backbone("tiny", seed=seed, config_overrides=dict(hidden_size=16, intermediate_size=32)), DIM
+    )
+
+
+def state(model):
+    return {k: v.clone() for k, v in model.state_dict().items()}
