@@ -34,7 +34,7 @@ $(VENV)/.installed-%: pyproject.toml constraints.txt $(VENV)/.torch $(VENV)/.smo
 	touch $@
 
 # the tests marked slow (over ~20 s: the notebooks' papermill runs, a SmolLM2 resume) run in CI, which
-# calls `make test PYTEST_MARKERS=`; here `make test` takes a few minutes
+# calls `make test PYTEST_MARKERS=`; here `make test` takes about 4 minutes on 2 idle cores (benchmarks/make_test.md)
 PYTEST_MARKERS ?= not slow
 
 install: $(VENV)/.installed-notebooks
