@@ -29,6 +29,20 @@ BASELINES = ("query_expansion", "rerank")  # derived from notebook 04's single-q
 MMR_QUERIES = ("trained", "encoder")  # MMR's Sim_q: the trained single-query vector, or the document encoder's
 
 
+def temperature_param():
+    """Notebooks 02 and 04's InfoNCE temperature, declared once."""
+    return param(0.05, help="InfoNCE temperature (the paper's tuning grid: 0.02-0.05)")
+
+
+def matched_loss_param():
+    """Notebooks 02 and 04's reduction of the matched loss, declared once."""
+    return param(
+        "mean",
+        choices=MATCHED_REDUCTIONS,
+        help="an example's matched terms averaged (the authors' code); \"sum\": Equation 3, the paper files",
+    )
+
+
 @dataclass(frozen=True)
 class FailureConfig(Config):
     """Notebook 01: off-the-shelf retrievers on the prepared benchmark."""
@@ -97,12 +111,8 @@ class SyntheticConfig(Config):
     steps: int = param(1000, minimum=1)
     batch_size: int = param(256, minimum=1)
     lr: float = param(0.005)
-    temperature: float = param(0.05, help="InfoNCE temperature (the paper's tuning grid: 0.02-0.05)")
-    matched_loss: str = param(
-        "mean",
-        choices=MATCHED_REDUCTIONS,
-        help="an example's matched terms averaged (the authors' code); \"sum\": Equation 3, the paper files",
-    )
+    temperature: float = temperature_param()
+    matched_loss: str = matched_loss_param()
     tuning_grid: dict = param(
         {},
         run=False,
@@ -177,12 +187,8 @@ class RealConfig(Config):
     steps: int = param(300, minimum=1)
     batch_size: int = param(32, minimum=1)
     lr: float = param(0.0003)
-    temperature: float = param(0.05, help="InfoNCE temperature (the paper's tuning grid: 0.02-0.05)")
-    matched_loss: str = param(
-        "mean",
-        choices=MATCHED_REDUCTIONS,
-        help="an example's matched terms averaged (the authors' code); \"sum\": Equation 3, the paper files",
-    )
+    temperature: float = temperature_param()
+    matched_loss: str = matched_loss_param()
     tuning_grid: dict = param(
         {},
         run=False,
