@@ -72,11 +72,12 @@ def sampling_rate_rows(defaults) -> list[dict]:
 
 
 def real_rows(defaults) -> tuple[list[dict], list[dict]]:
-    from amer_lib.experiments.real_data import run_one
+    from amer_lib.experiments.real_data import run_all
     from amer_lib.runs.benchmark_runs import RunContext
 
     def mrecall(params, dataset, system):
-        return 100 * float(np.mean(run_one(params, dataset, system, SEED)["mrecall"]))
+        [result] = run_all(params.replace(datasets=[dataset], systems=[system], seeds=[SEED]))
+        return 100 * float(np.mean(result["mrecall"]))
 
     paper_matching = defaults.replace(exclude_fed_targets=False, **study_dirs("paper_matching"))
     copying = []

@@ -64,14 +64,12 @@ def run_one(
     on_step: Callable[[], None] | None = None,
     device: torch.device | None = None,
 ) -> dict | None:
-    """Train, retrieve and score one run; its results JSON is reused when the params match.
+    """Train, retrieve and score one run (an interrupted one resumes from its checkpoint); `run_all`
+    reads the runs made before back instead of calling this.
 
     On every rank of a torch.distributed group (`amer_lib.core.distributed`, with this rank's
     `device`): the ranks train together, rank 0 retrieves and writes, the others return None."""
     benchmark = Benchmark(params.prepared_dir)  # opened once for the run
-    cached = cached_result(params, dataset, system, seed, benchmark)
-    if cached is not None:
-        return cached
     context = RunContext.of(params, benchmark)
     device = device or resolve_device(params.device)
     n_queries = context.n_queries(dataset, system)
