@@ -38,6 +38,7 @@ from amer_lib.core.metrics import (
 )
 from amer_lib.core.model import AMERQueryEncoder
 from amer_lib.core.rerank import mmr_rerank, tune_lambda
+from amer_lib.core.saved import save_pretrained
 from amer_lib.core.search import ShardedFlatIndex, multi_vector_search
 from amer_lib.core.train import train
 from amer_lib.data import compound
@@ -447,3 +448,30 @@ def vector_role_table(params: RealConfig) -> list[dict]:
         row |= {key: float(np.mean([r[key] for r in per_seed])) for key in per_seed[0] if key != "dataset"}
         rows.append(row)
     return rows
+
+
+# ----- a finished run as a model folder ----------------------------------------------------------------
+def export_run(params: RealConfig, dataset: str, system: str, seed: int, folder: str | Path) -> Path:
+    """A finished notebook-04 run's encoder as a self-contained model folder
+    (`amer_lib.core.saved`), its card recording the training data, steps, seed and test scores."""
+    context = RunContext.of(params)
+    result = cached_result(params, dataset, system, seed, context.benchmark)
+    if result is None:
+        raise FileNotFoundError(
+            f"no finished run {dataset} / {system} / seed {seed} with these parameters: run it first"
+        )
+    model = context.trained_encoder(params, dataset, system, seed, torch.device("cpu"))
+    facts = {
+        "trained on": f"{dataset} ({len(context.benchmark.training_split(dataset, seed)[0])} questions)",
+        "system": system,
+        "seed": seed,
+        "steps": params.steps,
+        "kept step": result["best_step"],
+        "test MRecall@100 (%)": round(100 * float(np.mean(result["mrecall"])), 2),
+        "test Recall@100 (%)": round(100 * float(np.mean(result["recall"])), 2),
+        "git commit": result.get("git_commit"),
+    }
+    n_queries = context.n_queries(dataset, system)
+    return save_pretrained(
+        model, folder, backbone=params.backbone, n_queries=n_queries, document_encoder=params.encoder, facts=facts
+    )

@@ -1,0 +1,170 @@
+"""A trained AMER query encoder as a folder that stands alone, the way Hugging Face models are
+shared: `save_pretrained(model, folder, ...)` and `from_pretrained(folder)`.
+
+    <folder>/amer.json                 what builds the model again: the backbone (a registry name
+                                       or a local folder) and its overrides, the fine-tuning mode,
+                                       the embedding size, n, the stop head, the document encoder
+                                       it was trained against, and the facts given (training, results)
+    <folder>/projections.safetensors   the input / output projections (and the stop head)
+    <folder>/backbone.safetensors      full fine-tuning: every backbone weight
+    <folder>/adapter/                  LoRA: the adapters in peft's own format (adapter_config.json,
+                                       adapter_model.safetensors); the frozen base is the backbone's
+    <folder>/README.md                 a model card
+
+The folder is written beside its destination and moved into place at the end, so an interrupted
+save leaves no half folder.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from amer_lib.core.backbones import PrefixLMBert, load_backbone, require_weights
+from amer_lib.core.model import AMERQueryEncoder
+
+FORMAT = 1
+CONFIG = "amer.json"
+
+
+def save_pretrained(
+    model: AMERQueryEncoder,
+    folder: str | Path,
+    *,
+    backbone: str,
+    n_queries: int,
+    document_encoder: str | None = None,
+    backbone_overrides: dict | None = None,
+    facts: dict | None = None,
+) -> Path:
+    """Write `model` as a folder `from_pretrained` reads back. `backbone`: the registry name or
+    local folder it was built from (with `backbone_overrides`, for a randomly initialised one);
+    `n_queries`: the vectors it generates per question; `document_encoder`: the encoder whose
+    embeddings it was trained against (None for the synthetic task); `facts`: what the model card
+    and `amer.json` record besides (training data, steps, seed, results)."""
+    folder = Path(folder)
+    lora = _peft_model(model) is not None
+    config = {
+        "format": FORMAT,
+        "backbone": backbone,
+        "backbone_overrides": backbone_overrides or None,
+        "finetune": "lora" if lora else "full",
+        "embedding_dim": model.embedding_dim,
+        "hidden_size": model.backbone.config.hidden_size,
+        "n_queries": n_queries,
+        "stop_head": model.stop_head is not None,
+        "document_encoder": document_encoder,
+        "facts": facts or {},
+    }
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    try:
+        save_file(_tensors(model, exclude="backbone."), staging / "projections.safetensors")
+        if lora:
+            _peft_model(model).save_pretrained(staging / "adapter")
+        else:
+            save_file(_tensors(model.backbone), staging / "backbone.safetensors")
+        (staging / CONFIG).write_text(json.dumps(config, indent=1) + "\n")
+        (staging / "README.md").write_text(model_card(config))
+        if folder.exists():
+            shutil.rmtree(folder)
+        staging.rename(folder)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return folder
+
+
+def from_pretrained(folder: str | Path, device: str | torch.device = "cpu") -> AMERQueryEncoder:
+    """The query encoder saved in `folder`, in eval mode on `device`; the backbone's pretrained
+    weights must be on this machine (else the error says what to fetch)."""
+    config = read_config(folder)
+    folder = Path(folder)
+    require_weights(config["backbone"])
+    backbone = load_backbone(config["backbone"], config_overrides=config["backbone_overrides"])
+    if backbone.config.hidden_size != config["hidden_size"]:
+        raise ValueError(
+            f"{folder} was trained on a backbone of hidden size {config['hidden_size']}, but "
+            f"{config['backbone']!r} here has {backbone.config.hidden_size}"
+        )
+    if config["finetune"] == "lora":
+        backbone = _with_adapters(backbone, folder / "adapter")
+    else:
+        backbone.load_state_dict(load_file(folder / "backbone.safetensors"))
+    model = AMERQueryEncoder(backbone, config["embedding_dim"], stop_head=config["stop_head"])
+    missing, unexpected = model.load_state_dict(load_file(folder / "projections.safetensors"), strict=False)
+    absent = [name for name in missing if not name.startswith("backbone.")]
+    if absent or unexpected:
+        raise ValueError(
+            f"{folder / 'projections.safetensors'} does not fit: missing {absent}, unexpected {unexpected}"
+        )
+    return model.to(device).eval()
+
+
+def read_config(folder: str | Path) -> dict:
+    """A saved model's `amer.json`, checked for the format this library reads."""
+    path = Path(folder) / CONFIG
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing: {folder} is not a model folder written by save_pretrained")
+    config = json.loads(path.read_text())
+    if config.get("format") != FORMAT:
+        raise ValueError(f"{path} has format {config.get('format')!r}; this library reads format {FORMAT}")
+    return config
+
+
+def model_card(config: dict) -> str:
+    """The folder's README: what the model is, what it was trained against, and the facts given."""
+    lines = [
+        "# AMER query encoder",
+        "",
+        "An Autoregressive Multi-Embedding Retriever's query encoder (amer_lib): for one question it",
+        f"generates {config['n_queries']} query vectors one after another, each searched in the index",
+        "and the lists merged round-robin.",
+        "",
+        f"- backbone: `{config['backbone']}`"
+        + (f" (resized: {config['backbone_overrides']})" if config["backbone_overrides"] else ""),
+        f"- fine-tuning: {config['finetune']}",
+        f"- embedding size: {config['embedding_dim']} (the document encoder's)",
+        f"- document encoder: `{config['document_encoder']}`"
+        if config["document_encoder"]
+        else "- document encoder: none (the synthetic task's vectors)",
+        f"- stop head: {'yes' if config['stop_head'] else 'no'}",
+        "",
+        "    from amer_lib.core.saved import from_pretrained",
+        "    model = from_pretrained(FOLDER)",
+    ]
+    if config["facts"]:
+        lines += ["", "## Recorded with it", ""]
+        lines += [f"- {key}: {json.dumps(value)}" for key, value in config["facts"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def _tensors(module: torch.nn.Module, exclude: str | None = None) -> dict[str, torch.Tensor]:
+    """Every weight of `module` (none under `exclude`), each its own contiguous copy (safetensors
+    stores no shared storage)."""
+    return {
+        name: tensor.detach().contiguous().clone()
+        for name, tensor in module.state_dict().items()
+        if exclude is None or not name.startswith(exclude)
+    }
+
+
+def _peft_model(model: AMERQueryEncoder):
+    """The peft wrapper of a LoRA backbone, else None."""
+    from peft import PeftModel
+
+    inner = model.backbone.bert if isinstance(model.backbone, PrefixLMBert) else model.backbone
+    return inner if isinstance(inner, PeftModel) else None
+
+
+def _with_adapters(backbone: torch.nn.Module, adapter: Path) -> torch.nn.Module:
+    from peft import PeftModel
+
+    if isinstance(backbone, PrefixLMBert):
+        backbone.bert = PeftModel.from_pretrained(backbone.bert, adapter)
+        return backbone
+    return PeftModel.from_pretrained(backbone, adapter)

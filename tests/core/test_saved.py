@@ -1,0 +1,76 @@
+"""A model folder written by save_pretrained generates, once read back by from_pretrained, the
+vectors the saved model generates: full fine-tuning of a resized random backbone, LoRA on
+MiniLM (peft's own adapter files), and the stop head; a folder that is not one says so."""
+
+import json
+
+import pytest
+import torch
+
+from amer_lib.core.backbones import add_lora, get_backbone, load_backbone
+from amer_lib.core.model import AMERQueryEncoder
+from amer_lib.core.saved import from_pretrained, read_config, save_pretrained
+
+TINY = {"hidden_size": 32, "intermediate_size": 64}
+
+
+def perturbed(model: AMERQueryEncoder) -> AMERQueryEncoder:
+    """Every trainable weight moved away from its initial value, as training would."""
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.requires_grad:
+                p.add_(0.05 * torch.randn_like(p))
+    return model.eval()
+
+
+def generated(model: AMERQueryEncoder, n: int = 3) -> torch.Tensor:
+    inputs = torch.randn(4, model.embedding_dim, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        return model.generate(model.prompt_from_vectors(inputs), n)
+
+
+def test_a_fully_fine_tuned_model_comes_back_with_the_same_generations_and_a_card(tmp_path):
+    model = perturbed(AMERQueryEncoder(load_backbone("tiny", seed=3, config_overrides=TINY), 12, stop_head=True))
+    folder = save_pretrained(
+        model, tmp_path / "model", backbone="tiny", n_queries=3, backbone_overrides=TINY, facts={"seed": 3}
+    )
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "README.md",
+        "amer.json",
+        "backbone.safetensors",
+        "projections.safetensors",
+    ]
+    loaded = from_pretrained(folder)
+    assert torch.equal(generated(loaded), generated(model))
+    assert torch.equal(loaded.stop_head.weight, model.stop_head.weight)
+    config = read_config(folder)
+    assert config["finetune"] == "full" and config["n_queries"] == 3 and config["document_encoder"] is None
+    assert (
+        "generates 3 query vectors" in (folder / "README.md").read_text()
+        and "- seed: 3" in (folder / "README.md").read_text()
+    )
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no staging folder left
+
+
+def test_lora_adapters_are_saved_in_peft_format_and_loaded_over_the_frozen_backbone(tmp_path):
+    backbone = add_lora(load_backbone("minilm"), get_backbone("minilm").lora)
+    model = perturbed(AMERQueryEncoder(backbone, 384))
+    folder = save_pretrained(model, tmp_path / "lora", backbone="minilm", n_queries=5, document_encoder="minilm")
+    assert (folder / "adapter" / "adapter_config.json").exists() and not (folder / "backbone.safetensors").exists()
+    assert (folder / "adapter" / "adapter_model.safetensors").stat().st_size < 20_000_000  # adapters, not MiniLM
+    assert torch.allclose(generated(from_pretrained(folder)), generated(model), atol=1e-6)
+
+
+def test_a_folder_that_is_not_a_saved_model_or_does_not_fit_says_what_is_wrong(tmp_path):
+    with pytest.raises(FileNotFoundError, match="amer.json is missing: .* not a model folder"):
+        from_pretrained(tmp_path)
+    model = AMERQueryEncoder(load_backbone("tiny", config_overrides=TINY), 12)
+    folder = save_pretrained(model, tmp_path / "m", backbone="tiny", n_queries=2, backbone_overrides=TINY)
+    config = read_config(folder)
+    (folder / "amer.json").write_text(json.dumps({**config, "backbone_overrides": {**TINY, "hidden_size": 16}}))
+    with pytest.raises(ValueError, match="hidden size 32, but 'tiny' here has 16"):
+        from_pretrained(folder)
+    (folder / "amer.json").write_text(json.dumps({**config, "format": 99}))
+    with pytest.raises(ValueError, match="format 99; this library reads format 1"):
+        from_pretrained(folder)
