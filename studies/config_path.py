@@ -18,10 +18,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from conftest import notebook_config  # noqa: E402
+from stand_ins import tiny_wordnet_runs  # noqa: E402
 
 import amer_lib  # noqa: E402
-from amer_lib.data.preparation import prepare  # noqa: E402
 from amer_lib.experiments.real_data import run_all  # noqa: E402
 
 PACKAGE = Path(amer_lib.__file__).parent
@@ -68,26 +67,7 @@ def counts(calls: list[tuple[str, str]]) -> dict:
 
 
 def main() -> None:
-    scratch = Path(tempfile.mkdtemp())
-    recipe = notebook_config(
-        "03_real_data_prep", max_train=24, max_test=12, corpus_size=400, device="cpu", prepared_dir=str(scratch / "p")
-    )
-    prepare(recipe, progress=False)
-    params = notebook_config(
-        "04_real_data",
-        datasets=["wordnet_kinds"],
-        systems=["single", "amer"],
-        seeds=[0],
-        steps=2,
-        batch_size=4,
-        eval_every=1,
-        workers=1,
-        device="cpu",
-        baselines=[],
-        prepared_dir=str(scratch / "p"),
-        results_dir=str(scratch / "results"),
-        runs_dir=str(scratch / "runs"),
-    )
+    params = tiny_wordnet_runs(Path(tempfile.mkdtemp()))
     lines = ["| path | files | stays | climbs | climbs into |", "|---|---|---|---|---|"]
     for name, calls in traced_run(params).items():
         c = counts(calls)

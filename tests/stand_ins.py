@@ -101,3 +101,34 @@ def make_model(seed=0):
 
 def state(model):
     return {k: v.clone() for k, v in model.state_dict().items()}
+
+
+def tiny_wordnet_runs(tmp_path, **changes):
+    """A tiny WordNet benchmark prepared under `tmp_path` and notebook 04's config of two-step runs
+    on its `wordnet_kinds` (single-query and AMER, seed 0, one process), with `changes`."""
+    from conftest import notebook_config
+
+    from amer_lib.data.preparation import prepare
+
+    recipe = notebook_config(
+        "03_real_data_prep", max_train=24, max_test=12, corpus_size=400, device="cpu", prepared_dir=str(tmp_path / "p")
+    )
+    prepare(recipe, progress=False)
+    return notebook_config(
+        "04_real_data",
+        **{
+            "datasets": ["wordnet_kinds"],
+            "systems": ["single", "amer"],
+            "seeds": [0],
+            "steps": 2,
+            "batch_size": 4,
+            "eval_every": 1,
+            "workers": 1,
+            "device": "cpu",
+            "baselines": [],
+            "prepared_dir": str(tmp_path / "p"),
+            "results_dir": str(tmp_path / "results"),
+            "runs_dir": str(tmp_path / "runs"),
+            **changes,
+        },
+    )

@@ -9,9 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import notebook_config
+from stand_ins import tiny_wordnet_runs
 
-from amer_lib.data.preparation import prepare
 from amer_lib.experiments.real_data import run_all
 
 pytestmark = pytest.mark.slow  # a tiny benchmark prepared, a model trained, two processes started: about 60 s
@@ -26,24 +25,7 @@ run_baseline(RealConfig.from_yaml(sys.argv[1]), "wordnet_kinds", "query_expansio
 
 
 def test_query_expansion_is_the_same_in_two_processes(tmp_path):
-    recipe = notebook_config(
-        "03_real_data_prep", max_train=24, max_test=12, corpus_size=400, device="cpu", prepared_dir=str(tmp_path / "p")
-    )
-    prepare(recipe, progress=False)
-    params = notebook_config(
-        "04_real_data",
-        datasets=["wordnet_kinds"],
-        systems=["single"],
-        seeds=[0],
-        steps=2,
-        batch_size=4,
-        eval_every=1,
-        workers=1,
-        device="cpu",
-        prepared_dir=str(tmp_path / "p"),
-        results_dir=str(tmp_path / "results"),
-        runs_dir=str(tmp_path / "runs"),
-    )
+    params = tiny_wordnet_runs(tmp_path, systems=["single"], baselines=["query_expansion", "rerank"])
     run_all(params, progress=False)  # the single-query model both processes expand the queries of
     (tmp_path / "params.yaml").write_text(params.to_yaml())
     results = Path(params.results_dir)

@@ -5,24 +5,15 @@ import json
 
 import numpy as np
 import torch
-from conftest import notebook_config
+from stand_ins import tiny_wordnet_runs
 
 from amer_lib.core.saved import from_pretrained, read_config
-from amer_lib.data.preparation import prepare
 from amer_lib.experiments.real_data import export_run, run_all
 from amer_lib.runs.benchmark_runs import RunContext
 
 
 def test_an_exported_run_generates_the_runs_query_vectors(tmp_path):
-    recipe = notebook_config(
-        "03_real_data_prep", max_train=24, max_test=12, corpus_size=400, device="cpu", prepared_dir=str(tmp_path / "p")
-    )
-    prepare(recipe, progress=False)
-    params = notebook_config(
-        "04_real_data", datasets=["wordnet_kinds"], systems=["amer"], seeds=[0], steps=2, batch_size=4,
-        eval_every=1, workers=1, device="cpu", baselines=[], prepared_dir=str(tmp_path / "p"),
-        results_dir=str(tmp_path / "results"), runs_dir=str(tmp_path / "runs"),
-    )  # fmt: skip
+    params = tiny_wordnet_runs(tmp_path, systems=["amer"])
     [result] = run_all(params, progress=False)
     folder = export_run(params, "wordnet_kinds", "amer", 0, tmp_path / "model")
 
