@@ -20,6 +20,7 @@ from amer_lib.core import distributed
 from amer_lib.core.device import resolve_device
 from amer_lib.core.metrics import KS, evaluate, mean_scores
 from amer_lib.core.model import AMERQueryEncoder
+from amer_lib.core.saved import save_pretrained
 from amer_lib.core.search import VectorIndex, multi_vector_search, unit_norm
 from amer_lib.core.train import TrainResult, split_train_validation, train
 from amer_lib.data.datasets import VectorData
@@ -46,6 +47,33 @@ def trained_synthetic_encoder(
     """The AMER encoder of a finished notebook-02 run of these parameters, with its kept weights."""
     name = synthetic_run_name(transform, setting, "amer", params.seed)
     return load_trained(SYNTHETIC_RUNS, params, name, params.dim, device)
+
+
+def export_run(params: SyntheticConfig, transform: str, setting: str, system: str, folder: str | Path) -> Path:
+    """A finished notebook-02 run's encoder as a self-contained model folder (`amer_lib.core.saved`),
+    its card recording the task, steps, seed and test scores."""
+    name = synthetic_run_name(transform, setting, system, params.seed)
+    result = SYNTHETIC_RUNS.cached(params, name)
+    if result is None:
+        raise FileNotFoundError(f"no finished run {name} with these parameters in {params.results_dir}: run it first")
+    model = load_trained(SYNTHETIC_RUNS, params, name, params.dim, torch.device("cpu"))
+    facts = {
+        "trained on": f"the synthetic task: {transform} targets, setting {setting}, {params.n_train} inputs",
+        "system": system,
+        "seed": params.seed,
+        "steps": params.steps,
+        "kept step": result["best_step"],
+        **{f"test {metric} (%)": round(100 * value, 2) for metric, value in result["metrics"].items()},
+        "git commit": result.get("git_commit"),
+    }
+    return save_pretrained(
+        model,
+        folder,
+        backbone=params.backbone,
+        n_queries=result["n_queries"],
+        backbone_overrides=params.backbone_overrides or None,
+        facts=facts,
+    )
 
 
 def task_data(task: SyntheticTask, device: torch.device) -> tuple[VectorData, torch.Tensor]:

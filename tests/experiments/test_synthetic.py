@@ -36,3 +36,23 @@ def test_runs_cached_for_an_older_task_are_not_reused(tmp_path):
     path = Path(params.results_dir) / "linear_single_single_seed0.json"
     path.write_text(json.dumps({**run, "task_version": run["task_version"] - 1}))
     assert SYNTHETIC_RUNS.cached(params, "linear_single_single_seed0") is None
+
+
+def test_an_exported_run_generates_the_runs_query_vectors(tmp_path):
+    from amer_lib.core.saved import from_pretrained, read_config
+    from amer_lib.experiments.synthetic import export_run, trained_synthetic_encoder
+
+    params = tiny_synthetic_params(tmp_path, 1).replace(settings=["single"], systems=["amer"])
+    [_, oracle] = run_all(params, progress=False)
+    folder = export_run(params, "linear", "single", "amer", tmp_path / "model")
+    inputs = torch.randn(6, params.dim, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        trained = trained_synthetic_encoder(params, "linear", "single", torch.device("cpu"))
+        loaded = from_pretrained(folder)
+        assert torch.equal(
+            loaded.generate(loaded.prompt_from_vectors(inputs), 5),
+            trained.generate(trained.prompt_from_vectors(inputs), 5),
+        )
+    config = read_config(folder)
+    assert config["backbone_overrides"] == params.backbone_overrides and config["n_queries"] == 5
+    assert oracle["system"] == "oracle" and "test mrecall@10 (%)" in config["facts"]
