@@ -24,6 +24,7 @@ from typing import Any
 
 from amer_lib.core.config import Config
 from amer_lib.data.preparation import PrepConfig
+from amer_lib.io import write_text
 from amer_lib.runs.configs import (
     AblationConfig,
     BeyondConfig,
@@ -47,13 +48,13 @@ CONFIGS: dict[str, type[Config]] = {
 def notebook_defaults(notebook_path: str | Path) -> dict[str, Any]:
     """A notebook's literal defaults: its `parameters` cell, executed alone."""
     namespace: dict[str, Any] = {}
-    exec("".join(_parameters_cell(notebook_path)["source"]), namespace)
+    exec("".join(_parameters_cell(json.loads(Path(notebook_path).read_text()))["source"]), namespace)
     return {k: v for k, v in namespace.items() if not k.startswith("__")}
 
 
-def _parameters_cell(notebook_path: str | Path) -> dict:
-    cells = json.loads(Path(notebook_path).read_text())["cells"]
-    return next(c for c in cells if "parameters" in c["metadata"].get("tags", []))
+def _parameters_cell(document: dict) -> dict:
+    """The cell tagged `parameters` of a notebook's JSON."""
+    return next(c for c in document["cells"] if "parameters" in c["metadata"].get("tags", []))
 
 
 WIDTH = 120  # ruff's line length, which the notebooks keep too
@@ -96,11 +97,11 @@ def write_parameters_cells(notebooks_dir: Path) -> list[Path]:
     for notebook in CONFIGS:
         path = notebooks_dir / f"{notebook}.ipynb"
         document = json.loads(path.read_text())
-        cell = next(c for c in document["cells"] if "parameters" in c["metadata"].get("tags", []))
+        cell = _parameters_cell(document)
         text = parameters_cell(notebook)
         if "".join(cell["source"]) != text:
             cell["source"] = text.splitlines(keepends=True)
-            path.write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n")
+            write_text(path, json.dumps(document, indent=1, ensure_ascii=False) + "\n")  # atomic
             changed.append(path)
     return changed
 

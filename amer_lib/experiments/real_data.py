@@ -174,7 +174,7 @@ def run_all(params: RealConfig, progress: bool = True) -> list[dict]:
         for seed in params.seeds
     ]
     multi_vector = lambda job: job[2] != "single"  # noqa: E731
-    return run_jobs(run_one, jobs, cached, params.workers, lambda job: params.steps, progress, multi_vector)
+    return run_jobs(run_one, jobs, cached, params.workers, progress, first=multi_vector)
 
 
 # ----- the hyperparameter search ---------------------------------------------------------------------
@@ -198,7 +198,7 @@ def tune(
         print(grid_cost([tuned for _, _, tuned in cells]))
     jobs = [(tuned, dataset, system, seed) for dataset, _, tuned in cells]
     cached = lambda *job: cached_result(*job, benchmark)
-    results = run_jobs(run_one, jobs, cached, params.workers, lambda job: job[0].steps, progress)
+    results = run_jobs(run_one, jobs, cached, params.workers, progress)
     rows = []
     for (dataset, point, tuned), result in zip(cells, results):
         selected = selected_checkpoint(result)
@@ -455,12 +455,7 @@ def export_run(params: RealConfig, dataset: str, system: str, seed: int, folder:
     """A finished notebook-04 run's encoder as a self-contained model folder
     (`amer_lib.core.saved`), its card recording the training data, steps, seed and test scores."""
     context = RunContext.of(params)
-    result = cached_result(params, dataset, system, seed, context.benchmark)
-    if result is None:
-        raise FileNotFoundError(
-            f"no finished run {dataset} / {system} / seed {seed} with these parameters: run it first"
-        )
-    model = context.trained_encoder(params, dataset, system, seed, torch.device("cpu"))
+    model, result = context.trained_run(params, dataset, system, seed, torch.device("cpu"))
     facts = {
         "trained on": f"{dataset} ({len(context.benchmark.training_split(dataset, seed)[0])} questions)",
         "system": system,

@@ -46,17 +46,14 @@ def trained_synthetic_encoder(
 ) -> AMERQueryEncoder:
     """The AMER encoder of a finished notebook-02 run of these parameters, with its kept weights."""
     name = synthetic_run_name(transform, setting, "amer", params.seed)
-    return load_trained(SYNTHETIC_RUNS, params, name, params.dim, device)
+    return load_trained(SYNTHETIC_RUNS, params, name, params.dim, device)[0]
 
 
 def export_run(params: SyntheticConfig, transform: str, setting: str, system: str, folder: str | Path) -> Path:
     """A finished notebook-02 run's encoder as a self-contained model folder (`amer_lib.core.saved`),
     its card recording the task, steps, seed and test scores."""
     name = synthetic_run_name(transform, setting, system, params.seed)
-    result = SYNTHETIC_RUNS.cached(params, name)
-    if result is None:
-        raise FileNotFoundError(f"no finished run {name} with these parameters in {params.results_dir}: run it first")
-    model = load_trained(SYNTHETIC_RUNS, params, name, params.dim, torch.device("cpu"))
+    model, result = load_trained(SYNTHETIC_RUNS, params, name, params.dim, torch.device("cpu"))
     facts = {
         "trained on": f"the synthetic task: {transform} targets, setting {setting}, {params.n_train} inputs",
         "system": system,
@@ -244,7 +241,8 @@ def run_all(params: SyntheticConfig, progress: bool = True) -> list[dict]:
 
 def run_settings(jobs: list[tuple[SyntheticConfig, str, str]], workers: int, progress: bool = True) -> list[list[dict]]:
     """Every (params, transform, setting) job's results (`amer_lib.runs.dispatch.run_jobs`)."""
-    return run_jobs(run_setting, jobs, _all_cached, workers, lambda job: len(job[0].systems) * job[0].steps, progress)
+    steps = lambda job: len(job[0].systems) * job[0].steps  # every system of the setting trains
+    return run_jobs(run_setting, jobs, _all_cached, workers, progress, steps)
 
 
 def _all_cached(params: SyntheticConfig, transform: str, setting: str) -> list[dict] | None:

@@ -45,6 +45,12 @@ class RunContext:
         self, params: RealConfig, dataset: str, system: str, seed: int, device: torch.device
     ) -> AMERQueryEncoder:
         """The encoder of a finished notebook-04 run of `params`, with its kept weights."""
+        return self.trained_run(params, dataset, system, seed, device)[0]
+
+    def trained_run(
+        self, params: RealConfig, dataset: str, system: str, seed: int, device: torch.device
+    ) -> tuple[AMERQueryEncoder, dict]:
+        """`trained_encoder` and the run's results."""
         name, facts = real_run_name(dataset, system, seed), run_facts(self.benchmark, dataset, system)
         return load_trained(REAL_RUNS, params, name, self.shards.dim, device, facts)
 

@@ -19,14 +19,14 @@ def run_jobs(
     jobs: list[tuple],
     cached: Callable[..., object | None],
     workers: int,
-    steps: Callable[[tuple], int],
     progress: bool = True,
+    steps: Callable[[tuple], int] = lambda job: job[0].steps,
     first: Callable[[tuple], bool] | None = None,
 ) -> list:
     """`runner(*job, progress=, on_step=, device=)` for every job `(config, *arguments)` that
     `cached(*job)` does not return; results in job order. `steps(job)`: the job's training steps,
-    for the progress bar; `first(job)`: jobs to start first in worker processes (the longest, so
-    no worker idles at the end)."""
+    for the progress bar (its config's `steps` unless said); `first(job)`: jobs to start first in
+    worker processes (the longest, so no worker idles at the end)."""
     for config, *_ in jobs:
         distributed.check_processes(config.nproc_per_node, config.batch_size, workers, config.device)
     results = [cached(*job) for job in jobs]

@@ -54,7 +54,7 @@ def train_config(
     for field in dataclasses.fields(TrainConfig):
         if hasattr(params, field.name):
             value = getattr(params, field.name)
-            shared[field.name] = float(value) if field.type == "float" else value  # YAML may give lr: 1
+            shared[field.name] = float(value) if field.type in (float, "float") else value  # YAML may give lr: 1
     return TrainConfig(
         **{
             **shared,
@@ -69,12 +69,13 @@ def train_config(
 
 def load_trained(
     store: RunStore, params: Config, name: str, dim: int, device: torch.device, facts: dict | None = None
-) -> AMERQueryEncoder:
-    """The encoder of a finished run (its results name its seed) with its best checkpoint, in eval mode."""
+) -> tuple[AMERQueryEncoder, dict]:
+    """The encoder of a finished run with its best checkpoint, in eval mode, and the run's results
+    (which name its seed)."""
     result, path = store.best_checkpoint(params, name, facts)
     model = build_query_encoder(params, result["seed"], dim, device)
     load_trainable_state(model, torch.load(path, map_location=device, weights_only=True), path)
-    return model.eval()
+    return model.eval(), result
 
 
 # ----- generation in batches -------------------------------------------------------------------------
