@@ -18,6 +18,9 @@ ALLOWED = {
     "report": {"io", "progress", "core"},
     "experiments": {"io", "progress", "core", "data", "runs", "report"},
     "params": {"io", "progress", "core", "data", "runs"},
+    "retriever": {"io", "progress", "core", "data"},
+    "search": {"io", "progress", "core", "data", "retriever"},
+    "export": {"io", "progress", "core", "data", "runs", "report", "experiments"},
 }
 
 

@@ -184,6 +184,25 @@ def get_merge(name: str, **options) -> Callable[[np.ndarray, np.ndarray, int], n
     return (lambda ids, scores, k: merge(ids, scores, k, **options)) if options else merge
 
 
+def found_by(ids: np.ndarray, scores: np.ndarray, merged: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each document of a merged list `merged [N, k]` came from: the vector whose list
+    `ids [N, n, K]` ranks it highest (ties to the earlier vector; under round-robin, the vector it
+    was taken from) `[N, k]`, and its cosine to that vector `[N, k]`; -1 and NaN for padding."""
+    n_vectors = ids.shape[1]
+    flat, flat_scores = _interleave(ids), _interleave(scores)  # position p = rank * n + vector
+    vectors = np.full(merged.shape, -1, dtype=np.int64)
+    cosines = np.full(merged.shape, np.nan, dtype=np.float32)
+    for row, docs in enumerate(merged):
+        listed, first = np.unique(flat[row], return_index=True)
+        wanted = docs >= 0
+        at = np.searchsorted(listed, docs[wanted]).clip(max=len(listed) - 1)
+        if not np.array_equal(listed[at], docs[wanted]):
+            raise ValueError(f"row {row} of the merged lists holds documents none of its vectors' lists holds")
+        vectors[row, wanted] = first[at] % n_vectors
+        cosines[row, wanted] = flat_scores[row, first[at]]
+    return vectors, cosines
+
+
 def _interleave(values: np.ndarray) -> np.ndarray:
     """`[N, n, K] -> [N, K * n]` in round-robin order: rank-major, vector-minor."""
     return np.ascontiguousarray(np.swapaxes(values, 1, 2)).reshape(values.shape[0], -1)

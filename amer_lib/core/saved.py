@@ -3,8 +3,10 @@ shared: `save_pretrained(model, folder, ...)` and `from_pretrained(folder)`.
 
     <folder>/amer.json                 what builds the model again: the backbone (a registry name
                                        or a local folder) and its overrides, the fine-tuning mode,
-                                       the embedding size, n, the stop head, the document encoder
-                                       it was trained against, and the facts given (training, results)
+                                       the embedding size, n, the stop head's threshold and most vectors, the
+                                       prompt template (`amer_lib.data.prompts.PromptTemplate`), the
+                                       document encoder it was trained against, the search depth of
+                                       its evaluation, and the facts given (training, results)
     <folder>/projections.safetensors   the input / output projections (and the stop head)
     <folder>/backbone.safetensors      full fine-tuning: every backbone weight
     <folder>/adapter/                  LoRA: the adapters in peft's own format (adapter_config.json,
@@ -30,6 +32,11 @@ from amer_lib.core.model import AMERQueryEncoder
 
 FORMAT = 1
 CONFIG = "amer.json"
+# the weight files of each fine-tuning mode
+WEIGHTS = {
+    "full": ("projections.safetensors", "backbone.safetensors"),
+    "lora": ("projections.safetensors", "adapter/adapter_config.json", "adapter/adapter_model.safetensors"),
+}
 
 
 def save_pretrained(
@@ -39,15 +46,23 @@ def save_pretrained(
     backbone: str,
     n_queries: int,
     document_encoder: str | None = None,
+    prompt: dict | None = None,
+    search_depth: int | None = None,
+    stop: dict | None = None,
     backbone_overrides: dict | None = None,
     facts: dict | None = None,
 ) -> Path:
     """Write `model` as a folder `from_pretrained` reads back. `backbone`: the registry name or
     local folder it was built from (with `backbone_overrides`, for a randomly initialised one);
-    `n_queries`: the vectors it generates per question; `document_encoder`: the encoder whose
-    embeddings it was trained against (None for the synthetic task); `facts`: what the model card
-    and `amer.json` record besides (training data, steps, seed, results)."""
+    `n_queries`: the vectors it generates per question; `document_encoder`, `prompt` (a
+    `PromptTemplate`'s JSON) and `search_depth`: the encoder whose embeddings it was trained
+    against, how its questions were put to it and how deep each vector's list was searched in
+    its evaluation (all None for the synthetic task); `stop`: the stop head's `threshold` and the
+    most vectors it may ask for, `max_n` (required with a stop head, None without);
+    `facts`: what the model card and `amer.json` record besides (training data, steps, seed, results)."""
     folder = Path(folder)
+    if (stop is None) != (model.stop_head is None):
+        raise ValueError("give stop = {'threshold': ..., 'max_n': ...} for a model with a stop head, and only for one")
     lora = _peft_model(model) is not None
     config = {
         "format": FORMAT,
@@ -57,8 +72,10 @@ def save_pretrained(
         "embedding_dim": model.embedding_dim,
         "hidden_size": model.backbone.config.hidden_size,
         "n_queries": n_queries,
-        "stop_head": model.stop_head is not None,
+        "stop": stop,
         "document_encoder": document_encoder,
+        "prompt": prompt,
+        "search_depth": search_depth,
         "facts": facts or {},
     }
     folder.parent.mkdir(parents=True, exist_ok=True)
@@ -84,6 +101,9 @@ def from_pretrained(folder: str | Path, device: str | torch.device = "cpu") -> A
     weights must be on this machine (else the error says what to fetch)."""
     config = read_config(folder)
     folder = Path(folder)
+    missing = [name for name in WEIGHTS[config["finetune"]] if not (folder / name).exists()]
+    if missing:
+        raise FileNotFoundError(f"{folder} lacks {', '.join(missing)}: the folder is incomplete; export the run again")
     require_weights(config["backbone"])
     backbone = load_backbone(config["backbone"], config_overrides=config["backbone_overrides"])
     if backbone.config.hidden_size != config["hidden_size"]:
@@ -95,7 +115,7 @@ def from_pretrained(folder: str | Path, device: str | torch.device = "cpu") -> A
         backbone = _with_adapters(backbone, folder / "adapter")
     else:
         backbone.load_state_dict(load_file(folder / "backbone.safetensors"))
-    model = AMERQueryEncoder(backbone, config["embedding_dim"], stop_head=config["stop_head"])
+    model = AMERQueryEncoder(backbone, config["embedding_dim"], stop_head=config["stop"] is not None)
     missing, unexpected = model.load_state_dict(load_file(folder / "projections.safetensors"), strict=False)
     absent = [name for name in missing if not name.startswith("backbone.")]
     if absent or unexpected:
@@ -132,11 +152,26 @@ def model_card(config: dict) -> str:
         f"- document encoder: `{config['document_encoder']}`"
         if config["document_encoder"]
         else "- document encoder: none (the synthetic task's vectors)",
-        f"- stop head: {'yes' if config['stop_head'] else 'no'}",
-        "",
-        "    from amer_lib.core.saved import from_pretrained",
-        "    model = from_pretrained(FOLDER)",
+        f"- stop head: yes, up to {config['stop']['max_n']} vectors, stopping past {config['stop']['threshold']}"
+        if config["stop"]
+        else "- stop head: no",
     ]
+    if config["prompt"]:
+        prompt = config["prompt"]
+        lines.append(
+            f"- prompt: {'the instruction, then the question' if prompt['instruction'] else 'the question alone'}"
+            f"{', in the chat template' if prompt['chat_template'] else ''} ({prompt['source']})"
+        )
+        lines += [
+            "",
+            "Search a corpus encoded by the same document encoder (a prepared benchmark's folder):",
+            "",
+            "    from amer_lib.retriever import AMERRetriever",
+            "    retriever = AMERRetriever.from_pretrained(FOLDER, index=PREPARED_DIR)",
+            '    results = retriever.search(["who wrote the iliad?"], k=100)',
+        ]
+    else:
+        lines += ["", "    from amer_lib.core.saved import from_pretrained", "    model = from_pretrained(FOLDER)"]
     if config["facts"]:
         lines += ["", "## Recorded with it", ""]
         lines += [f"- {key}: {json.dumps(value)}" for key, value in config["facts"].items()]

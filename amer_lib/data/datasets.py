@@ -62,9 +62,13 @@ class TextData(PaddedTargetData):
     mask: torch.Tensor
 
     def prompt(self, model: AMERQueryEncoder, indices: torch.Tensor) -> Prompt:
-        ids, mask = self.input_ids[indices], self.attention_mask[indices]
-        first = int(mask.any(0).long().argmax())  # drop the columns that are padding in every row
-        return model.prompt_from_tokens(ids[:, first:], mask[:, first:])
+        return token_prompt(model, self.input_ids[indices], self.attention_mask[indices])
+
+
+def token_prompt(model: AMERQueryEncoder, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> Prompt:
+    """The prompt of left-padded token rows, without the columns that are padding in every row."""
+    first = int(attention_mask.any(0).long().argmax())
+    return model.prompt_from_tokens(input_ids[:, first:], attention_mask[:, first:])
 
 
 def target_tensor(questions: list[MultiAnswerQuestion], embedding_of) -> tuple[torch.Tensor, torch.Tensor]:

@@ -14,6 +14,7 @@ import gzip
 import json
 import re
 import string
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -112,6 +113,32 @@ def read_questions(path: str | Path) -> list[MultiAnswerQuestion]:
         _check_targets(question, f"{path}:{number}")
         questions.append(question)
     return questions
+
+
+def read_question_texts(path: str | Path) -> tuple[list[str], list[str]]:
+    """Questions without gold, `(qids, questions)`: a `.txt` file holds one per line (its qid the
+    line number; blank lines are skipped), a `.jsonl` file objects with `qid` and `question`."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist")
+    if path.suffix == ".txt":
+        with open_text(path) as lines:
+            numbered = [(str(n), line.strip()) for n, line in enumerate(decoded_lines(lines, path), 1) if line.strip()]
+    elif path.suffix == ".jsonl":
+        numbered = []
+        for number, record in json_lines(path):
+            if not isinstance(record, dict) or not {"qid", "question"} <= set(record):
+                raise DataFormatError(f"{path}:{number} is not an object with a qid and a question")
+            numbered.append((str(record["qid"]), record["question"]))
+    else:
+        raise ValueError(f"{path}: questions are read from .txt (one per line) or .jsonl (qid, question) files")
+    qids = [qid for qid, _ in numbered]
+    repeated = sorted(qid for qid, times in Counter(qids).items() if times > 1)
+    if repeated:
+        raise DataFormatError(f"{path} repeats the qid(s) {repeated[:5]}")
+    if not numbered:
+        raise DataFormatError(f"{path} holds no question")
+    return qids, [question for _, question in numbered]
 
 
 def _check_targets(question: MultiAnswerQuestion, where: str) -> None:

@@ -11,6 +11,7 @@ masking the lists of the others, which is how a kept count is scored here: one s
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -18,9 +19,12 @@ import torch
 from amer_lib.core.device import resolve_device
 from amer_lib.core.merge import WEIGHTINGS, get_merge
 from amer_lib.core.metrics import KS, K, evaluate, mean_scores, paired_bootstrap
+from amer_lib.core.model import AMERQueryEncoder
+from amer_lib.core.saved import save_pretrained
 from amer_lib.core.search import ShardedFlatIndex, VectorIndex, kept_lists
 from amer_lib.core.stopping import repeat_cosine, similarity_counts, stop_counts
 from amer_lib.core.train import fit_stop_head
+from amer_lib.data.questions import MultiAnswerQuestion
 from amer_lib.data.synthetic import MAX_TARGETS, SyntheticTask, make_varying_task
 from amer_lib.experiments import real_data
 from amer_lib.experiments.synthetic import train_on_task
@@ -30,7 +34,13 @@ from amer_lib.report.plots import MERGE_LABELS
 from amer_lib.report.summaries import summary
 from amer_lib.runs.benchmark_runs import RunContext, cached_result
 from amer_lib.runs.configs import BeyondConfig, RealConfig, SyntheticConfig
-from amer_lib.runs.query_encoders import generated_states, generated_until_stop, text_prompts, vector_prompts
+from amer_lib.runs.query_encoders import (
+    generated_states,
+    generated_until_stop,
+    load_trained,
+    text_prompts,
+    vector_prompts,
+)
 from amer_lib.runs.store import SYNTHETIC_RUNS
 
 
@@ -64,13 +74,18 @@ def scores_per_n(
 
 def varying_runs(params: BeyondConfig, synthetic_config: SyntheticConfig, progress: bool = True) -> list[dict]:
     """`varying_run` of every synthetic seed: notebook 02's model, `synthetic_steps` steps."""
-    base = synthetic_config.replace(
+    return [varying_run(varying_config(params, synthetic_config, seed), progress) for seed in params.synthetic_seeds]
+
+
+def varying_config(params: BeyondConfig, synthetic_config: SyntheticConfig, seed: int) -> SyntheticConfig:
+    """The config of the varying task's run of `seed`."""
+    return synthetic_config.replace(
+        seed=seed,
         steps=params.synthetic_steps,
         stop_weight=params.stop_weight,
         results_dir=f"{params.results_dir}/varying",
         runs_dir=f"{params.runs_dir}/varying",
     )
-    return [varying_run(base.replace(seed=seed), progress) for seed in params.synthetic_seeds]
 
 
 def varying_table(runs: list[dict]):
@@ -119,6 +134,13 @@ def _per_input(run: dict, name: str, k: int) -> np.ndarray:
     return np.array(_row(run, name)["per_input"][f"mrecall@{k}"])
 
 
+VARYING_THRESHOLD = 0.5  # the varying task's stop head stops past this probability
+
+
+def varying_run_name(seed: int) -> str:
+    return f"varying_linear_amer_seed{seed}"
+
+
 def varying_task(params: SyntheticConfig) -> SyntheticTask:
     return make_varying_task(
         dim=params.dim, n_train=params.n_train, n_test=params.n_test, corpus_size=params.corpus_size, seed=params.seed
@@ -131,14 +153,15 @@ def varying_run(params: SyntheticConfig, progress: bool = True) -> dict:
     the MRecall of every fixed n against the stop head's n (round-robin)."""
     if params.stop_weight <= 0:
         raise ValueError(f"the varying task trains a stop head: stop_weight must be > 0, got {params.stop_weight}")
-    name = f"varying_linear_amer_seed{params.seed}"
+    name = varying_run_name(params.seed)
     cached = SYNTHETIC_RUNS.cached(params, name)
     if cached is not None:
         return cached
     device = resolve_device(params.device)
     task = varying_task(params)
     model, trained = train_on_task(params, task, MAX_TARGETS, device, SYNTHETIC_RUNS.run_dir(params, name), progress)
-    vectors, predicted = generated_until_stop(model, vector_prompts(model, task.test_inputs, device), MAX_TARGETS)
+    prompts = vector_prompts(model, task.test_inputs, device)
+    vectors, predicted = generated_until_stop(model, prompts, MAX_TARGETS, VARYING_THRESHOLD)
     scores, ids = VectorIndex(task.corpus).search(vectors, params.search_depth)
     true_counts = (task.test_target_ids >= 0).sum(1)
     rows = scores_per_n(
@@ -211,10 +234,7 @@ def lists_with_stop_head(
         "validation": val_questions,
         "test": context.benchmark.questions(dataset, "test"),
     }
-    states = {
-        split: generated_states(model, text_prompts(model, context.text_data(questions).to(device)), params.max_n)
-        for split, questions in splits.items()
-    }
+    states = {split: _states(model, context, questions, params.max_n) for split, questions in splits.items()}
     targets = {split: np.array([len(q.targets) for q in questions]) for split, questions in splits.items()}
     losses = fit_stop_head(model, states["train"][1], torch.from_numpy(targets["train"]), seed=seed)
     index = ShardedFlatIndex(context.shards)
@@ -307,6 +327,14 @@ def real_comparison(params: BeyondConfig, real_config: RealConfig, progress: boo
                 )
                 add(mode, label.format(paper_n=paper_n), merge, options)
     return dict(results=results, picked=picked, stop=stop_records, reproduces_notebook04=all(reproduced))
+
+
+def _states(
+    model: AMERQueryEncoder, context: RunContext, questions: list[MultiAnswerQuestion], max_n: int
+) -> tuple[np.ndarray, torch.Tensor]:
+    """`max_n` generated vectors of each question and the hidden states a stop head reads."""
+    device = next(model.parameters()).device
+    return generated_states(model, text_prompts(model, context.text_data(questions).to(device)), max_n)
 
 
 def real_comparisons(params: BeyondConfig, progress: bool = True) -> dict:
@@ -445,3 +473,76 @@ def reading_lines(runs: list[dict], varying_results, rows: list[dict], resamples
 def varying_records(runs: list[dict]) -> list[dict]:
     """What a figure of the varying task needs from each run: its seed, counts and validation loss."""
     return [{k: run[k] for k in ("seed", "true_counts", "predicted_counts", "best_val_loss")} for run in runs]
+
+
+# ----- exported model folders ------------------------------------------------------------------------
+
+
+def export_runs(params: BeyondConfig, folder: str | Path) -> list[Path]:
+    """Every run of `params` with its stop head as a model folder in `folder`: the varying task's
+    (`varying_linear_amer_seed<k>`) and notebook 04's AMER runs (`<dataset>_amer_stop_head_seed<k>`)."""
+    folder = Path(folder)
+    varying = [export_varying_run(params, seed, folder / varying_run_name(seed)) for seed in params.synthetic_seeds]
+    datasets = [d for path in params.real_params for d in RealConfig.from_yaml(path).datasets]
+    return varying + [
+        export_real_run(params, dataset, seed, folder / f"{dataset}_amer_stop_head_seed{seed}")
+        for dataset in datasets
+        for seed in params.real_seeds
+    ]
+
+
+def export_varying_run(params: BeyondConfig, seed: int, folder: str | Path) -> Path:
+    """The varying task's run of `seed` (AMER with its trained stop head) as a model folder."""
+    config = varying_config(params, SyntheticConfig.from_yaml(params.synthetic_params), seed)
+    model, result = load_trained(SYNTHETIC_RUNS, config, varying_run_name(seed), config.dim, torch.device("cpu"))
+    facts = {
+        "trained on": f"the synthetic task with 1 to {MAX_TARGETS} linear targets per input, {config.n_train} inputs",
+        "seed": seed,
+        "steps": config.steps,
+        "kept step": result["best_step"],
+        "test inputs given their number of targets (%)": round(
+            100 * float(np.mean(np.array(result["predicted_counts"]) == np.array(result["true_counts"]))), 2
+        ),
+        "git commit": result.get("git_commit"),
+    }
+    return save_pretrained(
+        model,
+        folder,
+        backbone=config.backbone,
+        n_queries=MAX_TARGETS,
+        stop={"threshold": VARYING_THRESHOLD, "max_n": MAX_TARGETS},
+        backbone_overrides=config.backbone_overrides or None,
+        facts=facts,
+    )
+
+
+def export_real_run(params: BeyondConfig, dataset: str, seed: int, folder: str | Path) -> Path:
+    """Notebook 04's AMER run of `dataset` and `seed` with the stop head notebook 07 fits on its
+    training questions, as a model folder: it searches the dataset's n vectors by default, the
+    stop head's count with n = "auto"."""
+    configs = [RealConfig.from_yaml(path) for path in params.real_params]
+    found = [c for c in configs if dataset in c.datasets]
+    if not found:
+        held = sorted({d for c in configs for d in c.datasets})
+        raise ValueError(f"no file of real_params holds dataset {dataset!r}; they hold: {', '.join(held)}")
+    real_config = found[0]
+    context = RunContext.of(real_config)
+    model, result = context.trained_run(real_config, dataset, "amer", seed, torch.device("cpu"))
+    train_questions = context.benchmark.training_split(dataset, seed)[0]
+    hidden = _states(model, context, train_questions, params.max_n)[1]
+    losses = fit_stop_head(model, hidden, torch.tensor([len(q.targets) for q in train_questions]), seed=seed)
+    facts = {
+        **real_data.run_card(real_config, context, result, dataset, "amer", seed),
+        "stop head": f"fitted on the training questions' generations (final loss {losses[-1]:.4f})",
+    }
+    return save_pretrained(
+        model,
+        folder,
+        backbone=real_config.backbone,
+        n_queries=context.n_queries(dataset, "amer"),
+        document_encoder=real_config.encoder,
+        prompt=context.prompt.to_json(),
+        search_depth=real_config.search_depth,
+        stop={"threshold": params.stop_threshold, "max_n": params.max_n},
+        facts=facts,
+    )

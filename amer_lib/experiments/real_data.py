@@ -451,12 +451,37 @@ def vector_role_table(params: RealConfig) -> list[dict]:
 
 
 # ----- a finished run as a model folder ----------------------------------------------------------------
+def export_runs(params: RealConfig, folder: str | Path) -> list[Path]:
+    """Every finished run of `params` (its datasets, systems and seeds) as a model folder
+    `folder/<run name>`."""
+    return [
+        export_run(params, dataset, system, seed, Path(folder) / real_run_name(dataset, system, seed))
+        for dataset in params.datasets
+        for system in params.systems
+        for seed in params.seeds
+    ]
+
+
 def export_run(params: RealConfig, dataset: str, system: str, seed: int, folder: str | Path) -> Path:
     """A finished notebook-04 run's encoder as a self-contained model folder
     (`amer_lib.core.saved`), its card recording the training data, steps, seed and test scores."""
     context = RunContext.of(params)
     model, result = context.trained_run(params, dataset, system, seed, torch.device("cpu"))
-    facts = {
+    return save_pretrained(
+        model,
+        folder,
+        backbone=params.backbone,
+        n_queries=context.n_queries(dataset, system),
+        document_encoder=params.encoder,
+        prompt=context.prompt.to_json(),
+        search_depth=params.search_depth,
+        facts=run_card(params, context, result, dataset, system, seed),
+    )
+
+
+def run_card(params: RealConfig, context: RunContext, result: dict, dataset: str, system: str, seed: int) -> dict:
+    """What a model card records of a finished run: its training data, steps, seed and test scores."""
+    return {
         "trained on": f"{dataset} ({len(context.benchmark.training_split(dataset, seed)[0])} questions)",
         "system": system,
         "seed": seed,
@@ -466,7 +491,3 @@ def export_run(params: RealConfig, dataset: str, system: str, seed: int, folder:
         "test Recall@100 (%)": round(100 * float(np.mean(result["recall"])), 2),
         "git commit": result.get("git_commit"),
     }
-    n_queries = context.n_queries(dataset, system)
-    return save_pretrained(
-        model, folder, backbone=params.backbone, n_queries=n_queries, document_encoder=params.encoder, facts=facts
-    )

@@ -12,7 +12,7 @@ from amer_lib.core.metrics import KS, K, evaluate, mean_pairwise_cosine, pad_clu
 from amer_lib.core.model import AMERQueryEncoder
 from amer_lib.data.benchmark import Benchmark
 from amer_lib.data.datasets import TextData, target_tensor
-from amer_lib.data.prompts import tokenize_prompts
+from amer_lib.data.prompts import PromptTemplate
 from amer_lib.data.questions import MultiAnswerQuestion
 from amer_lib.io import git_commit, write_trec_run
 from amer_lib.runs.configs import RealConfig
@@ -31,6 +31,7 @@ class RunContext:
         self.shards = benchmark.embeddings(encoder)
         self.backbone = get_backbone(backbone)
         self.tokenizer = load_tokenizer(backbone)  # loaded once for training and retrieval
+        self.prompt = PromptTemplate.of(self.backbone, self.tokenizer)
         rows = np.arange(len(self.shards))
         if len(rows) > NEGATIVE_POOL:  # a 25M x 1536 corpus does not fit in memory as float32
             rows = np.sort(np.random.default_rng(0).choice(len(rows), NEGATIVE_POOL, replace=False))
@@ -67,7 +68,7 @@ class RunContext:
     def text_data(self, questions: list[MultiAnswerQuestion], texts: list[str] | None = None) -> TextData:
         """Prompts of the questions (or of `texts`, e.g. expanded queries) and their targets."""
         texts = [q.question for q in questions] if texts is None else texts
-        ids, mask = tokenize_prompts(self.tokenizer, texts, self.backbone)
+        ids, mask = self.prompt.tokenize(self.tokenizer, texts)
         targets, target_mask = target_tensor(questions, lambda docs: self.shards.rows(self.rows(docs)))
         return TextData(ids, mask, targets, target_mask)
 

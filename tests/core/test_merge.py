@@ -5,6 +5,7 @@ from amer_lib.core.merge import (
     MERGES,
     RANX_FUSIONS,
     coverage_merge,
+    found_by,
     get_merge,
     max_score_merge,
     ranx_fusion,
@@ -28,6 +29,17 @@ def reference_round_robin(lists, k):
 def test_round_robin_order_and_deduplication():
     ids = np.array([[[10, 11, 12, 13], [11, 20, 10, 21], [30, 10, 31, 32]]])
     assert round_robin_merge(ids, 8).tolist() == [[10, 11, 30, 20, 12, 31, 13, 21]]
+
+
+def test_each_merged_document_is_found_by_the_vector_that_ranks_it_highest():
+    ids = np.array([[[10, 11, 12, 13], [11, 20, 10, 21], [30, 10, 31, 32]]])
+    scores = np.array([[[0.9, 0.8, 0.7, 0.6], [0.95, 0.85, 0.75, 0.65], [0.5, 0.4, 0.3, 0.2]]])
+    merged = round_robin_merge(ids, 10)  # [10, 11, 30, 20, 12, 31, 13, 21, 32, -1]
+    vectors, cosines = found_by(ids, scores, merged)
+    assert vectors.tolist() == [[0, 1, 2, 1, 0, 2, 0, 1, 2, -1]]  # 11: rank 1 of vector 1, rank 2 of vector 0
+    assert np.allclose(cosines[0, :9], [0.9, 0.95, 0.5, 0.85, 0.7, 0.3, 0.6, 0.65, 0.2]) and np.isnan(cosines[0, 9])
+    with pytest.raises(ValueError, match="row 0 .* none of its vectors' lists holds"):
+        found_by(ids, scores, np.array([[10, 99]]))
 
 
 def test_round_robin_pads_short_lists_and_skips_faiss_padding():

@@ -33,7 +33,13 @@ def generated(model: AMERQueryEncoder, n: int = 3) -> torch.Tensor:
 def test_a_fully_fine_tuned_model_comes_back_with_the_same_generations_and_a_card(tmp_path):
     model = perturbed(AMERQueryEncoder(load_backbone("tiny", seed=3, config_overrides=TINY), 12, stop_head=True))
     folder = save_pretrained(
-        model, tmp_path / "model", backbone="tiny", n_queries=3, backbone_overrides=TINY, facts={"seed": 3}
+        model,
+        tmp_path / "model",
+        backbone="tiny",
+        n_queries=3,
+        stop={"threshold": 0.5, "max_n": 6},
+        backbone_overrides=TINY,
+        facts={"seed": 3},
     )
     assert sorted(p.name for p in folder.iterdir()) == [
         "README.md",
@@ -46,6 +52,7 @@ def test_a_fully_fine_tuned_model_comes_back_with_the_same_generations_and_a_car
     assert torch.equal(loaded.stop_head.weight, model.stop_head.weight)
     config = read_config(folder)
     assert config["finetune"] == "full" and config["n_queries"] == 3 and config["document_encoder"] is None
+    assert config["stop"] == {"threshold": 0.5, "max_n": 6} and config["prompt"] is None
     assert (
         "generates 3 query vectors" in (folder / "README.md").read_text()
         and "- seed: 3" in (folder / "README.md").read_text()
@@ -74,3 +81,13 @@ def test_a_folder_that_is_not_a_saved_model_or_does_not_fit_says_what_is_wrong(t
     (folder / "amer.json").write_text(json.dumps({**config, "format": 99}))
     with pytest.raises(ValueError, match="format 99; this library reads format 1"):
         from_pretrained(folder)
+    (folder / "amer.json").write_text(json.dumps(config))
+    (folder / "backbone.safetensors").unlink()
+    with pytest.raises(FileNotFoundError, match="lacks backbone.safetensors: the folder is incomplete"):
+        from_pretrained(folder)
+
+
+def test_a_model_with_a_stop_head_records_where_it_stops():
+    model = AMERQueryEncoder(load_backbone("tiny", config_overrides=TINY), 12, stop_head=True)
+    with pytest.raises(ValueError, match="give stop = "):
+        save_pretrained(model, "never-written", backbone="tiny", n_queries=2, backbone_overrides=TINY)

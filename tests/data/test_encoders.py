@@ -11,7 +11,7 @@ from amer_lib.core.model import AMERQueryEncoder
 from amer_lib.core.search import ShardedFlatIndex
 from amer_lib.data.corpus import Document
 from amer_lib.data.encoders import DocumentEncoder, encode_corpus, get_encoder_spec
-from amer_lib.data.prompts import tokenize_prompts
+from amer_lib.data.prompts import PromptTemplate
 
 
 def test_minilm_matches_the_model_card():
@@ -60,7 +60,9 @@ def minilm_amer():
     torch.manual_seed(0)
     model = AMERQueryEncoder(load_backbone("minilm"), 384).eval()
     tokenizer = load_tokenizer("minilm")
-    ids, mask = tokenize_prompts(tokenizer, ["what is a bank?", "kinds of dog"], get_backbone("minilm"))
+    ids, mask = PromptTemplate.of(get_backbone("minilm"), tokenizer).tokenize(
+        tokenizer, ["what is a bank?", "kinds of dog"]
+    )
     return model, model.prompt_from_tokens(ids, mask)
 
 
@@ -88,7 +90,7 @@ def test_prefix_mask_keeps_the_prompt_bidirectional(minilm_amer):
 def test_left_padding_does_not_change_a_question(minilm_amer):
     model, prompt = minilm_amer
     tokenizer = load_tokenizer("minilm")
-    ids, mask = tokenize_prompts(tokenizer, ["kinds of dog"], get_backbone("minilm"))
+    ids, mask = PromptTemplate.of(get_backbone("minilm"), tokenizer).tokenize(tokenizer, ["kinds of dog"])
     with torch.no_grad():
         alone = model.generate(model.prompt_from_tokens(ids, mask), 2)
         batched = model.generate(prompt, 2)[1:]
@@ -111,19 +113,21 @@ def test_minilm_cached_generation_equals_recomputing(minilm_amer):
 
 
 def test_the_authors_prompt_uses_the_chat_template_and_instruction_with_the_date_pinned():
-    from amer_lib.data.prompts import PINNED_DATE, prompt_text
+    from amer_lib.data.prompts import PINNED_DATE
 
     class ChatTokenizer:
-        def apply_chat_template(self, messages, tokenize, add_generation_prompt, date_string):
-            assert not tokenize and add_generation_prompt and date_string == PINNED_DATE
+        chat_template = "its own"
+
+        def apply_chat_template(self, messages, chat_template, tokenize, add_generation_prompt, date_string):
+            assert chat_template == "its own" and not tokenize and add_generation_prompt and date_string == PINNED_DATE
             return f"<user>{messages[0]['content']}</user><assistant>"
 
-    text = prompt_text(ChatTokenizer(), "who wrote it?", get_backbone("llama8b"))
+    text = PromptTemplate.of(get_backbone("llama8b"), ChatTokenizer()).text(ChatTokenizer(), "who wrote it?")
     assert text == (
         "<user>Retrieve a diverse set of documents that covers multiple aspect of the query.\n"
         "Query: who wrote it?</user><assistant>"
     )
-    assert prompt_text(None, "who wrote it?", get_backbone("minilm")) == "who wrote it?"
+    assert PromptTemplate.of(get_backbone("minilm"), None).text(None, "who wrote it?") == "who wrote it?"
 
 
 def test_uncached_encoder_without_network_says_what_to_fetch():

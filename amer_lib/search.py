@@ -1,0 +1,66 @@
+"""Search new questions with a trained AMER and write a TREC run; no gold answers are needed.
+
+    python -m amer_lib.search --model models/kinds_mine_amer --index results/prepared/kinds_mine \\
+        --questions my_questions.txt --out run.trec
+
+`--questions`: a `.txt` file of one question per line (its qid: the line number) or a `.jsonl`
+file of objects with `qid` and `question` (the library's question files are such; their answers
+and targets are not read). `--index`: a prepared benchmark's folder or an embeddings folder
+encoded by the model's document encoder (`amer_lib.retriever.open_index`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from amer_lib.core.merge import MERGES
+from amer_lib.data.questions import read_question_texts
+from amer_lib.retriever import AMERRetriever
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m amer_lib.search", description=__doc__.splitlines()[0])
+    parser.add_argument("--model", required=True, help="a model folder (amer_lib.core.saved.save_pretrained)")
+    parser.add_argument("--index", required=True, help="a prepared benchmark's folder or an embeddings folder")
+    parser.add_argument("--questions", required=True, help="questions: .txt (one per line) or .jsonl (qid, question)")
+    parser.add_argument("--out", required=True, help="the TREC run file to write")
+    parser.add_argument("--k", type=int, default=100, help="documents per question (default 100)")
+    parser.add_argument("--n", default=None, help="query vectors per question: an int, or auto (the stop head's)")
+    parser.add_argument("--merge", default="round_robin", choices=list(MERGES), help="how the lists are merged")
+    parser.add_argument("--tag", default=None, help="the run's tag in the TREC file (default: the model folder's name)")
+    parser.add_argument("--device", default="cpu", help="torch device of the query encoder (default cpu)")
+    args = parser.parse_args(argv)
+    if args.n not in (None, "auto"):
+        if not args.n.isdigit() or int(args.n) < 1:
+            parser.error(f"--n must be a positive integer or auto, got {args.n!r}")
+        args.n = int(args.n)
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    try:
+        search(args)
+    except (FileNotFoundError, ValueError) as error:  # bad input: its message, not a traceback
+        sys.exit(f"error: {error}")
+
+
+def search(args: argparse.Namespace) -> None:
+    qids, questions = read_question_texts(args.questions)
+    began = time.perf_counter()
+    retriever = AMERRetriever.from_pretrained(args.model, index=args.index, device=args.device)
+    loaded = time.perf_counter()
+    results = retriever.search(questions, k=args.k, n=args.n, merge=args.merge, progress=True)
+    tag = args.tag or retriever.folder.name
+    results.write_trec(args.out, qids, tag)
+    print(
+        f"{args.out}: {len(qids)} questions, top {args.k} each, {results.counts.mean():.2f} vectors per question; "
+        f"model loaded in {loaded - began:.1f} s, searched in {time.perf_counter() - loaded:.1f} s",
+        file=sys.stderr,
+    )
+
+
+if __name__ == "__main__":
+    main()
