@@ -2,8 +2,24 @@
 
 import numpy as np
 import pytest
+import torch
+from conftest import notebook_config
+from stand_ins import tiny_synthetic_params, tiny_wordnet_runs
 
-from amer_lib.experiments.beyond import scores_per_n
+from amer_lib.core.saved import from_pretrained, read_config
+from amer_lib.data.synthetic import MAX_TARGETS
+from amer_lib.experiments.beyond import (
+    export_real_run,
+    export_varying_run,
+    lists_with_stop_head,
+    scores_per_n,
+    varying_runs,
+    varying_task,
+)
+from amer_lib.experiments.real_data import run_all
+from amer_lib.retriever import AMERRetriever
+from amer_lib.runs.benchmark_runs import RunContext
+from amer_lib.runs.store import REAL_RUNS
 
 
 def test_count_rows_by_hand():
@@ -58,3 +74,42 @@ def test_stop_head_against_the_fixed_n_of_no_less_search_by_hand():
     result = stop_head_against_fixed(runs, 200)
     assert result["fixed_n"] == 3 and result["stop_head"] == 100 and result["fixed"] == 25
     assert result["p_value"] == 0
+
+
+def test_an_exported_run_with_its_stop_head_asks_for_the_counts_notebook_07_scored(tmp_path):
+    """Notebook 04's AMER run with the stop head notebook 07 fits on it, exported: the folder's
+    n = "auto" gives each test question the count notebook 07 scored for it."""
+    real_config = tiny_wordnet_runs(tmp_path, systems=["amer"])
+    run_all(real_config, progress=False)
+    params = notebook_config(
+        "07_beyond",
+        real_params=[str(REAL_RUNS.write_params(real_config, real_config.tag))],
+        real_seeds=[0],
+        max_n=6,
+        stop_threshold=0.4,
+    )
+    folder = export_real_run(params, "wordnet_kinds", 0, tmp_path / "model")
+    assert read_config(folder)["stop"] == {"threshold": 0.4, "max_n": 6} and read_config(folder)["n_queries"] == 5
+    context = RunContext.of(real_config)
+    scored = lists_with_stop_head(params, real_config, context, "wordnet_kinds", 0)["lists"]["test"].counts
+    test = [q.question for q in context.benchmark.questions("wordnet_kinds", "test")]
+    counts = AMERRetriever.from_pretrained(folder, index=real_config.prepared_dir).query_vectors(test, n="auto")[1]
+    assert np.array_equal(counts, scored["stop_head"]) and len(set(counts)) > 1
+
+
+def test_an_exported_varying_task_run_keeps_its_stop_heads_counts(tmp_path):
+    synthetic = tiny_synthetic_params(tmp_path, 1)
+    synthetic_params = tmp_path / "params.yaml"
+    synthetic_params.write_text(synthetic.to_yaml())
+    params = notebook_config(
+        "07_beyond",
+        synthetic_params=str(synthetic_params),
+        synthetic_steps=3,
+        results_dir=str(tmp_path / "07"),
+        runs_dir=str(tmp_path / "07runs"),
+    )
+    [run] = varying_runs(params, synthetic, progress=False)
+    model = from_pretrained(export_varying_run(params, 0, tmp_path / "model"))
+    inputs = torch.from_numpy(varying_task(synthetic).test_inputs)
+    counts = model.generate_until_stop(model.prompt_from_vectors(inputs), MAX_TARGETS, 0.5)[1]
+    assert counts.tolist() == run["predicted_counts"]
