@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import torch
 
 from amer_lib.core.backbones import load_tokenizer
@@ -44,6 +45,18 @@ class SearchResults:
     scores: np.ndarray  # [Q, k] cosine to the vector that found the document; NaN past the list
     vectors: np.ndarray  # [Q, k] which of the question's vectors found it (0-based); -1 past the list
     counts: np.ndarray  # [Q]
+
+    def ranking(self, question: int) -> pd.DataFrame:
+        """One question's list: rank, document, the vector that found it and its cosine."""
+        found = len(self.doc_ids[question])
+        return pd.DataFrame(
+            {
+                "rank": range(1, found + 1),
+                "document": self.doc_ids[question],
+                "vector": self.vectors[question, :found] + 1,  # counted from 1, as the paper does
+                "cosine": self.scores[question, :found].round(4),
+            }
+        )
 
     def write_trec(self, path: str | Path, qids: list[str], tag: str) -> None:
         """A TREC run file of the lists (score = k - rank + 1: a merged list has no native score)."""

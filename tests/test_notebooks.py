@@ -98,6 +98,8 @@ def test_synthetic_notebook_smoke(tmp_path):
     amer = json.loads((tmp_path / "results" / "linear_single_amer_seed0.json").read_text())
     assert amer["params"]["steps"] == 4 and amer["n_queries"] == 5 and "git_commit" in amer
     assert 0.0 <= amer["metrics"]["mrecall@100"] <= 1.0
+    exported = json.loads((tmp_path / "results" / "models" / "linear_single_amer_seed0" / "amer.json").read_text())
+    assert exported["facts"]["test mrecall@10 (%)"] == round(100 * amer["metrics"]["mrecall@10"], 2)
 
     rerun = run_notebook("02_synthetic.ipynb", tiny_synthetic(tmp_path), tmp_path)  # served from the results cache
     assert rerun.returncode == 0
@@ -240,6 +242,14 @@ def test_real_data_notebook(real_runs):
     assert run["n_queries"] == 5 and len(run["mrecall"]) == 12 and run["seed"] == 1
     first = (results / "wordnet_kinds_amer_seed1.trec").read_text().splitlines()[0].split()
     assert first[1] == "Q0" and first[3] == "1" and first[5] == "wordnet_kinds_amer_seed1"
+    # the first run exported, and its first test question's list shown with the vector that found each document
+    senses = json.loads((results / "wordnet_senses_amer_seed0.json").read_text())
+    exported = json.loads((results / "models" / "wordnet_senses_amer_seed0" / "amer.json").read_text())
+    assert exported["facts"]["test MRecall@100 (%)"] == round(100 * np.mean(senses["mrecall"]), 2)
+    assert exported["n_queries"] == senses["n_queries"] == 2
+    ranking = pd.DataFrame(recorded(tmp_path / "04_real_data" / "out.ipynb")["exported_ranking"])
+    assert ranking["rank"].tolist() == list(range(1, 11)) and set(ranking["vector"]) == {1, 2}
+    assert ranking["document"].is_unique and ranking["cosine"].between(-1, 1).all()
     tables = tmp_path / "figures04"
     assert (tables / "figure4.png").exists()
     curves = pd.read_csv(tables / "learning_curves_minilm_wordnet_senses+wordnet_kinds.csv")
@@ -435,6 +445,13 @@ def test_beyond_notebook(real_runs, synthetic_runs):
     assert len(every) == 2 * (5 + 4 * 3)  # datasets x (fixed n + n modes x merges)
     for name in ("varying_predicted_n", "beyond_cost_real", "beyond_cost_synthetic"):
         assert (figures07 / f"{name}.png").exists()
+    models = tmp_path / "results07" / "models"
+    assert sorted(p.name for p in models.iterdir()) == [
+        "varying_linear_amer_seed0",
+        "wordnet_senses_amer_stop_head_seed0",
+    ]
+    exported = json.loads((models / "wordnet_senses_amer_stop_head_seed0" / "amer.json").read_text())
+    assert exported["stop"] == {"threshold": 0.5, "max_n": 5} and exported["n_queries"] == 2
 
 
 def test_the_compound_notebooks_record_the_oracle_comparison_their_runs_give(tmp_path):
