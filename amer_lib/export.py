@@ -78,8 +78,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     try:
         folder = export(args)
-    except (FileNotFoundError, ValueError, TypeError) as error:  # bad input: its message, not a traceback
-        sys.exit(f"error: {error}")
+    except (FileNotFoundError, KeyError, ValueError, TypeError) as error:  # bad input: its message, not a traceback
+        sys.exit(f"error: {error.args[0] if isinstance(error, KeyError) else error}")
     print(f"wrote {folder}", file=sys.stderr)
 
 

@@ -1,11 +1,12 @@
-"""Every papermill and ir_measures command the README shows, run as typed from the repository root
-(its output notebooks and folders moved to a temporary one, and tiny sizes added with a last `-f`
-file, which the command's own `-p` values still override). Commands that need a paper-scale
-backbone must stop at once with what to fetch. Not run here: `make test` (CI runs it), `make
-figures` (hours of CPU; run before each commit of figures/), pip / conda set-up lines, the
-hand-started torchrun trainings and encodings (tests/runs/test_distributed.py runs the same entries), the
-WordNet derivation (needs Debian's wordnet-base), `benchmarks/bench_core.py` (timings, not
-behaviour) and `benchmarks/bench_scale.py` (tests/test_bench_scale.py runs it at a tiny size)."""
+"""Every papermill, ir_measures, export and search command the README shows, and its Python block, run
+as typed from the repository root (its output notebooks and folders moved to a temporary one, and
+tiny sizes added with a last `-f` file, which the command's own `-p` values still override).
+Commands that need a paper-scale backbone must stop at once with what to fetch. Not run here: `make
+test` (CI runs it), `make figures` (hours of CPU; run before each commit of figures/), pip / conda
+set-up lines, the hand-started torchrun trainings and encodings (tests/runs/test_distributed.py runs
+the same entries), the WordNet derivation (needs Debian's wordnet-base), `benchmarks/bench_core.py`
+(timings, not behaviour), `benchmarks/bench_search.py` (timings, over notebook 04's offline runs)
+and `benchmarks/bench_scale.py` (tests/test_bench_scale.py runs it at a tiny size)."""
 
 import json
 import re
@@ -25,12 +26,22 @@ README = documentation()  # the README and docs/: every command shown there
 pytestmark = pytest.mark.slow  # papermill runs
 
 
+RUN_HERE = ("papermill ", "ir_measures ", "python -m amer_lib.export ", "python -m amer_lib.search ")
+
+
 def readme_commands() -> list[str]:
-    """The papermill / ir_measures commands in code blocks and inline code, whitespace normalised."""
+    """The papermill, ir_measures, export and search commands in code blocks and inline code,
+    whitespace normalised."""
     blocks = [line for block in re.findall(r"```bash\n(.*?)```", README, re.S) for line in block.splitlines()]
-    inline = re.findall(r"`((?:papermill|ir_measures) [^`]+)`", README)
-    found = [" ".join(c.split()) for c in blocks + inline if c.startswith(("papermill ", "ir_measures "))]
+    inline = re.findall(r"`((?:papermill|ir_measures|python -m amer_lib\.(?:export|search)) [^`]+)`", README)
+    found = [" ".join(c.split()) for c in blocks + inline if c.startswith(RUN_HERE)]
     return list(dict.fromkeys(found))
+
+
+def readme_python() -> str:
+    """The README's Python code block (using a trained AMER)."""
+    [block] = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    return block
 
 
 TINY_PREP = {"encode_batch_size": 64, "device": "cpu", "ivfpq_factories": ["IVF4,PQ8x4"], "ivfpq_nprobes": [1, 4]}
@@ -52,6 +63,9 @@ def run(command: str, tmp_path: Path) -> subprocess.CompletedProcess:
     """`command` from the repository root, writing under `tmp_path` only."""
     command = command.replace("../results/", f"{tmp_path}/results/").replace("../runs/", f"{tmp_path}/runs/")
     args = shlex.split(command)
+    if args[0] == "python":  # the export and search commands, their folders moved
+        moved = [re.sub(r"^(results|models)/", f"{tmp_path}/\\1/", a) for a in args[1:]]
+        return subprocess.run([sys.executable, *moved], cwd=ROOT, capture_output=True, text=True)
     if args[0] == "ir_measures":
         args = [str(Path(sys.executable).parent / "ir_measures")] + [
             f"{tmp_path}/{a}" if a.startswith("results/") else a for a in args[1:]
@@ -74,7 +88,7 @@ def run(command: str, tmp_path: Path) -> subprocess.CompletedProcess:
 
 def test_the_readme_shows_the_commands_this_module_runs():
     commands = readme_commands()
-    assert len(commands) == 7, commands
+    assert len(commands) == 10, commands
     assert sum("-f params/02_synthetic/mlp_sweep.yaml" in c for c in commands) == 1
 
 
@@ -100,7 +114,7 @@ def test_notebook02_commands_run(tmp_path):
 
 
 def test_your_own_data_from_two_files_to_results_and_ir_measures(tmp_path):
-    prep, train, score = [c for c in readme_commands() if "kinds_mine" in c]
+    prep, train, score = [c for c in readme_commands() if "kinds_mine" in c and not c.startswith("python")]
     for command in (prep, train):
         result = run(command, tmp_path)
         assert result.returncode == 0, result.stderr[-3000:]
@@ -118,3 +132,35 @@ def test_your_own_data_from_two_files_to_results_and_ir_measures(tmp_path):
     measured = dict(line.split("\t") for line in printed.stdout.strip().splitlines())
     assert float(measured["R@100"]) == pytest.approx(np.mean(amer["recall"]), abs=1e-4)  # one gold document per answer
     assert 0 <= float(measured["nDCG@10"]) <= 1
+    use_a_trained_amer(tmp_path, amer)
+
+
+def use_a_trained_amer(tmp_path: Path, trained: dict) -> None:
+    """The README's "Use a trained AMER": the own-data run exported, new plain-text questions
+    searched by the command and in Python."""
+    export, search = [
+        c for c in readme_commands() if c.startswith(("python -m amer_lib.export 04", "python -m amer_lib.search"))
+    ]
+    for command in (export, search):
+        result = run(command, tmp_path)
+        assert result.returncode == 0, result.stderr[-3000:]
+    card = json.loads((tmp_path / "models" / "kinds_mine_amer" / "amer.json").read_text())
+    assert card["facts"]["test MRecall@100 (%)"] == round(100 * np.mean(trained["mrecall"]), 2)
+    lines = [
+        line.split() for line in (tmp_path / "results" / "own_data" / "new_questions.trec").read_text().splitlines()
+    ]
+    assert [qid for qid, *_ in lines] == ["1"] * 100 + ["2"] * 100 + [
+        "4"
+    ] * 100  # line numbers; the blank line 3 skipped
+    assert {tag for *_, tag in lines} == {"kinds_mine_amer"}
+    code = readme_python().replace('"models/', f'"{tmp_path}/models/').replace('"results/', f'"{tmp_path}/results/')
+    code += "print(len(results.doc_ids[0]), sorted(set(results.vectors[0].tolist())))\n"
+    printed = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert printed.returncode == 0, printed.stderr[-3000:]
+    assert printed.stdout.split("\n")[-2] == f"100 {list(range(card['n_queries']))}"
+
+
+def test_the_export_command_names_every_notebook_it_exports(tmp_path):
+    [command] = [c for c in readme_commands() if c.endswith("--help")]
+    printed = run(command, tmp_path)
+    assert printed.returncode == 0 and all(n in printed.stdout for n in ("02_synthetic", "04_real_data", "07_beyond"))

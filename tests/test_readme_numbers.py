@@ -467,3 +467,19 @@ def test_the_compound_prose_quotes_figures():
     outputs = " / ".join(diversity[f"compound_k{k}"]["output_cos_mean"] for k in (2, 3))
     targets = " / ".join(diversity[f"compound_k{k}"]["test_target_cos"] for k in (2, 3))
     assert f"{outputs} among AMER's vectors against {targets} among the test targets" in page
+
+
+def test_the_search_cost_is_the_benchmarks():
+    """The README's cost of using a trained AMER is `bench_search.py`'s, as benchmarks/search.json holds it."""
+    import json
+
+    amer, single = json.loads((ROOT / "benchmarks" / "search.json").read_text())["rows"]
+    assert (amer["system"], single["system"]) == ("amer", "single")
+    results = (ROOT / "benchmarks" / "RESULTS.md").read_text()
+    assert f"| amer | 5 | {amer['export_s']} | {amer['import_s']} | {amer['fresh_load_s']} |" in results
+    quoted = " ".join(README.split())
+    assert (
+        f"a model folder loads in {amer['fresh_load_s']} s after {amer['import_s']} s of imports, and 100 questions "
+        f"over the offline corpus (30,000 documents, exact search) take {amer['search_s']} s with AMER's 5 vectors, "
+        f"{amer['ms_per_question']} ms per question ({amer['search_s'] / single['search_s']:.2f}x single-query's time)"
+    ) in quoted

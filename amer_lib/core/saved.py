@@ -160,7 +160,7 @@ def model_card(config: dict) -> str:
         prompt = config["prompt"]
         lines.append(
             f"- prompt: {'the instruction, then the question' if prompt['instruction'] else 'the question alone'}"
-            f"{', in the chat template' if prompt['chat_template'] else ''} ({prompt['source']})"
+            f"{', in the chat template' if prompt['chat_template'] else ''} (source: {prompt['source']})"
         )
         lines += [
             "",

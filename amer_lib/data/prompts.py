@@ -26,6 +26,7 @@ from amer_lib.core.backbones import Backbone
 # the AMER authors' instruction (their code's, verbatim; "aspect" sic)
 INSTRUCTION = "Retrieve a diverse set of documents that covers multiple aspect of the query.\nQuery: {query}"
 INSTRUCTION_SOURCE = "the AMER authors' code (instruction verbatim); the paper states no prompt"
+QUESTION_ALONE_SOURCE = "the question alone: the backbone is not instruction-tuned (amer_lib.core.backbones)"
 
 # the Llama-3.2 template's own fallback date, used where `strftime_now` is not defined
 PINNED_DATE = "26 Jul 2024"
@@ -39,7 +40,7 @@ class PromptTemplate:
     chat_template: str | None  # the tokenizer's Jinja chat template the text is wrapped in; None: none
     date_string: str = PINNED_DATE  # what a chat template's date reads
     max_length: int = 128  # tokens; longer prompts are truncated
-    source: str = INSTRUCTION_SOURCE
+    source: str = INSTRUCTION_SOURCE  # where the prompt comes from
 
     @classmethod
     def of(cls, backbone: Backbone, tokenizer) -> PromptTemplate:
@@ -49,6 +50,7 @@ class PromptTemplate:
         return cls(
             instruction=INSTRUCTION if backbone.instruction else None,
             chat_template=tokenizer.chat_template if backbone.chat_template else None,
+            source=INSTRUCTION_SOURCE if backbone.instruction else QUESTION_ALONE_SOURCE,
         )
 
     def to_json(self) -> dict:
