@@ -26,11 +26,11 @@ from amer_lib.core.merge import found_by, get_merge
 from amer_lib.core.model import AMERQueryEncoder
 from amer_lib.core.saved import from_pretrained, read_config
 from amer_lib.core.search import ShardedFlatIndex, VectorIndex, kept_search
-from amer_lib.data.datasets import token_prompt
 from amer_lib.data.encoders import EmbeddingShards
 from amer_lib.data.prompts import PromptTemplate
 from amer_lib.io import write_trec_run
 from amer_lib.progress import tqdm
+from amer_lib.runs.query_encoders import generated_until_stop, generated_vectors, token_prompts
 
 GENERATION_BATCH = 128  # questions per forward pass, as in the notebooks' evaluation
 
@@ -84,18 +84,20 @@ class AMERRetriever:
         index: str | Path | EmbeddingShards | np.ndarray,
         doc_ids: list[str] | None = None,
         device: str | torch.device = "cpu",
+        progress: bool = False,
     ) -> AMERRetriever:
         """The model saved in `folder` over `index`: a prepared benchmark's folder (its embeddings
         by the model's document encoder), an embeddings folder or `EmbeddingShards` (written by
         `amer_lib.data.encoders.encode_corpus`), or unit-norm embeddings `[N, d]` with their
-        `doc_ids`. The index is checked against the model before its weights are loaded."""
+        `doc_ids`. The index is checked against the model before its weights are loaded; `progress`:
+        a bar over the corpus blocks of every search of a sharded corpus."""
         config = read_config(folder)
         if config["document_encoder"] is None:
             raise ValueError(
                 f"{folder} was trained on the synthetic task's vectors, not on text: it has no document "
                 "encoder or prompt to search a corpus with (load it with amer_lib.core.saved.from_pretrained)"
             )
-        searched, ids = open_index(index, config, doc_ids)
+        searched, ids = open_index(index, config, doc_ids, progress)
         model = from_pretrained(folder, device)
         return cls(Path(folder), model, config, load_tokenizer(config["backbone"]), searched, ids)
 
@@ -114,21 +116,12 @@ class AMERRetriever:
             raise ValueError(f"n must be a positive int, 'auto' or None, got {n!r}")
         device = next(self.model.parameters()).device
         ids, mask = self.prompt.tokenize(self.tokenizer, questions)  # padded together, as in the notebooks
-        vectors, counts = [], []
-        starts = range(0, len(questions), GENERATION_BATCH)
-        with torch.no_grad():
-            for start in tqdm(starts, desc="generate", unit="batch", disable=not progress):
-                batch = slice(start, start + GENERATION_BATCH)
-                prompt = token_prompt(self.model, ids[batch].to(device), mask[batch].to(device))
-                if auto:
-                    stop = self.config["stop"]
-                    generated, kept, _ = self.model.generate_until_stop(prompt, stop["max_n"], stop["threshold"])
-                    counts.append(kept.cpu().numpy())
-                else:
-                    generated = self.model.generate(prompt, n)
-                    counts.append(np.full(len(generated), n))
-                vectors.append(generated.float().cpu().numpy())
-        return np.concatenate(vectors), np.concatenate(counts)
+        prompts = token_prompts(self.model, ids.to(device), mask.to(device), GENERATION_BATCH)
+        bar = tqdm(prompts, total=-(-len(questions) // GENERATION_BATCH), desc="generate", disable=not progress)
+        if not auto:
+            vectors = generated_vectors(self.model, bar, n)
+            return vectors, np.full(len(vectors), n)
+        return generated_until_stop(self.model, bar, self.config["stop"]["max_n"], self.config["stop"]["threshold"])
 
     def search(
         self,
@@ -155,7 +148,7 @@ class AMERRetriever:
 
 
 def open_index(
-    index: str | Path | EmbeddingShards | np.ndarray, config: dict, doc_ids: list[str] | None = None
+    index: str | Path | EmbeddingShards | np.ndarray, config: dict, doc_ids: list[str] | None = None, progress=False
 ) -> tuple[ShardedFlatIndex | VectorIndex, list[str]]:
     """The exact index of `index` (see `AMERRetriever.from_pretrained`) and its document ids, after
     checking that it holds the embeddings of the model's document encoder, of the model's size."""
@@ -173,7 +166,7 @@ def open_index(
             "amer_lib.runs.encode)"
         )
     _check_dim(shards.dim, dim, str(shards.directory))
-    return ShardedFlatIndex(shards), shards.ids
+    return ShardedFlatIndex(shards, progress=progress), shards.ids
 
 
 def _embeddings_dir(path: Path, encoder: str) -> Path:

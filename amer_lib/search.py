@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> None:
 def search(args: argparse.Namespace) -> None:
     qids, questions = read_question_texts(args.questions)
     began = time.perf_counter()
-    retriever = AMERRetriever.from_pretrained(args.model, index=args.index, device=args.device)
+    retriever = AMERRetriever.from_pretrained(args.model, index=args.index, device=args.device, progress=True)
     loaded = time.perf_counter()
     results = retriever.search(questions, k=args.k, n=args.n, merge=args.merge, progress=True)
     tag = args.tag or retriever.folder.name

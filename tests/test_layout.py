@@ -18,8 +18,8 @@ ALLOWED = {
     "report": {"io", "progress", "core"},
     "experiments": {"io", "progress", "core", "data", "runs", "report"},
     "params": {"io", "progress", "core", "data", "runs"},
-    "retriever": {"io", "progress", "core", "data"},
-    "search": {"io", "progress", "core", "data", "retriever"},
+    "retriever": {"io", "progress", "core", "data", "runs"},
+    "search": {"io", "progress", "core", "data", "runs", "retriever"},
     "export": {"io", "progress", "core", "data", "runs", "report", "experiments"},
 }
 

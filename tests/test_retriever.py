@@ -116,3 +116,26 @@ def test_a_synthetic_model_has_nothing_to_search_text_with(tmp_path, shards):
     )
     with pytest.raises(ValueError, match="trained on the synthetic task's vectors, not on text"):
         AMERRetriever.from_pretrained(folder, index=shards)
+
+
+def test_the_search_command_stops_on_bad_input_with_its_message(model_folder, shards, tmp_path):
+    from amer_lib.search import main
+
+    questions = tmp_path / "questions.txt"
+    questions.write_text("kinds of dog\n")
+    args = ["--model", str(model_folder), "--questions", str(questions), "--out", str(tmp_path / "run.trec")]
+    other = encode_corpus(HashEncoder("hash", 16), documents(20), tmp_path / "hash", progress=False)
+    with pytest.raises(SystemExit, match="^error: .* encoded by 'hash', but the model was trained against 'minilm'"):
+        main([*args, "--index", str(other.directory)])
+    table = tmp_path / "questions.csv"
+    table.write_text("qid,question\n")
+    with pytest.raises(SystemExit, match=r"questions are read from \.txt \(one per line\) or \.jsonl"):
+        main([*args[:2], "--questions", str(table), *args[4:], "--index", str(shards.directory)])
+    repeated = tmp_path / "repeated.jsonl"
+    repeated.write_text('{"qid": "a", "question": "x"}\n{"qid": "a", "question": "y"}\n')
+    with pytest.raises(SystemExit, match=r"repeats the qid\(s\) \['a'\]"):
+        main([*args[:2], "--questions", str(repeated), *args[4:], "--index", str(shards.directory)])
+    assert not (tmp_path / "run.trec").exists()  # nothing written
+    main([*args, "--index", str(shards.directory), "--n", "3", "--k", "5"])
+    lines = [line.split() for line in (tmp_path / "run.trec").read_text().splitlines()]
+    assert [line[:2] for line in lines] == [["1", "Q0"]] * 5 and {line[5] for line in lines} == {"amer"}

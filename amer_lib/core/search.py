@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from amer_lib.core.merge import get_merge
+from amer_lib.progress import tqdm
 
 NORM_TOLERANCE = 1e-3
 
@@ -73,10 +74,11 @@ def _use_gpu(use_gpu: bool | None) -> bool:
 class ShardedFlatIndex:
     """Exact inner-product search over `EmbeddingShards`, `block_rows` rows at a time (so a
     corpus larger than memory streams from its memory-mapped shards); per-block top-k lists are
-    merged by score into the global top-k. Rows are global corpus rows."""
+    merged by score into the global top-k. Rows are global corpus rows. `progress`: a bar over the
+    blocks of a corpus of more than one."""
 
-    def __init__(self, shards, block_rows: int = 500_000, use_gpu: bool | None = None):
-        self.shards, self.dim, self.block_rows = shards, shards.dim, block_rows
+    def __init__(self, shards, block_rows: int = 500_000, use_gpu: bool | None = None, progress: bool = False):
+        self.shards, self.dim, self.block_rows, self.progress = shards, shards.dim, block_rows, progress
         self.gpu = faiss.StandardGpuResources() if _use_gpu(use_gpu) else None
 
     def __len__(self) -> int:
@@ -96,7 +98,9 @@ class ShardedFlatIndex:
         flat = _query_matrix(queries, self.dim)
         best_scores = np.full((len(flat), k), -np.inf, dtype=np.float32)
         best_rows = np.full((len(flat), k), -1, dtype=np.int64)
-        for offset, block in self._blocks():
+        blocks = sum(-(-len(shard) // self.block_rows) for shard in self.shards.shards)
+        bar = tqdm(self._blocks(), total=blocks, desc="search", unit="block", disable=not self.progress or blocks < 2)
+        for offset, block in bar:
             if self.gpu is not None:
                 scores, rows = faiss.knn_gpu(
                     self.gpu, flat, block, min(k, len(block)), metric=faiss.METRIC_INNER_PRODUCT

@@ -14,7 +14,7 @@ from amer_lib.core.backbones import add_lora, get_backbone, load_backbone
 from amer_lib.core.config import Config
 from amer_lib.core.model import AMERQueryEncoder
 from amer_lib.core.train import TrainConfig, load_trainable_state
-from amer_lib.data.datasets import TextData
+from amer_lib.data.datasets import TextData, token_prompt
 from amer_lib.runs.configs import RealConfig, SyntheticConfig
 from amer_lib.runs.store import RunStore
 
@@ -94,9 +94,17 @@ def vector_prompts(
 
 def text_prompts(model: AMERQueryEncoder, data: TextData, batch_size: int = 128) -> Iterator[torch.Tensor]:
     """The prompts of tokenised questions (`data`, on the model's device), `batch_size` at a time."""
+    return token_prompts(model, data.input_ids, data.attention_mask, batch_size)
+
+
+def token_prompts(
+    model: AMERQueryEncoder, input_ids: torch.Tensor, attention_mask: torch.Tensor, batch_size: int = 128
+) -> Iterator[torch.Tensor]:
+    """The prompts of left-padded token rows (on the model's device), `batch_size` at a time."""
     model.eval()
-    for start in range(0, len(data), batch_size):
-        yield data.prompt(model, torch.arange(start, min(start + batch_size, len(data)), device=data.input_ids.device))
+    for start in range(0, len(input_ids), batch_size):
+        batch = slice(start, start + batch_size)
+        yield token_prompt(model, input_ids[batch], attention_mask[batch])
 
 
 @torch.no_grad()
