@@ -9,14 +9,13 @@ from stand_ins import tiny_synthetic_params, tiny_wordnet_runs
 from amer_lib.core.saved import from_pretrained, read_config
 from amer_lib.data.synthetic import MAX_TARGETS
 from amer_lib.experiments.beyond import (
-    export_real_run,
-    export_varying_run,
     lists_with_stop_head,
     scores_per_n,
     varying_runs,
     varying_task,
 )
 from amer_lib.experiments.real_data import run_all
+from amer_lib.export import main
 from amer_lib.retriever import AMERRetriever
 from amer_lib.runs.benchmark_runs import RunContext
 from amer_lib.runs.store import REAL_RUNS
@@ -88,7 +87,9 @@ def test_an_exported_run_with_its_stop_head_asks_for_the_counts_notebook_07_scor
         max_n=6,
         stop_threshold=0.4,
     )
-    folder = export_real_run(params, "wordnet_kinds", 0, tmp_path / "model")
+    params_file, folder = tmp_path / "params07.yaml", tmp_path / "model"
+    params_file.write_text(params.to_yaml())
+    main(["07_beyond", str(params_file), "--dataset", "wordnet_kinds", "--seed", "0", "--out", str(folder)])
     assert read_config(folder)["stop"] == {"threshold": 0.4, "max_n": 6} and read_config(folder)["n_queries"] == 5
     context = RunContext.of(real_config)
     scored = lists_with_stop_head(params, real_config, context, "wordnet_kinds", 0)["lists"]["test"].counts
@@ -109,7 +110,10 @@ def test_an_exported_varying_task_run_keeps_its_stop_heads_counts(tmp_path):
         runs_dir=str(tmp_path / "07runs"),
     )
     [run] = varying_runs(params, synthetic, progress=False)
-    model = from_pretrained(export_varying_run(params, 0, tmp_path / "model"))
+    params_file = tmp_path / "params07.yaml"
+    params_file.write_text(params.to_yaml())  # as notebook 07 leaves it beside its figures
+    main(["07_beyond", str(params_file), "--varying", "--seed", "0", "--out", str(tmp_path / "model")])
+    model = from_pretrained(tmp_path / "model")
     inputs = torch.from_numpy(varying_task(synthetic).test_inputs)
     counts = model.generate_until_stop(model.prompt_from_vectors(inputs), MAX_TARGETS, 0.5)[1]
     assert counts.tolist() == run["predicted_counts"]

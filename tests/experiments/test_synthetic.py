@@ -40,11 +40,17 @@ def test_runs_cached_for_an_older_task_are_not_reused(tmp_path):
 
 def test_an_exported_run_generates_the_runs_query_vectors(tmp_path):
     from amer_lib.core.saved import from_pretrained, read_config
-    from amer_lib.experiments.synthetic import export_run, trained_synthetic_encoder
+    from amer_lib.experiments.synthetic import trained_synthetic_encoder
+    from amer_lib.export import main
 
     params = tiny_synthetic_params(tmp_path, 1).replace(settings=["single"], systems=["amer"])
     [_, oracle] = run_all(params, progress=False)
-    folder = export_run(params, "linear", "single", "amer", tmp_path / "model")
+    params_file = SYNTHETIC_RUNS.write_params(params)  # as notebook 02 leaves it
+    folder = tmp_path / "model"
+    main(
+        ["02_synthetic", str(params_file), "--transform", "linear", "--setting", "single", "--system", "amer"]
+        + ["--out", str(folder)]
+    )
     inputs = torch.randn(6, params.dim, generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
         trained = trained_synthetic_encoder(params, "linear", "single", torch.device("cpu"))
