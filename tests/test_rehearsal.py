@@ -24,6 +24,7 @@ import pytest
 import yaml
 from rehearsal import ChatServer, backbone_folder, paper_raw_data
 
+from amer_lib.data.prompts import INSTRUCTION
 from amer_lib.report.record import recorded
 from amer_lib.report.tables import percent_change
 
@@ -197,6 +198,12 @@ def test_04_paper_files(real_runs):
         assert expansion["label"] == "+Query Expansion (gpt-4.1-mini)" and expansion["keyword_source"] == "gpt-4.1-mini"
         rerank = json.loads((stage / "results04" / backbone / f"{dataset}_rerank_seed0.json").read_text())
         assert rerank["mmr_query"] == "encoder"  # MMR's query relevance from the document encoder, as the paper
+        # the first AMER run exported with its LoRA adapters and the paper's prompt, and searched
+        exported = stage / "results04" / backbone / "models" / f"{dataset}_amer_seed0"
+        card = json.loads((exported / "amer.json").read_text())
+        assert card["finetune"] == "lora" and (exported / "adapter" / "adapter_model.safetensors").exists()
+        assert card["prompt"]["instruction"] == INSTRUCTION and "{%" in card["prompt"]["chat_template"]
+        assert card["search_depth"] == 500 and card["document_encoder"] == "minilm"  # every encoder substituted
     assert ChatServer.requests > 0
     for backbone, number in (("llama8b", 5), ("qwen4b", 6), ("llama3b", 7), ("llama1b", 8)):  # Tables 5-8
         table = pd.read_csv(stage / "figures04" / f"table{number}_{backbone}.csv")
