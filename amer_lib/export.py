@@ -20,8 +20,9 @@ import os
 import sys
 from pathlib import Path
 
+from amer_lib.data.synthetic import SETTINGS, TRANSFORMS
 from amer_lib.experiments import beyond, real_data, synthetic
-from amer_lib.runs.configs import BeyondConfig, RealConfig, SyntheticConfig
+from amer_lib.runs.configs import SYSTEMS, BeyondConfig, RealConfig, SyntheticConfig
 
 NOTEBOOKS_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 
@@ -38,14 +39,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         sub.add_argument("params", help="the params file the notebook wrote")
         sub.add_argument("--out", required=True, help="the model folder to write")
         if name == "02_synthetic":
-            sub.add_argument("--transform", required=True)
-            sub.add_argument("--setting", required=True)
-            sub.add_argument("--system", required=True, choices=["single", "amer"])
+            sub.add_argument("--transform", required=True, choices=TRANSFORMS)
+            sub.add_argument("--setting", required=True, choices=list(SETTINGS))
+            sub.add_argument("--system", required=True, choices=SYSTEMS)
         else:
             sub.add_argument("--seed", type=int, required=True)
         if name == "04_real_data":
             sub.add_argument("--dataset", required=True)
-            sub.add_argument("--system", required=True, choices=["single", "amer"])
+            sub.add_argument("--system", required=True, choices=SYSTEMS)
         if name == "07_beyond":
             which = sub.add_mutually_exclusive_group(required=True)
             which.add_argument("--dataset", help="notebook 04's AMER run with the stop head fitted on it")
