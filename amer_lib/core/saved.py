@@ -6,7 +6,8 @@ shared: `save_pretrained(model, folder, ...)` and `from_pretrained(folder)`.
                                        the embedding size, n, the stop head's threshold and most vectors, the
                                        prompt template (`amer_lib.data.prompts.PromptTemplate`), the
                                        document encoder it was trained against, the search depth of
-                                       its evaluation, and the facts given (training, results)
+                                       its evaluation, its run's training recipe and the facts given
+                                       (training data, results)
     <folder>/projections.safetensors   the input / output projections (and the stop head)
     <folder>/backbone.safetensors      full fine-tuning: every backbone weight
     <folder>/adapter/                  LoRA: the adapters in peft's own format (adapter_config.json,
@@ -50,6 +51,7 @@ def save_pretrained(
     search_depth: int | None = None,
     stop: dict | None = None,
     backbone_overrides: dict | None = None,
+    recipe: dict | None = None,
     facts: dict | None = None,
 ) -> Path:
     """Write `model` as a folder `from_pretrained` reads back. `backbone`: the registry name or
@@ -59,7 +61,8 @@ def save_pretrained(
     against, how its questions were put to it and how deep each vector's list was searched in
     its evaluation (all None for the synthetic task); `stop`: the stop head's `threshold` and the
     most vectors it may ask for, `max_n` (required with a stop head, None without);
-    `facts`: what the model card and `amer.json` record besides (training data, steps, seed, results)."""
+    `recipe`: the training parameters of its run; `facts`: what the model card and `amer.json`
+    record besides (training data, steps, seed, results)."""
     folder = Path(folder)
     if (stop is None) != (model.stop_head is None):
         raise ValueError("give stop = {'threshold': ..., 'max_n': ...} for a model with a stop head, and only for one")
@@ -76,6 +79,7 @@ def save_pretrained(
         "document_encoder": document_encoder,
         "prompt": prompt,
         "search_depth": search_depth,
+        "recipe": recipe or {},
         "facts": facts or {},
     }
     folder.parent.mkdir(parents=True, exist_ok=True)
@@ -172,9 +176,9 @@ def model_card(config: dict) -> str:
         ]
     else:
         lines += ["", "    from amer_lib.core.saved import from_pretrained", "    model = from_pretrained(FOLDER)"]
-    if config["facts"]:
-        lines += ["", "## Recorded with it", ""]
-        lines += [f"- {key}: {json.dumps(value)}" for key, value in config["facts"].items()]
+    for title, record in (("Recorded with it", config["facts"]), ("Training recipe", config["recipe"])):
+        if record:
+            lines += ["", f"## {title}", ""] + [f"- {key}: {json.dumps(value)}" for key, value in record.items()]
     return "\n".join(lines) + "\n"
 
 

@@ -41,7 +41,7 @@ from amer_lib.runs.query_encoders import (
     text_prompts,
     vector_prompts,
 )
-from amer_lib.runs.store import SYNTHETIC_RUNS
+from amer_lib.runs.store import REAL_RUNS, SYNTHETIC_RUNS
 
 
 def scores_per_n(
@@ -512,6 +512,7 @@ def export_varying_run(params: BeyondConfig, seed: int, folder: str | Path) -> P
         n_queries=MAX_TARGETS,
         stop={"threshold": VARYING_THRESHOLD, "max_n": MAX_TARGETS},
         backbone_overrides=config.backbone_overrides or None,
+        recipe=SYNTHETIC_RUNS.recipe(config),
         facts=facts,
     )
 
@@ -544,5 +545,6 @@ def export_real_run(params: BeyondConfig, dataset: str, seed: int, folder: str |
         prompt=context.prompt.to_json(),
         search_depth=real_config.search_depth,
         stop={"threshold": params.stop_threshold, "max_n": params.max_n},
+        recipe=REAL_RUNS.recipe(real_config),
         facts=facts,
     )

@@ -475,6 +475,7 @@ def export_run(params: RealConfig, dataset: str, system: str, seed: int, folder:
         document_encoder=params.encoder,
         prompt=context.prompt.to_json(),
         search_depth=params.search_depth,
+        recipe=REAL_RUNS.recipe(params),
         facts=run_card(params, context, result, dataset, system, seed),
     )
 

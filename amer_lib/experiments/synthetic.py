@@ -86,6 +86,7 @@ def export_run(params: SyntheticConfig, transform: str, setting: str, system: st
         backbone=params.backbone,
         n_queries=result["n_queries"],
         backbone_overrides=params.backbone_overrides or None,
+        recipe=SYNTHETIC_RUNS.recipe(params),
         facts=facts,
     )
 

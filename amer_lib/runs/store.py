@@ -51,6 +51,12 @@ class RunStore:
         non_run = self.config.non_run_keys()
         return {k: v for k, v in params.items() if k not in non_run}
 
+    def recipe(self, params: Config) -> dict:
+        """The run key without where the run was made (its folders, device and processes): the
+        training recipe a model card records."""
+        where = ("workers", "device", "nproc_per_node")
+        return {k: v for k, v in self.run_params(params.as_dict()).items() if not k.endswith("_dir") and k not in where}
+
     def result_path(self, params: Config, name: str, suffix: str = ".json") -> Path:
         return Path(params.results_dir) / f"{name}{suffix}"
 

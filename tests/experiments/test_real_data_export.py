@@ -51,5 +51,10 @@ def test_an_exported_run_searches_as_the_notebook_evaluated_it(tmp_path):
     config = read_config(folder)
     assert config["n_queries"] == 5 and config["document_encoder"] == "minilm" and config["backbone"] == "minilm"
     assert config["search_depth"] == params.search_depth and config["prompt"]["instruction"] is None
+    assert config["recipe"] == {
+        k: v for k, v in REAL_RUNS.run_params(params.as_dict()).items() if k in config["recipe"]
+    }
+    assert config["recipe"]["steps"] == 2 and not {"prepared_dir", "device", "workers"} & set(config["recipe"])
+    assert "## Training recipe" in (folder / "README.md").read_text()
     assert config["facts"]["test MRecall@100 (%)"] == round(100 * float(np.mean(result["mrecall"])), 2)
     assert json.dumps(config["facts"]["test MRecall@100 (%)"]) in (folder / "README.md").read_text()
