@@ -19,9 +19,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import torch
 
 from amer_lib.core.backbones import load_tokenizer
+from amer_lib.core.device import resolve_device
 from amer_lib.core.merge import found_by, get_merge
 from amer_lib.core.model import AMERQueryEncoder
 from amer_lib.core.saved import from_pretrained, read_config
@@ -83,14 +83,15 @@ class AMERRetriever:
         folder: str | Path,
         index: str | Path | EmbeddingShards | np.ndarray,
         doc_ids: list[str] | None = None,
-        device: str | torch.device = "cpu",
+        device: str = "auto",
         progress: bool = False,
     ) -> AMERRetriever:
         """The model saved in `folder` over `index`: a prepared benchmark's folder (its embeddings
         by the model's document encoder), an embeddings folder or `EmbeddingShards` (written by
         `amer_lib.data.encoders.encode_corpus`), or unit-norm embeddings `[N, d]` with their
-        `doc_ids`. The index is checked against the model before its weights are loaded; `progress`:
-        a bar over the corpus blocks of every search of a sharded corpus."""
+        `doc_ids`. The index is checked against the model before its weights are loaded. `device`:
+        auto, cpu or cuda, for the query encoder; `progress`: a bar over the corpus blocks of every
+        search of a sharded corpus."""
         config = read_config(folder)
         if config["document_encoder"] is None:
             raise ValueError(
@@ -98,7 +99,7 @@ class AMERRetriever:
                 "encoder or prompt to search a corpus with (load it with amer_lib.core.saved.from_pretrained)"
             )
         searched, ids = open_index(index, config, doc_ids, progress)
-        model = from_pretrained(folder, device)
+        model = from_pretrained(folder, resolve_device(device))
         return cls(Path(folder), model, config, load_tokenizer(config["backbone"]), searched, ids)
 
     def query_vectors(self, questions: list[str], n: int | str | None = None, progress: bool = False):

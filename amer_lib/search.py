@@ -15,6 +15,7 @@ import argparse
 import sys
 import time
 
+from amer_lib.core.device import DEVICES
 from amer_lib.core.merge import MERGES
 from amer_lib.data.questions import read_question_texts
 from amer_lib.retriever import AMERRetriever
@@ -30,7 +31,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--n", default=None, help="query vectors per question: an int, or auto (the stop head's)")
     parser.add_argument("--merge", default="round_robin", choices=list(MERGES), help="how the lists are merged")
     parser.add_argument("--tag", default=None, help="the run's tag in the TREC file (default: the model folder's name)")
-    parser.add_argument("--device", default="cpu", help="torch device of the query encoder (default cpu)")
+    parser.add_argument("--device", default="auto", choices=DEVICES, help="the query encoder's (auto: the GPU if any)")
     args = parser.parse_args(argv)
     if args.n not in (None, "auto"):
         if not args.n.isdigit() or int(args.n) < 1:

@@ -183,10 +183,10 @@ def model_card(config: dict) -> str:
 
 
 def _tensors(module: torch.nn.Module, exclude: str | None = None) -> dict[str, torch.Tensor]:
-    """Every weight of `module` (none under `exclude`), each its own contiguous copy (safetensors
-    stores no shared storage)."""
+    """Every weight of `module` (none under `exclude`), each its own contiguous copy in CPU memory
+    (safetensors stores no shared storage)."""
     return {
-        name: tensor.detach().contiguous().clone()
+        name: tensor.detach().cpu().contiguous().clone()
         for name, tensor in module.state_dict().items()
         if exclude is None or not name.startswith(exclude)
     }

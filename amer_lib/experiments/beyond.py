@@ -494,7 +494,8 @@ def export_runs(params: BeyondConfig, folder: str | Path) -> list[Path]:
 def export_varying_run(params: BeyondConfig, seed: int, folder: str | Path) -> Path:
     """The varying task's run of `seed` (AMER with its trained stop head) as a model folder."""
     config = varying_config(params, SyntheticConfig.from_yaml(params.synthetic_params), seed)
-    model, result = load_trained(SYNTHETIC_RUNS, config, varying_run_name(seed), config.dim, torch.device("cpu"))
+    device = resolve_device(config.device)
+    model, result = load_trained(SYNTHETIC_RUNS, config, varying_run_name(seed), config.dim, device)
     facts = {
         "trained on": f"the synthetic task with 1 to {MAX_TARGETS} linear targets per input, {config.n_train} inputs",
         "seed": seed,
@@ -528,7 +529,7 @@ def export_real_run(params: BeyondConfig, dataset: str, seed: int, folder: str |
         raise ValueError(f"no file of real_params holds dataset {dataset!r}; they hold: {', '.join(held)}")
     real_config = found[0]
     context = RunContext.of(real_config)
-    model, result = context.trained_run(real_config, dataset, "amer", seed, torch.device("cpu"))
+    model, result = context.trained_run(real_config, dataset, "amer", seed, resolve_device(real_config.device))
     train_questions = context.benchmark.training_split(dataset, seed)[0]
     hidden = _states(model, context, train_questions, params.max_n)[1]
     losses = fit_stop_head(model, hidden, torch.tensor([len(q.targets) for q in train_questions]), seed=seed)

@@ -466,7 +466,7 @@ def export_run(params: RealConfig, dataset: str, system: str, seed: int, folder:
     """A finished notebook-04 run's encoder as a self-contained model folder
     (`amer_lib.core.saved`), its card recording the training data, steps, seed and test scores."""
     context = RunContext.of(params)
-    model, result = context.trained_run(params, dataset, system, seed, torch.device("cpu"))
+    model, result = context.trained_run(params, dataset, system, seed, resolve_device(params.device))
     return save_pretrained(
         model,
         folder,

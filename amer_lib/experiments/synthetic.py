@@ -70,7 +70,7 @@ def export_run(params: SyntheticConfig, transform: str, setting: str, system: st
     """A finished notebook-02 run's encoder as a self-contained model folder (`amer_lib.core.saved`),
     its card recording the task, steps, seed and test scores."""
     name = synthetic_run_name(transform, setting, system, params.seed)
-    model, result = load_trained(SYNTHETIC_RUNS, params, name, params.dim, torch.device("cpu"))
+    model, result = load_trained(SYNTHETIC_RUNS, params, name, params.dim, resolve_device(params.device))
     facts = {
         "trained on": f"the synthetic task: {transform} targets, setting {setting}, {params.n_train} inputs",
         "system": system,
