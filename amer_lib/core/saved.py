@@ -3,11 +3,11 @@ shared: `save_pretrained(model, folder, ...)` and `from_pretrained(folder)`.
 
     <folder>/amer.json                 what builds the model again: the backbone (a registry name
                                        or a local folder) and its overrides, the fine-tuning mode,
-                                       the embedding size, n, the stop head's threshold and most vectors, the
-                                       prompt template (`amer_lib.data.prompts.PromptTemplate`), the
-                                       document encoder it was trained against, the search depth of
-                                       its evaluation, its run's training recipe and the facts given
-                                       (training data, results)
+                                       the embedding size, n, the stop head's threshold and most
+                                       vectors, the prompt template (`data.prompts.PromptTemplate`),
+                                       the document encoder it was trained against, the search
+                                       depth of its evaluation, its run's training recipe and the
+                                       facts given (training data, results)
     <folder>/projections.safetensors   the input / output projections (and the stop head)
     <folder>/backbone.safetensors      full fine-tuning: every backbone weight
     <folder>/adapter/                  LoRA: the adapters in peft's own format (adapter_config.json,
