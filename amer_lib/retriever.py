@@ -149,7 +149,10 @@ class AMERRetriever:
 
 
 def open_index(
-    index: str | Path | EmbeddingShards | np.ndarray, config: dict, doc_ids: list[str] | None = None, progress=False
+    index: str | Path | EmbeddingShards | np.ndarray,
+    config: dict,
+    doc_ids: list[str] | None = None,
+    progress: bool = False,
 ) -> tuple[ShardedFlatIndex | VectorIndex, list[str]]:
     """The exact index of `index` (see `AMERRetriever.from_pretrained`) and its document ids, after
     checking that it holds the embeddings of the model's document encoder, of the model's size."""

@@ -478,19 +478,6 @@ def varying_records(runs: list[dict]) -> list[dict]:
 # ----- exported model folders ------------------------------------------------------------------------
 
 
-def export_runs(params: BeyondConfig, folder: str | Path) -> list[Path]:
-    """Every run of `params` with its stop head as a model folder in `folder`: the varying task's
-    (`varying_linear_amer_seed<k>`) and notebook 04's AMER runs (`<dataset>_amer_stop_head_seed<k>`)."""
-    folder = Path(folder)
-    varying = [export_varying_run(params, seed, folder / varying_run_name(seed)) for seed in params.synthetic_seeds]
-    datasets = [d for path in params.real_params for d in RealConfig.from_yaml(path).datasets]
-    return varying + [
-        export_real_run(params, dataset, seed, folder / f"{dataset}_amer_stop_head_seed{seed}")
-        for dataset in datasets
-        for seed in params.real_seeds
-    ]
-
-
 def export_varying_run(params: BeyondConfig, seed: int, folder: str | Path) -> Path:
     """The varying task's run of `seed` (AMER with its trained stop head) as a model folder."""
     config = varying_config(params, SyntheticConfig.from_yaml(params.synthetic_params), seed)

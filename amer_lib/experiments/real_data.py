@@ -451,17 +451,6 @@ def vector_role_table(params: RealConfig) -> list[dict]:
 
 
 # ----- a finished run as a model folder ----------------------------------------------------------------
-def export_runs(params: RealConfig, folder: str | Path) -> list[Path]:
-    """Every finished run of `params` (its datasets, systems and seeds) as a model folder
-    `folder/<run name>`."""
-    return [
-        export_run(params, dataset, system, seed, Path(folder) / real_run_name(dataset, system, seed))
-        for dataset in params.datasets
-        for system in params.systems
-        for seed in params.seeds
-    ]
-
-
 def export_run(params: RealConfig, dataset: str, system: str, seed: int, folder: str | Path) -> Path:
     """A finished notebook-04 run's encoder as a self-contained model folder
     (`amer_lib.core.saved`), its card recording the training data, steps, seed and test scores."""

@@ -49,23 +49,6 @@ def trained_synthetic_encoder(
     return load_trained(SYNTHETIC_RUNS, params, name, params.dim, device)[0]
 
 
-def export_runs(params: SyntheticConfig, folder: str | Path) -> list[Path]:
-    """Every finished run of `params` (its transforms, settings and systems) as a model folder
-    `folder/<run name>`."""
-    return [
-        export_run(
-            params,
-            transform,
-            setting,
-            system,
-            Path(folder) / synthetic_run_name(transform, setting, system, params.seed),
-        )
-        for transform in params.transforms
-        for setting in params.settings
-        for system in params.systems
-    ]
-
-
 def export_run(params: SyntheticConfig, transform: str, setting: str, system: str, folder: str | Path) -> Path:
     """A finished notebook-02 run's encoder as a self-contained model folder (`amer_lib.core.saved`),
     its card recording the task, steps, seed and test scores."""
