@@ -16,7 +16,6 @@ end (interpreter, imports, load, search, TREC file).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -26,6 +25,7 @@ from pathlib import Path
 
 from results_file import machine, write_section
 
+from amer_lib.data.questions import read_question_texts
 from amer_lib.experiments.real_data import export_run
 from amer_lib.io import write_json
 from amer_lib.params import from_files
@@ -119,7 +119,7 @@ def main() -> None:
     os.chdir(ROOT / "notebooks")  # the notebook's defaults name their folders from here
     params = from_files(ROOT / "notebooks" / "04_real_data.ipynb")
     prepared = Path(params.prepared_dir).resolve()
-    questions = [json.loads(line)["question"] for line in (prepared / f"{DATASET}_test.jsonl").open()][:QUESTIONS]
+    questions = read_question_texts(prepared / f"{DATASET}_test.jsonl")[1][:QUESTIONS]
     rows = []
     with tempfile.TemporaryDirectory() as scratch:
         questions_file = Path(scratch) / "questions.txt"

@@ -41,7 +41,7 @@ from amer_lib.runs.query_encoders import (
     text_prompts,
     vector_prompts,
 )
-from amer_lib.runs.store import REAL_RUNS, SYNTHETIC_RUNS
+from amer_lib.runs.store import SYNTHETIC_RUNS
 
 
 def scores_per_n(
@@ -488,9 +488,7 @@ def export_varying_run(params: BeyondConfig, seed: int, folder: str | Path) -> P
         "seed": seed,
         "steps": config.steps,
         "kept step": result["best_step"],
-        "test inputs given their number of targets (%)": round(
-            100 * float(np.mean(np.array(result["predicted_counts"]) == np.array(result["true_counts"]))), 2
-        ),
+        "test inputs given their number of targets (%)": round(100 * stop_accuracy([result])["exact"], 2),
         "git commit": result.get("git_commit"),
     }
     return save_pretrained(
@@ -520,19 +518,13 @@ def export_real_run(params: BeyondConfig, dataset: str, seed: int, folder: str |
     train_questions = context.benchmark.training_split(dataset, seed)[0]
     hidden = _states(model, context, train_questions, params.max_n)[1]
     losses = fit_stop_head(model, hidden, torch.tensor([len(q.targets) for q in train_questions]), seed=seed)
-    facts = {
-        **real_data.run_card(real_config, context, result, dataset, "amer", seed),
-        "stop head": f"fitted on the training questions' generations (final loss {losses[-1]:.4f})",
-    }
-    return save_pretrained(
+    return real_data.save_run(
         model,
+        result,
+        real_config,
+        context,
+        (dataset, "amer", seed),
         folder,
-        backbone=real_config.backbone,
-        n_queries=context.n_queries(dataset, "amer"),
-        document_encoder=real_config.encoder,
-        prompt=context.prompt.to_json(),
-        search_depth=real_config.search_depth,
         stop={"threshold": params.stop_threshold, "max_n": params.max_n},
-        recipe=REAL_RUNS.recipe(real_config),
-        facts=facts,
+        facts={"stop head": f"fitted on the training questions' generations (final loss {losses[-1]:.4f})"},
     )

@@ -456,22 +456,25 @@ def export_run(params: RealConfig, dataset: str, system: str, seed: int, folder:
     (`amer_lib.core.saved`), its card recording the training data, steps, seed and test scores."""
     context = RunContext.of(params)
     model, result = context.trained_run(params, dataset, system, seed, resolve_device(params.device))
-    return save_pretrained(
-        model,
-        folder,
-        backbone=params.backbone,
-        n_queries=context.n_queries(dataset, system),
-        document_encoder=params.encoder,
-        prompt=context.prompt.to_json(),
-        search_depth=params.search_depth,
-        recipe=REAL_RUNS.recipe(params),
-        facts=run_card(params, context, result, dataset, system, seed),
-    )
+    return save_run(model, result, params, context, (dataset, system, seed), folder)
 
 
-def run_card(params: RealConfig, context: RunContext, result: dict, dataset: str, system: str, seed: int) -> dict:
-    """What a model card records of a finished run: its training data, steps, seed and test scores."""
-    return {
+def save_run(
+    model: AMERQueryEncoder,
+    result: dict,
+    params: RealConfig,
+    context: RunContext,
+    run: tuple[str, str, int],
+    folder: str | Path,
+    stop: dict | None = None,
+    facts: dict | None = None,
+) -> Path:
+    """`model`, the encoder of the finished run `(dataset, system, seed)` whose results are
+    `result`, as a model folder: its prompt, document encoder, search depth and recipe, and a card
+    with the run's training data, steps, seed and test scores (and `facts`); `stop`: its stop
+    head's settings (`core.saved.save_pretrained`)."""
+    dataset, system, seed = run
+    card = {
         "trained on": f"{dataset} ({len(context.benchmark.training_split(dataset, seed)[0])} questions)",
         "system": system,
         "seed": seed,
@@ -481,3 +484,15 @@ def run_card(params: RealConfig, context: RunContext, result: dict, dataset: str
         "test Recall@100 (%)": round(100 * float(np.mean(result["recall"])), 2),
         "git commit": result.get("git_commit"),
     }
+    return save_pretrained(
+        model,
+        folder,
+        backbone=params.backbone,
+        n_queries=context.n_queries(dataset, system),
+        document_encoder=params.encoder,
+        prompt=context.prompt.to_json(),
+        search_depth=params.search_depth,
+        stop=stop,
+        recipe=REAL_RUNS.recipe(params),
+        facts={**card, **(facts or {})},
+    )
