@@ -20,9 +20,10 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
-from transformers import DynamicCache, PreTrainedModel
+from transformers import PreTrainedModel
 
 from amer_lib.core.backbones import cache_keyword
+from amer_lib.core.checkpointing import ReplayCache
 from amer_lib.core.stopping import stop_counts
 
 
@@ -79,6 +80,26 @@ class AMERQueryEncoder(nn.Module):
         # a prefix LM (bidirectional over the prompt) is told the prompt length
         self.prefix_lm = bool(getattr(backbone, "is_prefix_lm", False))
         self.cache_keyword = cache_keyword(backbone)
+        # bfloat16 autocast wherever it runs (training sets its own from its config): a model whose
+        # frozen weights are bfloat16 generates as it was trained
+        self.mixed_precision = False
+
+    def autocast(self) -> torch.autocast:
+        """bfloat16 autocast on the model's device for a mixed-precision encoder, a no-op otherwise."""
+        device = next(self.parameters()).device.type
+        return torch.autocast(device, dtype=torch.bfloat16, enabled=self.mixed_precision)
+
+    def _backbone_input(self, embeds: torch.Tensor) -> torch.Tensor:
+        """Embeddings in the backbone's own dtype (a bfloat16 backbone meets float32 projections here)."""
+        return embeds.to(self.backbone.get_input_embeddings().weight.dtype)
+
+    def _project_out(self, hidden: torch.Tensor) -> torch.Tensor:
+        """`output_projection` of hidden states of any dtype."""
+        return self.output_projection(hidden.to(self.output_projection.weight.dtype))
+
+    def _project_in(self, vectors: torch.Tensor) -> torch.Tensor:
+        """`input_projection` of vectors of any dtype (a bfloat16 output fed back)."""
+        return self.input_projection(vectors.to(self.input_projection.weight.dtype))
 
     @torch.no_grad()
     def identity_projections(self) -> None:
@@ -145,18 +166,18 @@ class AMERQueryEncoder(nn.Module):
         embeds, mask, positions = prompt.embeds, prompt.mask, prompt.positions
         if n_outputs > 1:
             steps = torch.arange(1, n_outputs, device=mask.device)
-            embeds = torch.cat([embeds, self.input_projection(teacher)], dim=1)
+            embeds = torch.cat([embeds, self._project_in(teacher)], dim=1)
             mask = torch.cat([mask, mask.new_ones(mask.shape[0], n_outputs - 1)], dim=1)
             positions = torch.cat([positions, prompt.last_position[:, None] + steps], dim=1)
         hidden = self.backbone(
-            inputs_embeds=embeds,
+            inputs_embeds=self._backbone_input(embeds),
             attention_mask=_padding_mask(mask),
             position_ids=positions,
             use_cache=False,
             **self._prefix(prompt),
         ).last_hidden_state
         read = [p.index for p in sequence_layout(prompt.embeds.shape[1], n_outputs) if p.read_output is not None]
-        outputs = self.output_projection(hidden[:, read])
+        outputs = self._project_out(hidden[:, read])
         return (outputs, hidden[:, read]) if keep_hidden else outputs
 
     # ----- autoregressive decoding ---------------------------------------------------------
@@ -167,7 +188,8 @@ class AMERQueryEncoder(nn.Module):
         `use_cache=False` recomputes the whole prefix at every step (the authors' approach); it is
         kept for the benchmark and the equivalence test.
         """
-        return self._decode(prompt, n, None, None, use_cache)
+        with self.autocast():
+            return self._decode(prompt, n, None, None, use_cache)
 
     @torch.no_grad()
     def generate_until_stop(
@@ -186,7 +208,8 @@ class AMERQueryEncoder(nn.Module):
     def generate_with_states(self, prompt: Prompt, n: int) -> tuple[torch.Tensor, torch.Tensor]:
         """`generate`'s `[B, n, d]` embeddings and the hidden states `[B, n, H]` they were read
         from (what a stop head reads; `amer_lib.core.train.fit_stop_head` fits one on them)."""
-        return self._decode(prompt, n, None, None, keep_hidden=True)
+        with self.autocast():
+            return self._decode(prompt, n, None, None, keep_hidden=True)
 
     def stop_probability(self, hidden: torch.Tensor) -> torch.Tensor:
         """The stop head's probabilities `[B, n]` of hidden states `[B, n, H]`."""
@@ -205,11 +228,11 @@ class AMERQueryEncoder(nn.Module):
         `teacher` is None). `keep_hidden`: also the hidden states the outputs were read from."""
         if not use_cache:
             return self._decode_recomputing(prompt, n, teacher, sample_mask)
-        cache = DynamicCache(config=self.backbone.config)
+        cache = ReplayCache(config=self.backbone.config)
         mask = prompt.mask
         prefix = self._prefix(prompt)
         hidden = self.backbone(
-            inputs_embeds=prompt.embeds,
+            inputs_embeds=self._backbone_input(prompt.embeds),
             attention_mask=_padding_mask(mask),
             position_ids=prompt.positions,
             use_cache=True,
@@ -217,13 +240,13 @@ class AMERQueryEncoder(nn.Module):
             **prefix,
         ).last_hidden_state[:, -1:]
         hiddens = [hidden]
-        outputs = [self.output_projection(hidden)]
+        outputs = [self._project_out(hidden)]
         for step in range(1, n):
             fed = _next_input(outputs[-1], teacher, sample_mask, step)
             mask = torch.cat([mask, mask.new_ones(mask.shape[0], 1)], dim=1)
             position = (prompt.last_position + step)[:, None]
             hidden = self.backbone(
-                inputs_embeds=self.input_projection(fed),
+                inputs_embeds=self._backbone_input(self._project_in(fed)),
                 attention_mask=_padding_mask(mask),
                 position_ids=position,
                 use_cache=True,
@@ -231,7 +254,7 @@ class AMERQueryEncoder(nn.Module):
                 **prefix,
             ).last_hidden_state
             hiddens.append(hidden)
-            outputs.append(self.output_projection(hidden))
+            outputs.append(self._project_out(hidden))
         return (torch.cat(outputs, dim=1), torch.cat(hiddens, dim=1)) if keep_hidden else torch.cat(outputs, dim=1)
 
     def _decode_recomputing(

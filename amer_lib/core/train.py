@@ -1,12 +1,15 @@
 """The training loop: AdamW, warmup + linear decay, scheduled sampling, validation, checkpoints.
 
 All randomness of a step (batch order, target order, negatives, scheduled-sampling draws) comes
-from generators seeded by (seed, step), so a run resumed from a checkpoint ends exactly where an
-uninterrupted run ends.
+from generators seeded by (seed, step), and each checkpoint holds torch's random state (the CUDA
+one too, dropout's on a GPU), so a run resumed from a checkpoint ends exactly where an
+uninterrupted run ends, given the same micro-batches (`micro_batch_size` changes the rounding
+of a step's gradient sums, not what they sum).
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Callable
@@ -17,7 +20,7 @@ from typing import Protocol
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
-from amer_lib.core import distributed
+from amer_lib.core import checkpointing, distributed
 from amer_lib.core.loss import MATCHED_REDUCTIONS, TEMPERATURE, fed_target_pairs, info_nce, matched_info_nce, stop_loss
 from amer_lib.core.model import AMERQueryEncoder, Prompt
 from amer_lib.io import save_torch
@@ -62,7 +65,9 @@ class TrainConfig:
     eval_every: int = 100
     checkpoint_every: int = 100
     seed: int = 0
-    mixed_precision: bool = False  # bfloat16 autocast (GPU runs)
+    mixed_precision: bool = False  # bfloat16 autocast, on whichever device the model is
+    micro_batch_size: int = 0  # > 0: each rank's share of a batch back-propagated this many examples at a time
+    gradient_checkpointing: bool = False  # recompute each backbone layer in the backward pass (`core.checkpointing`)
     group_by_targets: bool = False  # batches of examples with equal numbers of targets
     exclude_fed_targets: bool = False  # a teacher-forced target is not matched to later queries
     single_target_step: bool = False  # multi-vector runs: an extra single-query step per iteration
@@ -77,6 +82,15 @@ class TrainConfig:
         for name in ("n_outputs", "steps", "batch_size", "eval_every", "checkpoint_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.micro_batch_size < 0:
+            raise ValueError(f"micro_batch_size must be >= 0 (0: the whole batch at once), got {self.micro_batch_size}")
+
+    # how a step is laid out in memory, not what it computes: a run may resume with other values
+    MEMORY_LAYOUT = ("micro_batch_size", "gradient_checkpointing")
+
+    def trained_recipe(self) -> dict:
+        """The fields a checkpoint must match to be resumed (all but `MEMORY_LAYOUT`)."""
+        return {k: v for k, v in asdict(self).items() if k not in self.MEMORY_LAYOUT}
 
     def sampling_prob(self, step: int) -> float:
         if self.sampling == "teacher":
@@ -141,20 +155,30 @@ def batch_indices(
     return order[position * batch_size : (position + 1) * batch_size]
 
 
-def example_loss(
-    model: AMERQueryEncoder | DistributedDataParallel,
+@dataclass
+class Batch:
+    """One step's batch with every random draw made for the whole of it: the examples' `indices`,
+    their targets `[B, M, d]` (valid ones first, in random order) and mask `[B, M]`, one negative
+    per target `[B, M, d]`, and for AMER where scheduled sampling feeds the model's own output
+    `sample_mask [B, M-1]`. Any share of it (a rank's, a micro-batch) is scored against all of it."""
+
+    indices: torch.Tensor
+    targets: torch.Tensor
+    mask: torch.Tensor
+    negatives: torch.Tensor
+    sample_mask: torch.Tensor | None
+
+
+def draw_batch(
     data: MultiTargetData,
     indices: torch.Tensor,
     negative_pool: torch.Tensor,
     config: TrainConfig,
     p: float,
     generator: torch.Generator,
-) -> torch.Tensor:
-    """Loss of one batch. AMER: shuffled targets, scheduled sampling with probability p per
-    example and position, matched InfoNCE. Single-query: one random target, plain InfoNCE.
-
-    Every random draw is made for the whole batch; under torch.distributed the model runs on this
-    rank's share of the examples (`amer_lib.core.distributed`), scored against the whole batch."""
+) -> Batch:
+    """The batch of `indices` with its draws: target order, negatives, and (AMER) where scheduled
+    sampling with probability p per example and position feeds the model's own output."""
     targets, mask = data.targets(indices)
     width = int(mask.sum(-1).max())  # AMER decodes as many vectors as this batch's largest target set
     targets, mask = targets[:, :width], mask[:, :width]
@@ -165,24 +189,89 @@ def example_loss(
     targets = targets.gather(1, order[..., None].expand_as(targets))
     negative_ids = torch.randint(len(negative_pool), (batch, max_targets), generator=generator)
     negatives = negative_pool[negative_ids.to(negative_pool.device)].to(device)
-    own = distributed.local_share(batch)
+    if negatives.dtype != targets.dtype:  # a pool kept in float16 to save host memory
+        negatives = negatives.to(targets.dtype)
+    sample_mask = None
+    if config.n_outputs > 1:
+        sample_mask = (torch.rand(batch, max_targets - 1, generator=generator) < p).to(device)
+    return Batch(indices, targets, mask, negatives, sample_mask)
+
+
+def batch_loss(
+    model: AMERQueryEncoder | DistributedDataParallel,
+    data: MultiTargetData,
+    batch: Batch,
+    rows: slice,
+    config: TrainConfig,
+) -> torch.Tensor:
+    """The mean loss of the batch's examples `rows`, run through the model and scored against the
+    candidates of the whole batch. AMER: matched InfoNCE; single-query: plain InfoNCE against the
+    first (random) target."""
     encoder = model.module if isinstance(model, DistributedDataParallel) else model
-    prompt = data.prompt(encoder, indices[own])
+    prompt = data.prompt(encoder, batch.indices[rows])
+    targets, negatives, mask = batch.targets, batch.negatives, batch.mask
     if config.n_outputs == 1:
-        return info_nce(model(prompt, 1)[:, 0], targets[:, 0], negatives[:, 0], config.temperature, own.start)
-    n = max_targets
-    sample_mask = (torch.rand(batch, n - 1, generator=generator) < p)[own].to(device)
-    forbidden = fed_target_pairs(sample_mask, n, max_targets) if config.exclude_fed_targets else None
-    if config.stop_weight <= 0:
-        outputs = model(prompt, n, targets[own], sample_mask)
-        return matched_info_nce(
-            outputs, targets, negatives, mask, config.temperature, forbidden, own.start, config.matched_loss
-        )
-    outputs, stop_logits = model(prompt, n, targets[own], sample_mask, with_stop=True)
-    matched = matched_info_nce(
-        outputs, targets, negatives, mask, config.temperature, forbidden, own.start, config.matched_loss
+        return info_nce(model(prompt, 1)[:, 0], targets[:, 0], negatives[:, 0], config.temperature, rows.start)
+    n = targets.shape[1]
+    sample_mask = batch.sample_mask[rows]
+    forbidden = fed_target_pairs(sample_mask, n, n) if config.exclude_fed_targets else None
+    matched = lambda outputs: matched_info_nce(
+        outputs, targets, negatives, mask, config.temperature, forbidden, rows.start, config.matched_loss
     )
-    return matched + config.stop_weight * stop_loss(stop_logits, mask[own].sum(-1))
+    if config.stop_weight <= 0:
+        return matched(model(prompt, n, targets[rows], sample_mask))
+    outputs, stop_logits = model(prompt, n, targets[rows], sample_mask, with_stop=True)
+    return matched(outputs) + config.stop_weight * stop_loss(stop_logits, mask[rows].sum(-1))
+
+
+def example_loss(
+    model: AMERQueryEncoder | DistributedDataParallel,
+    data: MultiTargetData,
+    indices: torch.Tensor,
+    negative_pool: torch.Tensor,
+    config: TrainConfig,
+    p: float,
+    generator: torch.Generator,
+) -> torch.Tensor:
+    """Loss of one batch (`draw_batch`, `batch_loss`). Every random draw is made for the whole
+    batch; under torch.distributed the model runs on this rank's share of the examples
+    (`amer_lib.core.distributed`), scored against the whole batch."""
+    batch = draw_batch(data, indices, negative_pool, config, p, generator)
+    return batch_loss(model, data, batch, distributed.local_share(len(indices)), config)
+
+
+def micro_batches(rows: slice, size: int) -> list[slice]:
+    """`rows` cut into consecutive micro-batches of at most `size` examples (all of it for 0)."""
+    if size <= 0 or rows.stop - rows.start <= size:
+        return [rows]
+    return [slice(start, min(start + size, rows.stop)) for start in range(rows.start, rows.stop, size)]
+
+
+def accumulate_gradients(
+    model: AMERQueryEncoder | DistributedDataParallel,
+    data: MultiTargetData,
+    batch: Batch,
+    config: TrainConfig,
+) -> torch.Tensor:
+    """Back-propagate this rank's share of the batch, `config.micro_batch_size` examples at a time,
+    and return its loss (detached). Each micro-batch's loss is the mean over its examples scored
+    against the whole batch's candidates, weighted by its share of the rank's examples, so the
+    gradients add up to those of the share's mean loss: the paper's reduction (a mean over the
+    batch's examples; DistributedDataParallel then averages equal shares over the ranks)."""
+    own = distributed.local_share(len(batch.indices))
+    parts = micro_batches(own, config.micro_batch_size)
+    total = torch.zeros(())
+    for number, rows in enumerate(parts):
+        last = number == len(parts) - 1
+        synced = contextlib.nullcontext() if last or not isinstance(model, DistributedDataParallel) else model.no_sync()
+        with synced:
+            with _autocast(model, config):
+                loss = batch_loss(model, data, batch, rows, config)
+            if len(parts) > 1:
+                loss = loss * ((rows.stop - rows.start) / (own.stop - own.start))
+            loss.backward()
+        total = total + loss.detach().float().cpu()
+    return total
 
 
 @torch.no_grad()
@@ -243,12 +332,19 @@ def _evaluated(model: AMERQueryEncoder, evaluate: Callable[[AMERQueryEncoder], d
 
 
 def _optimizer_step(
-    loss: torch.Tensor, params: list[torch.Tensor], optimizer: torch.optim.Optimizer, grad_clip: float
-) -> None:
+    model: AMERQueryEncoder | DistributedDataParallel,
+    data: MultiTargetData,
+    batch: Batch,
+    config: TrainConfig,
+    params: list[torch.Tensor],
+    optimizer: torch.optim.Optimizer,
+) -> torch.Tensor:
+    """One optimizer step on `batch` (its gradients accumulated over micro-batches, clipped); its loss."""
     optimizer.zero_grad(set_to_none=True)
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(params, grad_clip)
+    loss = accumulate_gradients(model, data, batch, config)
+    torch.nn.utils.clip_grad_norm_(params, config.grad_clip)
     optimizer.step()
+    return loss
 
 
 def trainable_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -293,7 +389,8 @@ def _resume(
     if ckpt_path is None or not ckpt_path.exists():
         return 0, TrainResult(best_step=-1, best_val_loss=math.inf), None
     ckpt = _load_checkpoint(ckpt_path)
-    if ckpt.get("config") != asdict(config):
+    written = {k: v for k, v in (ckpt.get("config") or {}).items() if k not in TrainConfig.MEMORY_LAYOUT}
+    if written != config.trained_recipe():
         raise CheckpointError(
             f"checkpoint {ckpt_path} was written with another configuration "
             f"({ckpt.get('config')}); use a new run directory"
@@ -302,6 +399,8 @@ def _resume(
     optimizer.load_state_dict(ckpt["optimizer"])
     scheduler.load_state_dict(ckpt["scheduler"])
     torch.set_rng_state(ckpt["rng"])
+    if ckpt.get("cuda_rng") is not None and torch.cuda.is_available():  # dropout's draws on the GPUs
+        torch.cuda.set_rng_state_all(ckpt["cuda_rng"])
     result = TrainResult(ckpt["best_step"], ckpt["best_val_loss"], ckpt["history"], ckpt["seconds"])
     return ckpt["step"], result, _load_checkpoint(best_path) if best_path.exists() else None
 
@@ -312,6 +411,7 @@ def _checkpoint(model, optimizer, scheduler, config: TrainConfig, done: int, res
         optimizer=optimizer.state_dict(),
         scheduler=scheduler.state_dict(),
         rng=torch.get_rng_state(),
+        cuda_rng=torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None,
         step=done,
         config=asdict(config),
         best_step=result.best_step,
@@ -322,7 +422,8 @@ def _checkpoint(model, optimizer, scheduler, config: TrainConfig, done: int, res
 
 
 def _autocast(model: torch.nn.Module, config: TrainConfig) -> torch.autocast:
-    """bfloat16 autocast for the training steps of a mixed-precision run (validation stays float32)."""
+    """bfloat16 autocast for the training steps and validation of a mixed-precision run, on a GPU or
+    the CPU (what `AMERQueryEncoder.autocast` gives its generation)."""
     return torch.autocast(_device_type(model), dtype=torch.bfloat16, enabled=config.mixed_precision)
 
 
@@ -381,6 +482,8 @@ def train(
     forward = (
         model if size == 1 else DistributedDataParallel(model, broadcast_buffers=False, find_unused_parameters=True)
     )
+    if config.gradient_checkpointing:
+        checkpointing.enable(model.backbone)
     params, optimizer, scheduler = _adamw(model, config)
     ckpt_path, best_path = (
         (None, None) if run_dir is None else (Path(run_dir) / "checkpoint.pt", Path(run_dir) / "best.pt")
@@ -405,18 +508,14 @@ def train(
     for step in bar:
         p = config.sampling_prob(step)
         indices = batch_indices(len(train_data), config.batch_size, config.seed, step, group_sizes)
-        with _autocast(model, config):
-            loss = example_loss(
-                forward, train_data, indices, negative_pool, config, p, _step_generator(config.seed, step)
-            )
-        _optimizer_step(loss, params, optimizer, config.grad_clip)
+        batch = draw_batch(train_data, indices, negative_pool, config, p, _step_generator(config.seed, step))
+        loss = _optimizer_step(forward, train_data, batch, config, params, optimizer)
         if config.single_target_step and config.n_outputs > 1:
             # the authors' code (mix_one_label_shuffled, not in the paper): the same examples
             # again, the first vector trained against one random target as single-query is
             single_config, generator = replace(config, n_outputs=1), _step_generator(config.seed, config.steps + step)
-            with _autocast(model, config):
-                single = example_loss(forward, train_data, indices, negative_pool, single_config, p, generator)
-            _optimizer_step(single, params, optimizer, config.grad_clip)
+            single = draw_batch(train_data, indices, negative_pool, single_config, p, generator)
+            _optimizer_step(forward, train_data, single, single_config, params, optimizer)
         scheduler.step()
         if on_step is not None and main:
             on_step()

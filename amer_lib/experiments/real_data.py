@@ -78,7 +78,7 @@ def run_one(
     data = context.text_data(train_questions + val_questions).to(device)
     train_idx, val_idx = torch.arange(len(train_questions)), torch.arange(len(train_questions), len(data))
     model = build_query_encoder(params, seed, context.shards.dim, device)
-    config = train_config(params, n_queries, seed, device, group_by_targets=True)
+    config = train_config(params, n_queries, seed, group_by_targets=True)
     curve = validation_retrieval(context, val_questions, data.subset(val_idx.to(device)), n_queries)
     trained = train(
         model,

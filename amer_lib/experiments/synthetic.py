@@ -97,7 +97,7 @@ def train_on_task(
     data, negative_pool = task_data(task, device)
     train_idx, val_idx = split_train_validation(len(data), params.seed)
     model = build_query_encoder(params, params.seed, params.dim, device)
-    config = train_config(params, n_outputs, params.seed, device)
+    config = train_config(params, n_outputs, params.seed)
     trained = train(
         model,
         data.subset(train_idx.to(device)),

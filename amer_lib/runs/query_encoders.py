@@ -19,11 +19,11 @@ from amer_lib.runs.configs import RealConfig, SyntheticConfig
 from amer_lib.runs.store import RunStore
 
 
-def weights_dtype(params: SyntheticConfig | RealConfig, device: torch.device) -> torch.dtype:
-    """bfloat16 for the frozen weights of a LoRA run with mixed precision on a GPU (an 8B
-    backbone then takes half the memory); float32 for every weight that is trained."""
-    lora_on_gpu = params.finetune == "lora" and device.type == "cuda"
-    return torch.bfloat16 if params.mixed_precision and lora_on_gpu else torch.float32
+def weights_dtype(params: SyntheticConfig | RealConfig) -> torch.dtype:
+    """bfloat16 for the frozen weights of a LoRA run with mixed precision (an 8B backbone then
+    takes half the memory), on a GPU as on the CPU, so that a CPU rehearsal meets what a GPU run
+    meets; float32 for every weight that is trained."""
+    return torch.bfloat16 if params.mixed_precision and params.finetune == "lora" else torch.float32
 
 
 def build_query_encoder(
@@ -34,22 +34,24 @@ def build_query_encoder(
     `stop_weight > 0`), all seeded by `seed`."""
     name = params.backbone
     overrides = getattr(params, "backbone_overrides", None) or None  # notebook 04 has none
-    backbone = load_backbone(name, seed=seed, dtype=weights_dtype(params, device), config_overrides=overrides)
-    if params.finetune == "lora":
-        backbone = add_lora(backbone, get_backbone(name).lora)
+    backbone = load_backbone(name, seed=seed, dtype=weights_dtype(params), config_overrides=overrides)
+    if params.finetune == "lora":  # the adapters' initial weights drawn from the seed too
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            backbone = add_lora(backbone, get_backbone(name).lora)
     torch.manual_seed(seed)
     model = AMERQueryEncoder(backbone, dim, stop_head=params.stop_weight > 0)
     if get_backbone(name).identity_projections:
         model.identity_projections()
+    model.mixed_precision = params.mixed_precision  # generation runs as training did
     return model.to(device)
 
 
-def train_config(
-    params: SyntheticConfig | RealConfig, n_outputs: int, seed: int, device: torch.device, **options
-) -> TrainConfig:
+def train_config(params: SyntheticConfig | RealConfig, n_outputs: int, seed: int, **options) -> TrainConfig:
     """The training configuration of a notebook's config: every `TrainConfig` field the config
-    holds under the same name, checkpoints at the validation cadence, bfloat16 autocast on a GPU
-    only; `options` sets what the config does not hold (e.g. `group_by_targets`)."""
+    holds under the same name (mixed precision, micro-batches and checkpointing among them),
+    checkpoints at the validation cadence; `options` sets what the config does not hold (e.g.
+    `group_by_targets`)."""
     shared = {}
     for field in dataclasses.fields(TrainConfig):
         if hasattr(params, field.name):
@@ -61,7 +63,6 @@ def train_config(
             "n_outputs": n_outputs,
             "seed": seed,
             "checkpoint_every": params.eval_every,
-            "mixed_precision": params.mixed_precision and device.type == "cuda",
             **options,
         }
     )

@@ -209,12 +209,12 @@ def test_single_target_step_adds_a_single_query_step_per_iteration(monkeypatch):
     import amer_lib.core.train as training
 
     calls = []
-    original = training.example_loss
+    original = training.batch_loss
     monkeypatch.setattr(
         training,
-        "example_loss",
-        lambda model, data, indices, pool, config, *rest: (
-            calls.append((config.n_outputs, indices.tolist())) or original(model, data, indices, pool, config, *rest)
+        "batch_loss",
+        lambda model, data, batch, rows, config: (
+            calls.append((config.n_outputs, batch.indices[rows].tolist())) or original(model, data, batch, rows, config)
         ),
     )
     data, pool = make_problem()

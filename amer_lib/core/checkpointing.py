@@ -1,0 +1,88 @@
+"""Gradient checkpointing that keeps the KV cache of scheduled sampling.
+
+Under scheduled sampling a training step decodes step by step with a KV cache
+(`AMERQueryEncoder._decode`): each fed-back position attends to the cached keys and values of the
+prompt and of the positions before it. Hugging Face's own gradient checkpointing drops the cache
+in training (`GradientCheckpointingLayer` sets `cache=None`), which would let each fed-back
+position see only itself. Here each decoder layer is checkpointed with torch's non-reentrant
+checkpoint, the cache kept: the forward pass appends to the cache as usual, and when the backward
+pass recomputes a layer, `ReplayCache` answers that layer's cache update with the keys and values
+it held at the original call (the cached prefix of that length, then the recomputed new ones),
+so the recomputation sees exactly what the forward pass saw.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from functools import partial
+
+import torch
+from torch.utils.checkpoint import checkpoint
+from transformers import DynamicCache
+
+
+class ReplayCache(DynamicCache):
+    """A `DynamicCache` whose update, while a layer is recomputed, returns the keys and values the
+    layer saw in its forward pass instead of appending again."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._replaying: dict[int, int] = {}  # layer index -> cached length at its original call
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int, *args, **kwargs):
+        past = self._replaying.get(layer_idx)
+        if past is None:
+            return super().update(key_states, value_states, layer_idx, *args, **kwargs)
+        layer = self.layers[layer_idx]
+        if past == 0:
+            return key_states, value_states
+        keys = torch.cat([layer.keys[..., :past, :], key_states], dim=-2)
+        return keys, torch.cat([layer.values[..., :past, :], value_states], dim=-2)
+
+    def cached_length(self, layer_idx: int) -> int:
+        return self.layers[layer_idx].get_seq_length() if layer_idx < len(self.layers) else 0
+
+    @contextlib.contextmanager
+    def replaying(self, layer_idx: int, past: int):
+        """While inside, layer `layer_idx`'s updates are answered as when `past` positions were cached."""
+        self._replaying[layer_idx] = past
+        try:
+            yield
+        finally:
+            del self._replaying[layer_idx]
+
+
+def _layer_index(layer: torch.nn.Module) -> int:
+    return next(module.layer_idx for module in layer.modules() if isinstance(getattr(module, "layer_idx", None), int))
+
+
+def _checkpointed(function: partial, *args):
+    """A decoder layer's forward (`function`, Hugging Face's partial of it with its keyword
+    arguments) run under torch's non-reentrant checkpoint; a `ReplayCache` among the arguments is
+    replayed at the length it had when the layer ran."""
+    cache = function.keywords.get("cache", function.keywords.get("past_key_values"))
+    if not isinstance(cache, ReplayCache):
+        return checkpoint(function, *args, use_reentrant=False)
+    layer_idx = _layer_index(function.args[0])
+    past = cache.cached_length(layer_idx)
+    contexts = lambda: (contextlib.nullcontext(), cache.replaying(layer_idx, past))
+    return checkpoint(function, *args, use_reentrant=False, context_fn=contexts)
+
+
+def enable(backbone: torch.nn.Module) -> int:
+    """Checkpoint every decoder layer of `backbone` (a Hugging Face model, under peft's wrapper or
+    `PrefixLMBert` too), keeping the KV cache; returns how many layers were checkpointed. A backbone
+    without Hugging Face's checkpointing layers is refused by name."""
+    from transformers.modeling_layers import GradientCheckpointingLayer
+
+    layers = [m for m in backbone.modules() if isinstance(m, GradientCheckpointingLayer)]
+    if not layers:
+        raise ValueError(
+            f"{type(backbone).__name__} has no layers that support gradient checkpointing; "
+            "set gradient_checkpointing: false"
+        )
+    for layer in layers:
+        layer.gradient_checkpointing = True
+        layer._gradient_checkpointing_func = _checkpointed
+        layer._can_checkpoint_with_cache = True  # ReplayCache makes the replay read what the forward read
+    return len(layers)
