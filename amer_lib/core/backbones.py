@@ -11,6 +11,7 @@ fed-back vectors). `tiny` is a small randomly initialised Llama for the syntheti
 from __future__ import annotations
 
 import inspect
+import json
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -47,6 +48,9 @@ class Backbone:
     instruction: bool = True  # the AMER authors' instruction (data.prompts) precedes the query
     identity_projections: bool = False  # start W_in, W_out as the identity (see AMERQueryEncoder)
     prefix_lm: bool = False  # a bidirectional encoder run as a prefix LM (PrefixLMBert)
+    # the hub model's published config.json (its architecture), for the memory preflight before any
+    # download; the loaded model's own config is used wherever the weights are
+    published_config: dict = field(default_factory=dict)
 
     @property
     def is_pretrained(self) -> bool:
@@ -61,11 +65,41 @@ class Backbone:
         return {"pretrained_model_name_or_path": str(weights.directory), **gguf}
 
 
+def _published(model_type: str, hidden, intermediate, layers, heads, kv_heads, head_dim, vocab, tied) -> dict:
+    return dict(
+        model_type=model_type,
+        hidden_size=hidden,
+        intermediate_size=intermediate,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        head_dim=head_dim,
+        vocab_size=vocab,
+        tie_word_embeddings=tied,
+    )
+
+
 BACKBONES: dict[str, Backbone] = {
-    "llama1b": Backbone("llama1b", model_id="meta-llama/Llama-3.2-1B-Instruct"),
-    "llama3b": Backbone("llama3b", model_id="meta-llama/Llama-3.2-3B-Instruct"),
-    "llama8b": Backbone("llama8b", model_id="meta-llama/Llama-3.1-8B-Instruct"),
-    "qwen4b": Backbone("qwen4b", model_id="Qwen/Qwen3-4B-Instruct-2507"),
+    "llama1b": Backbone(
+        "llama1b",
+        model_id="meta-llama/Llama-3.2-1B-Instruct",
+        published_config=_published("llama", 2048, 8192, 16, 32, 8, 64, 128256, True),
+    ),
+    "llama3b": Backbone(
+        "llama3b",
+        model_id="meta-llama/Llama-3.2-3B-Instruct",
+        published_config=_published("llama", 3072, 8192, 28, 24, 8, 128, 128256, True),
+    ),
+    "llama8b": Backbone(
+        "llama8b",
+        model_id="meta-llama/Llama-3.1-8B-Instruct",
+        published_config=_published("llama", 4096, 14336, 32, 32, 8, 128, 128256, False),
+    ),
+    "qwen4b": Backbone(
+        "qwen4b",
+        model_id="Qwen/Qwen3-4B-Instruct-2507",
+        published_config=_published("qwen3", 2560, 9728, 36, 32, 8, 128, 151936, True),
+    ),
     # a real instruct decoder on the paper's path: chat template, instruction, random projections
     "smollm2": Backbone("smollm2", packaged=SMOLLM2),
     "minilm": Backbone(
@@ -163,6 +197,43 @@ def load_backbone(
         torch.manual_seed(seed)
         model = LlamaModel(config)
     return model.to(dtype)
+
+
+def backbone_config(name: str, overrides: dict | None = None) -> dict:
+    """The architecture of backbone `name` as a Hugging Face config dict, without loading a weight:
+    the published config of a hub model, a local folder's `config.json`, a packaged model's
+    config, or a random backbone's with its `overrides`."""
+    spec = get_backbone(name)
+    if is_folder_name(name):
+        return json.loads((Path(name) / "config.json").read_text())
+    if spec.published_config:
+        return dict(spec.published_config)
+    if spec.packaged is not None:
+        from transformers import AutoConfig
+
+        return AutoConfig.from_pretrained(**spec.source()).to_dict()
+    return LlamaConfig(**{**spec.config, **(overrides or {})}).to_dict()
+
+
+def parameters_in_billions(name: str) -> float:
+    """Backbone `name`'s parameters in billions, counted on PyTorch's meta device (no memory)."""
+    from transformers import AutoConfig
+
+    with torch.device("meta"):
+        model = AutoModel.from_config(AutoConfig.for_model(**backbone_config(name)))
+    return sum(p.numel() for p in model.parameters()) / 1e9
+
+
+LARGE = 1.0  # billions of parameters from which the paper's recipe (LoRA, bfloat16 on a GPU) is the default
+
+
+@lru_cache(maxsize=64)
+def is_large_backbone(name: str) -> bool:
+    """Whether backbone `name` has a billion parameters or more: the paper's decoders and local
+    folders are counted; the offline backbones (MiniLM, SmolLM2, tiny) are all far smaller."""
+    if not (is_folder_name(name) or get_backbone(name).published_config):
+        return False
+    return parameters_in_billions(name) >= LARGE
 
 
 @lru_cache(maxsize=4)

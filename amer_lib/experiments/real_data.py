@@ -12,6 +12,7 @@ search, the baselines (query expansion and MMR re-ranking), the compound benchma
 
 from __future__ import annotations
 
+import json
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -19,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from amer_lib.core import distributed
-from amer_lib.core.backbones import require_weights
+from amer_lib.core import distributed, memory
+from amer_lib.core.backbones import backbone_config, get_backbone, load_tokenizer, require_weights
 from amer_lib.core.device import resolve_device
 from amer_lib.core.expansion import (
     EXPANSION_SOURCES,
@@ -31,6 +32,7 @@ from amer_lib.core.expansion import (
     expanded_query,
     generate_keywords,
 )
+from amer_lib.core.memory import MemoryPlan
 from amer_lib.core.metrics import (
     K,
     evaluate,
@@ -46,9 +48,10 @@ from amer_lib.data.benchmark import Benchmark
 from amer_lib.data.datasets import TextData
 from amer_lib.data.encoders import DocumentEncoder
 from amer_lib.data.preparation import PrepConfig, prepare
+from amer_lib.data.prompts import PromptTemplate
 from amer_lib.data.questions import MultiAnswerQuestion
 from amer_lib.report.summaries import summary
-from amer_lib.runs.benchmark_runs import RunContext, cached_result, run_facts
+from amer_lib.runs.benchmark_runs import NEGATIVE_POOL, RunContext, cached_result, run_facts
 from amer_lib.runs.configs import BASELINES, SYSTEMS, RealConfig
 from amer_lib.runs.dispatch import run_jobs
 from amer_lib.runs.query_encoders import build_query_encoder, generated_vectors, text_prompts, train_config
@@ -111,6 +114,39 @@ def run_one(
     )
 
 
+def memory_preflight(params: RealConfig, benchmark: Benchmark, dataset: str, progress: bool = True) -> MemoryPlan:
+    """Project one training process's peak memory for AMER on `dataset` (the larger of the two
+    systems: it decodes up to a batch's largest target set) before any weight is loaded; print it,
+    and on a GPU stop with the settings that fit when it exceeds the GPU's memory
+    (`amer_lib.core.memory`)."""
+    spec = get_backbone(params.backbone)
+    tokenizer = load_tokenizer(params.backbone)
+    questions = benchmark.questions(dataset, "train")
+    prompts = PromptTemplate.of(spec, tokenizer).tokenize(tokenizer, [q.question for q in questions])[0]
+    prompt_tokens = prompts.shape[1]
+    dim = json.loads((benchmark.directory / "embeddings" / params.encoder / "manifest.json").read_text())["dim"]
+    corpus = benchmark.manifest.get("corpus_size", 0)
+    work = memory.workload_of(
+        params,
+        prompt_tokens=prompt_tokens,
+        training_questions=len(questions),
+        max_targets=max(len(q.targets) for q in questions),
+        embedding_dim=dim,
+        negatives=min(NEGATIVE_POOL, corpus),
+        corpus_size=corpus,
+    )
+    arch = memory.architecture(params.backbone_name, backbone_config(params.backbone), spec.lora.targets)
+    device = resolve_device(params.device)
+    if device.type == "cuda":
+        properties = torch.cuda.get_device_properties(device)
+        projected = memory.check(arch, work, properties.total_memory, properties.name)
+    else:
+        projected = memory.plan(arch, work)
+    if progress:
+        print(f"memory preflight, {dataset}:", *projected.lines(), sep="\n  ")
+    return projected
+
+
 def validation_retrieval(
     context: RunContext, questions: list[MultiAnswerQuestion], data: TextData, n_queries: int
 ) -> Callable[[AMERQueryEncoder], dict]:
@@ -163,7 +199,8 @@ def ready_benchmark(params: RealConfig, offline_recipe: PrepConfig, progress: bo
 
 
 def run_all(params: RealConfig, progress: bool = True) -> list[dict]:
-    """Every (dataset, system, seed) run (`amer_lib.runs.dispatch.run_jobs`)."""
+    """Every (dataset, system, seed) run (`amer_lib.runs.dispatch.run_jobs`), after the memory
+    preflight of the runs still to train."""
     benchmark = Benchmark(params.prepared_dir)
     benchmark.check(params.datasets)
     cached = lambda *job: cached_result(*job, benchmark)
@@ -173,6 +210,8 @@ def run_all(params: RealConfig, progress: bool = True) -> list[dict]:
         for system in params.systems
         for seed in params.seeds
     ]
+    for dataset in dict.fromkeys(job[1] for job in jobs if cached(*job) is None):
+        memory_preflight(params, benchmark, dataset, progress)
     multi_vector = lambda job: job[2] != "single"  # noqa: E731
     return run_jobs(run_one, jobs, cached, params.workers, progress, first=multi_vector)
 

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from amer_lib.core.backbones import BACKBONES, FINETUNE_MODES
+import torch
+
+from amer_lib.core.backbones import BACKBONES, FINETUNE_MODES, is_large_backbone
 from amer_lib.core.config import Config, internal, param
 from amer_lib.core.device import DEVICES
 from amer_lib.core.expansion import EXPANSION_SOURCES
@@ -32,6 +34,21 @@ MMR_QUERIES = ("trained", "encoder")  # MMR's Sim_q: the trained single-query ve
 def temperature_param():
     """Notebooks 02 and 04's InfoNCE temperature, declared once."""
     return param(0.05, help="InfoNCE temperature (the paper's tuning grid: 0.02-0.05)")
+
+
+def micro_batch_param():
+    """Notebooks 02 and 04's micro-batches, declared once: how a step fits in memory, not what it computes."""
+    return param(
+        0,
+        minimum=0,
+        run=False,
+        help="> 0: each process back-propagates its share of a batch this many questions at a time (same loss)",
+    )
+
+
+def checkpointing_param():
+    """Notebooks 02 and 04's gradient checkpointing, declared once."""
+    return param(False, run=False, help="recompute each backbone layer in the backward pass: less memory, more time")
 
 
 def matched_loss_param():
@@ -127,7 +144,9 @@ class SyntheticConfig(Config):
     search_depth: int = param(100, minimum=1)
     seed: int = param(0)
     device: str = param("auto", choices=DEVICES)
-    mixed_precision: bool = param(False)
+    mixed_precision: bool = param(False, help="bfloat16 autocast (and bfloat16 frozen weights under LoRA), any device")
+    micro_batch_size: int = micro_batch_param()
+    gradient_checkpointing: bool = checkpointing_param()
     workers: int = param(2, minimum=1, help="settings trained in parallel processes; 1 on a GPU")
     nproc_per_node: int = param(
         1,
@@ -182,7 +201,11 @@ class RealConfig(Config):
     )
     backbone: str = param("minilm", choices=tuple(BACKBONES), or_folder=True, help="or a local model folder")
     encoder: str = param("minilm", choices=tuple(ENCODERS))
-    finetune: str = param("full", choices=FINETUNE_MODES)
+    finetune: str = param(
+        "auto",
+        choices=("auto", *FINETUNE_MODES),
+        help="auto: LoRA for a backbone of a billion parameters or more (the paper's recipe), else full",
+    )
     seeds: list[int] = param([0, 1, 2], run=False)
     steps: int = param(300, minimum=1)
     batch_size: int = param(32, minimum=1)
@@ -211,12 +234,28 @@ class RealConfig(Config):
         help="processes (one GPU each) training every run together, torchrun; they share the batch",
     )
     device: str = param("auto", choices=DEVICES)
-    mixed_precision: bool = param(False)
+    mixed_precision: bool | str = param(
+        "auto",
+        choices=(True, False, "auto"),
+        help="bfloat16 autocast and frozen weights, any device; auto: on a GPU for a billion-parameter backbone",
+    )
+    micro_batch_size: int = micro_batch_param()
+    gradient_checkpointing: bool = checkpointing_param()
     prepared_dir: str = param("../results/prepared/wordnet")
     results_dir: str = param("../results/04_real_data")
     runs_dir: str = param("../runs/04_real_data")
     figures_dir: str = param("../figures/04_real_data", run=False)
     stop_weight: float = internal(0.0)  # as SyntheticConfig's
+
+    def __post_init__(self):
+        """Checked, then "auto" resolved: the config holds (and its runs are keyed by) what runs."""
+        super().__post_init__()
+        large = is_large_backbone(self.backbone) if "auto" in (self.finetune, self.mixed_precision) else False
+        if self.finetune == "auto":
+            object.__setattr__(self, "finetune", "lora" if large else "full")
+        if self.mixed_precision == "auto":
+            on_gpu = self.device == "cuda" or (self.device == "auto" and torch.cuda.is_available())
+            object.__setattr__(self, "mixed_precision", large and on_gpu)
 
     @property
     def backbone_name(self) -> str:
