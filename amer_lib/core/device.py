@@ -1,17 +1,36 @@
-"""The torch device a run's `device` parameter names."""
+"""The torch device a run's `device` parameter names, and the FAISS build it needs."""
 
 from __future__ import annotations
 
 import torch
 
 DEVICES = ("auto", "cpu", "cuda")  # auto: the GPU when torch sees one
+# the GPU build of FAISS from PyPI, pinned in constraints.txt (the `gpu` extra of amer_lib)
+FAISS_GPU_INSTALL = 'pip uninstall -y faiss-cpu && pip install -c constraints.txt "faiss-gpu==1.15.1"'
 
 
 def resolve_device(name: str) -> torch.device:
+    """The device of `name`; "cuda" also needs a FAISS that sees the GPUs (`require_gpu_faiss`)."""
     if name not in DEVICES:
         raise ValueError(f"unknown device {name!r}; valid: {', '.join(DEVICES)}")
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("device 'cuda' was asked for, but torch sees no GPU; use device='auto' or 'cpu'")
+    if name == "cuda":
+        if not torch.cuda.is_available():
+            raise RuntimeError("device 'cuda' was asked for, but torch sees no GPU; use device='auto' or 'cpu'")
+        require_gpu_faiss()
     return torch.device(name)
+
+
+def require_gpu_faiss() -> None:
+    """Stop a GPU run at once when its FAISS is the CPU build: every search of a 25M-passage corpus
+    would run on the CPU (hours instead of seconds), the command that fixes it in the message."""
+    import faiss
+
+    gpus = faiss.get_num_gpus() if hasattr(faiss, "get_num_gpus") else 0
+    if gpus == 0:
+        raise RuntimeError(
+            f"device 'cuda' was asked for, but FAISS {faiss.__version__} here sees no GPU (the CPU build, "
+            f"faiss-cpu, or a GPU build without a driver): every search would run on the CPU. Install the GPU "
+            f"build: {FAISS_GPU_INSTALL} (a fresh environment: pip install -c constraints.txt -e \".[notebooks,gpu]\")"
+        )

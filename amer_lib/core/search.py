@@ -11,7 +11,12 @@ from __future__ import annotations
 import time
 import warnings
 
-import faiss
+try:
+    import faiss
+except ImportError as error:  # amer_lib's FAISS comes with an extra: [cpu] or [gpu]
+    raise ImportError(
+        "FAISS is not installed: pip install -e '.[cpu]' (or '.[gpu]' on a GPU machine) from the repository"
+    ) from error
 import numpy as np
 import torch
 
