@@ -15,6 +15,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Callable
+from datetime import timedelta
 from importlib import import_module
 from pathlib import Path
 
@@ -66,13 +67,21 @@ def _imported(path: str):
     return getattr(import_module(module), name)
 
 
+# How long a rank waits at a collective for the slowest. Rank 0 alone runs each validation's
+# retrieval (`train(evaluate=...)`) while the others wait at the next step's gradient all-reduce:
+# an exact search streams the whole corpus once, 76.8 GB of float16 shards at 25M x 1536, 13
+# minutes where the shards come from a 100 MB/s network filesystem (seconds from the page cache),
+# past torch's default of 10 minutes. Two hours leaves ten times that.
+RANK_TIMEOUT = timedelta(hours=2)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="one run, trained by every rank torchrun starts")
     parser.add_argument("spec", help='JSON {"runner": "module:function", "config": "module:Class", "params", "job"}')
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     spec = json.loads(Path(args.spec).read_text())
-    device = setup()
+    device = setup(RANK_TIMEOUT)
     try:
         params = _imported(spec["config"]).from_dict(spec["params"])
         _imported(spec["runner"])(params, *spec["job"], progress=not args.quiet and is_main(), device=device)

@@ -90,15 +90,18 @@ def train_on_two_ranks(tmp_path, config: dict) -> list[dict]:
     [
         {"n_outputs": 3, "exclude_fed_targets": True},  # scheduled sampling, matched loss
         {"n_outputs": 1},  # single-query InfoNCE
+        {"n_outputs": 3, "micro_batch_size": 3},  # each rank's 8 examples as 3 + 3 + 2, gradients synced once
     ],
-    ids=["amer", "single"],
+    ids=["amer", "single", "amer_micro_batches"],
 )
 def test_two_ranks_train_what_one_process_trains(tmp_path, overrides):
+    """The one process trains without micro-batches: the ranks' micro-batches change rounding only."""
     config = {**TRAIN_CONFIG, **overrides}
     ranks = train_on_two_ranks(tmp_path, config)
     data, pool = make_problem()
     model = make_model()
-    alone = train(model, data, make_problem(seed=1)[0], pool, TrainConfig(**config), progress=False)
+    plain = {**config, "micro_batch_size": 0}
+    alone = train(model, data, make_problem(seed=1)[0], pool, TrainConfig(**plain), progress=False)
     for rank in ranks:  # the ranks stay in step with each other and with the one process
         for name, value in state(model).items():
             torch.testing.assert_close(rank["state"][name], value, rtol=1e-4, atol=1e-5, msg=name)
@@ -284,3 +287,27 @@ def test_torchrun_encodes_a_corpus_with_minilm_into_the_shards_of_one_process(tm
     assert len([p for p in one if p.suffix == ".npy"]) == 5
     for path in one:
         assert (tmp_path / "two" / path.name).read_bytes() == path.read_bytes(), path.name
+
+
+def test_training_ranks_wait_for_rank_zeros_validation_past_torchs_ten_minutes(monkeypatch, tmp_path):
+    """Rank 0 alone retrieves at each validation; the others wait at the next all-reduce, so the
+    process group's timeout must outlast a pass over the 25M-passage shards (torch's default: 10 min)."""
+    from datetime import timedelta
+
+    from amer_lib.runs import torchrun
+
+    asked = []
+
+    class Stop(Exception):
+        pass
+
+    def setup(timeout=None):
+        asked.append(timeout)
+        raise Stop
+
+    monkeypatch.setattr(torchrun, "setup", setup)
+    spec = tmp_path / "spec.json"
+    spec.write_text('{"runner": "x:y", "config": "x:Y", "params": {}, "job": []}')
+    with pytest.raises(Stop):
+        torchrun.main([str(spec)])
+    assert asked == [torchrun.RANK_TIMEOUT] and torchrun.RANK_TIMEOUT >= timedelta(hours=1)
