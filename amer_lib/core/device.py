@@ -32,5 +32,5 @@ def require_gpu_faiss() -> None:
         raise RuntimeError(
             f"device 'cuda' was asked for, but FAISS {faiss.__version__} here sees no GPU (the CPU build, "
             f"faiss-cpu, or a GPU build without a driver): every search would run on the CPU. Install the GPU "
-            f"build: {FAISS_GPU_INSTALL} (a fresh environment: pip install -c constraints.txt -e \".[notebooks,gpu]\")"
+            f'build: {FAISS_GPU_INSTALL} (a fresh environment: pip install -c constraints.txt -e ".[notebooks,gpu]")'
         )

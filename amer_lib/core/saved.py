@@ -72,6 +72,8 @@ def save_pretrained(
         "backbone": backbone,
         "backbone_overrides": backbone_overrides or None,
         "finetune": "lora" if lora else "full",
+        # generated as trained: bfloat16 autocast (and bfloat16 frozen weights under LoRA)
+        "mixed_precision": bool(model.mixed_precision),
         "embedding_dim": model.embedding_dim,
         "hidden_size": model.backbone.config.hidden_size,
         "n_queries": n_queries,
@@ -101,15 +103,19 @@ def save_pretrained(
 
 
 def from_pretrained(folder: str | Path, device: str | torch.device = "cpu") -> AMERQueryEncoder:
-    """The query encoder saved in `folder`, in eval mode on `device`; the backbone's pretrained
-    weights must be on this machine (else the error says what to fetch)."""
+    """The query encoder saved in `folder`, in eval mode on `device`, in the precision it was
+    trained in (a mixed-precision LoRA model: bfloat16 frozen weights, generation under bfloat16
+    autocast); the backbone's pretrained weights must be on this machine (else the error says what
+    to fetch)."""
     config = read_config(folder)
     folder = Path(folder)
     missing = [name for name in WEIGHTS[config["finetune"]] if not (folder / name).exists()]
     if missing:
         raise FileNotFoundError(f"{folder} lacks {', '.join(missing)}: the folder is incomplete; export the run again")
     require_weights(config["backbone"])
-    backbone = load_backbone(config["backbone"], config_overrides=config["backbone_overrides"])
+    mixed = config.get("mixed_precision", False)  # folders written before it was recorded: float32
+    dtype = torch.bfloat16 if mixed and config["finetune"] == "lora" else torch.float32
+    backbone = load_backbone(config["backbone"], dtype=dtype, config_overrides=config["backbone_overrides"])
     if backbone.config.hidden_size != config["hidden_size"]:
         raise ValueError(
             f"{folder} was trained on a backbone of hidden size {config['hidden_size']}, but "
@@ -120,6 +126,7 @@ def from_pretrained(folder: str | Path, device: str | torch.device = "cpu") -> A
     else:
         backbone.load_state_dict(load_file(folder / "backbone.safetensors"))
     model = AMERQueryEncoder(backbone, config["embedding_dim"], stop_head=config["stop"] is not None)
+    model.mixed_precision = mixed
     missing, unexpected = model.load_state_dict(load_file(folder / "projections.safetensors"), strict=False)
     absent = [name for name in missing if not name.startswith("backbone.")]
     if absent or unexpected:

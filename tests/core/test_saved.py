@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from amer_lib.core.backbones import add_lora, get_backbone, load_backbone
+from amer_lib.core.backbones import LoraSettings, add_lora, get_backbone, load_backbone
 from amer_lib.core.model import AMERQueryEncoder
 from amer_lib.core.saved import from_pretrained, read_config, save_pretrained
 
@@ -67,6 +67,21 @@ def test_lora_adapters_are_saved_in_peft_format_and_loaded_over_the_frozen_backb
     assert (folder / "adapter" / "adapter_config.json").exists() and not (folder / "backbone.safetensors").exists()
     assert (folder / "adapter" / "adapter_model.safetensors").stat().st_size < 20_000_000  # adapters, not MiniLM
     assert torch.allclose(generated(from_pretrained(folder)), generated(model), atol=1e-6)
+
+
+def test_a_mixed_precision_lora_model_comes_back_in_bfloat16_and_generates_as_before(tmp_path):
+    """A paper run's export (LoRA on bfloat16 frozen weights, trained under autocast) is searched
+    as it was evaluated, not in float32."""
+    torch.manual_seed(0)
+    # seed 0: a random backbone under LoRA is rebuilt from its config, as load_backbone seeds it
+    backbone = add_lora(load_backbone("tiny", dtype=torch.bfloat16, config_overrides=TINY), LoraSettings(r=4))
+    model = perturbed(AMERQueryEncoder(backbone, 12))
+    model.mixed_precision = True
+    folder = save_pretrained(model, tmp_path / "bf16", backbone="tiny", n_queries=3, backbone_overrides=TINY)
+    loaded = from_pretrained(folder)
+    assert read_config(folder)["mixed_precision"] is True and loaded.mixed_precision
+    assert loaded.backbone.get_input_embeddings().weight.dtype == torch.bfloat16
+    assert torch.equal(generated(loaded), generated(model))
 
 
 def test_a_folder_that_is_not_a_saved_model_or_does_not_fit_says_what_is_wrong(tmp_path):
