@@ -4,8 +4,9 @@ second file of substitutions only: sizes and steps made tiny, the backbone a loc
 a tiny Llama / Qwen3 with SmolLM2's tokenizer and the Llama-3.2 chat template, the encoders MiniLM,
 GPT-4.1-mini an OpenAI-compatible server on 127.0.0.1, `device: cpu`, and the output folders in a
 temporary directory. LoRA, the paper's matching and summed loss, MMR by the document encoder, search depth 500
-and the tuning grid's selection run as the files say (`mixed_precision: true` is kept, but
-bfloat16 autocast applies on a GPU only).
+and the tuning grid's selection run as the files say, and so does the GPU's precision:
+`mixed_precision: true` is kept, so the LoRA runs load their frozen weights in bfloat16 and train,
+validate, generate and export under CPU bfloat16 autocast, meeting the dtypes a GPU run meets.
 
 The notebooks form one chain, as on a GPU: 03 prepares the paper's data (stand-in files in the
 published layouts, tests/rehearsal.py), 01 and the 04 files read it, 05, 06 and 07 reuse 02's and
@@ -204,6 +205,7 @@ def test_04_paper_files(real_runs):
         assert card["finetune"] == "lora" and (exported / "adapter" / "adapter_model.safetensors").exists()
         assert card["prompt"]["instruction"] == INSTRUCTION and "{%" in card["prompt"]["chat_template"]
         assert card["search_depth"] == 500 and card["document_encoder"] == "minilm"  # every encoder substituted
+        assert card["mixed_precision"] is True  # trained, evaluated and exported in the GPU's bfloat16
     assert ChatServer.requests > 0
     for backbone, number in (("llama8b", 5), ("qwen4b", 6), ("llama3b", 7), ("llama1b", 8)):  # Tables 5-8
         table = pd.read_csv(stage / "figures04" / f"table{number}_{backbone}.csv")

@@ -204,10 +204,12 @@ def _measured() -> dict:
     return json.loads(MEASURED.read_text())
 
 
-def architecture(name: str, config: dict, lora_targets: tuple[str, ...]) -> Architecture:
+def architecture(
+    name: str, config: dict, lora_targets: tuple[str, ...], modes: tuple[str, ...] = MODES
+) -> Architecture:
     """The `Architecture` of a backbone with Hugging Face `config` (a dict): parameters counted on
     the meta device; activations from `activation_memory.json` for a registry backbone, measured
-    now (seconds on the CPU) for any other."""
+    now for any other (`modes` of them; seconds on the CPU at 8B's width)."""
     model = _meta_model(config)
     parameters = sum(p.numel() for p in model.parameters())
     per_rank = sum(
@@ -218,7 +220,7 @@ def architecture(name: str, config: dict, lora_targets: tuple[str, ...]) -> Arch
     layers = int(config["num_hidden_layers"])
     measured = _measured()["backbones"].get(name)
     if measured is None or measured["shape"] != layer_shape(config):
-        measured = {"activations": {mode: measure_layer_activations(config, mode, lora_targets) for mode in MODES}}
+        measured = {"activations": {mode: measure_layer_activations(config, mode, lora_targets) for mode in modes}}
     return Architecture(name, parameters, per_rank, layers, int(config["hidden_size"]), measured["activations"])
 
 
@@ -273,7 +275,12 @@ def _stand_in(config: dict, layers: int, finetune: str, precision: str, lora_tar
 
     from amer_lib.core.backbones import LoraSettings, add_lora
 
-    shape = AutoConfig.for_model(**{**config, "num_hidden_layers": layers, "vocab_size": 16})
+    per_layer = {  # lists of one value per layer (Qwen3's `layer_types`) cut to the stand-in's layers
+        key: value[:layers]
+        for key, value in config.items()
+        if isinstance(value, list) and len(value) == config.get("num_hidden_layers")
+    }
+    shape = AutoConfig.for_model(**{**config, **per_layer, "num_hidden_layers": layers, "vocab_size": 16})
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         model = AutoModel.from_config(shape)

@@ -135,7 +135,8 @@ def memory_preflight(params: RealConfig, benchmark: Benchmark, dataset: str, pro
         negatives=min(NEGATIVE_POOL, corpus),
         corpus_size=corpus,
     )
-    arch = memory.architecture(params.backbone_name, backbone_config(params.backbone), spec.lora.targets)
+    mode = memory.precision_mode(params.finetune, params.mixed_precision)
+    arch = memory.architecture(params.backbone_name, backbone_config(params.backbone), spec.lora.targets, (mode,))
     device = resolve_device(params.device)
     if device.type == "cuda":
         properties = torch.cuda.get_device_properties(device)
