@@ -82,6 +82,25 @@ def test_micro_batches_and_checkpointing_give_the_plain_steps_gradients(p, layou
         torch.testing.assert_close(changed[name], plain[name], rtol=1e-9, atol=1e-12, msg=name)
 
 
+def test_checkpointing_a_prefix_lm_bert_gives_its_plain_gradients():
+    """MiniLM run as a prefix LM (the offline backbone): its BERT layers recomputed, the KV cache
+    of every input predicted replayed, dropout on (train mode)."""
+
+    def minilm():
+        torch.manual_seed(0)
+        return AMERQueryEncoder(load_backbone("minilm"), DIM).double()
+
+    torch.set_default_dtype(torch.float64)
+    try:
+        plain = gradients(minilm(), TrainConfig(**TRAIN_CONFIG), 1.0)
+        checkpointed = gradients(minilm(), TrainConfig(**{**TRAIN_CONFIG, "gradient_checkpointing": True}), 1.0)
+    finally:
+        torch.set_default_dtype(torch.float32)
+    assert plain.keys() == checkpointed.keys() and len(plain) > 100
+    for name in plain:
+        torch.testing.assert_close(checkpointed[name], plain[name], rtol=1e-9, atol=1e-12, msg=name)
+
+
 def test_checkpointing_keeps_the_kv_cache_that_hugging_face_would_drop():
     """Every input predicted (p = 1) decodes with a KV cache; a layer recomputed without it would
     give other gradients. Hugging Face's own checkpointing, for contrast, does drop it."""

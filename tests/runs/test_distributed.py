@@ -168,6 +168,8 @@ def test_torchrun_trains_a_notebook04_run(tmp_path):
             "nproc_per_node": 2,
             "device": "cpu",
             "mixed_precision": False,
+            "micro_batch_size": 1,  # each rank's two questions one at a time
+            "gradient_checkpointing": True,  # MiniLM's layers recomputed, the prefix LM's KV cache kept
             "prepared_dir": str(tmp_path),
             "results_dir": str(tmp_path / "results"),
             "runs_dir": str(tmp_path / "runs"),
