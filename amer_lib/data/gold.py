@@ -11,6 +11,7 @@ question is kept only if every answer found a gold document.
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from itertools import repeat
 
@@ -51,6 +52,9 @@ class MappingReport:
     questions: int
     kept: int
     answers_without_gold: int
+
+    def __add__(self, other: MappingReport) -> MappingReport:
+        return MappingReport(*(a + b for a, b in zip(vars(self).values(), vars(other).values())))
 
     def __str__(self) -> str:
         return (
@@ -108,13 +112,14 @@ def question_candidates(*ranked: np.ndarray) -> list[np.ndarray]:
 
 
 def proof_candidates(
-    questions: list[MultiAnswerQuestion], corpus: Corpus, k: int = DEPTH, progress: bool = True
+    questions: list[MultiAnswerQuestion], search: Callable[[list[str], int], np.ndarray], k: int = DEPTH
 ) -> list[list[np.ndarray]]:
-    """QAMPARI: per question, per answer, the BM25 top-k of each of its proofs, interleaved by rank
-    (a composition answer's two proofs both count: the first names the base question's answer,
-    the second the answer itself). Each distinct snippet is searched once."""
+    """QAMPARI: per question, per answer, the top-k of each of its proofs by `search` (BM25's
+    `Bm25Index.top_k`), interleaved by rank (a composition answer's two proofs both count: the
+    first names the base question's answer, the second the answer itself). Each distinct snippet
+    is searched once."""
     snippets = list(dict.fromkeys(p["text"] for q in questions for proofs in q.proofs for p in proofs))
-    found = bm25_top_k(corpus, snippets, k, progress) if snippets else np.zeros((0, k), int)
+    found = search(snippets, k) if snippets else np.zeros((0, k), int)
     row_of = {snippet: found[i] for i, snippet in enumerate(snippets)}
     empty = np.zeros(0, int)
     return [
@@ -125,6 +130,13 @@ def proof_candidates(
 
 def filter_target_count(questions: list[MultiAnswerQuestion], low: int, high: int) -> list[MultiAnswerQuestion]:
     return [q for q in questions if low <= len(q.targets) <= high]
+
+
+def filter_answer_count(questions: list[MultiAnswerQuestion], low: int, high: int) -> list[MultiAnswerQuestion]:
+    """Questions with `low`-`high` answers. A mapped question keeps one target list per answer,
+    so filtering QAMPARI's 5-8 before the mapping keeps the questions and gold documents that
+    filtering its targets after would, without searching the proofs of the others."""
+    return [q for q in questions if low <= len(q.answers) <= high]
 
 
 def without_test_questions(

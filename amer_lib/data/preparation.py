@@ -5,7 +5,9 @@ notebook 03's config."""
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -23,14 +25,17 @@ from amer_lib.data.benchmark import (
     existing,
     write_benchmark,
 )
+from amer_lib.data.bm25 import Bm25Index
 from amer_lib.data.compound import COMPONENT_KINDS
 from amer_lib.data.corpus import Corpus, iter_documents, write_tsv
 from amer_lib.data.encoders import ENCODERS, DocumentEncoder, encode_corpus
 from amer_lib.data.gold import (
     DEPTH,
+    QAMPARI_TARGETS,
+    MappingReport,
     ambigqa_splits,
-    bm25_top_k,
     dense_top_k,
+    filter_answer_count,
     map_gold_documents,
     proof_candidates,
     qampari_splits,
@@ -43,8 +48,10 @@ from amer_lib.data.questions import (
     read_nq_open_multi,
     read_qampari,
     read_questions,
+    write_questions,
 )
-from amer_lib.io import open_text
+from amer_lib.io import open_text, write_json
+from amer_lib.progress import tqdm
 
 # the offline WordNet benchmark, the paper's data from its files, or a dataset of your own (questions + corpus)
 SOURCES = ("wordnet", "paper", "files", "compound")
@@ -201,18 +208,24 @@ def prepare_paper_data(
         return found, found.manifest["mapping"]
     raw = Path(raw_dir)
     corpus = Corpus.read(corpus_path)
+    # BM25 over the corpus once for all five searches, kept beside the benchmark for a rerun
+    bm25 = Bm25Index.of_corpus(corpus.documents, len(corpus), Path(directory) / "bm25", file_key(corpus_path), progress)
+    parts = MappingParts(Path(directory) / "mapping", recipe)
     reports = {}
 
     def mapped(name: str, questions: list[MultiAnswerQuestion], proofs: bool = False) -> list[MultiAnswerQuestion]:
-        if proofs:
-            candidates = proof_candidates(questions, corpus, depth, progress)
-        else:
-            texts = [q.question for q in questions]
-            candidates = question_candidates(
-                bm25_top_k(corpus, texts, depth, progress),
-                *(dense_top_k(encoder, index, texts, depth) for encoder, index in dense_retrievers),
-            )
-        kept, reports[name] = map_gold_documents(questions, corpus, candidates)
+        def map_part(part: list[MultiAnswerQuestion]):
+            if proofs:
+                candidates = proof_candidates(part, lambda texts, k: bm25.top_k(texts, k, progress=False), depth)
+            else:
+                texts = [q.question for q in part]
+                candidates = question_candidates(
+                    bm25.top_k(texts, depth, progress=False),
+                    *(dense_top_k(encoder, index, texts, depth) for encoder, index in dense_retrievers),
+                )
+            return map_gold_documents(part, corpus, candidates)
+
+        kept, reports[name] = parts.map(name, questions, map_part, progress)
         return kept
 
     ambigqa, removed = ambigqa_splits(
@@ -221,12 +234,17 @@ def prepare_paper_data(
         mapped("nq_open", [q for name in NQ_OPEN_FILES for q in read_nq_open_multi(raw / name)]),
         seed,
     )
+    # QAMPARI keeps questions of 5-8 answers: filtered before their proofs are searched
+    qampari_read = {split: read_qampari(raw / f"{split}_data.jsonl") for split in ("train", "dev")}
     qampari = qampari_splits(
-        mapped("qampari_train", read_qampari(raw / "train_data.jsonl"), proofs=True),
-        mapped("qampari_dev", read_qampari(raw / "dev_data.jsonl"), proofs=True),
+        *(
+            mapped(f"qampari_{split}", filter_answer_count(questions, *QAMPARI_TARGETS), proofs=True)
+            for split, questions in qampari_read.items()
+        )
     )
     mapping = {name: vars(report) for name, report in reports.items()}
     mapping["ambigqa_train_removed_as_test_questions"] = removed
+    mapping.update({f"qampari_{split}_read": len(questions) for split, questions in qampari_read.items()})
     benchmark = write_benchmark(
         Path(directory),
         {"ambigqa": ambigqa, "qampari": qampari},
@@ -235,6 +253,47 @@ def prepare_paper_data(
         {"recipe": recipe, "mapping": mapping},
     )
     return benchmark, mapping
+
+
+def file_key(path: str | Path) -> dict:
+    """What identifies a corpus file's contents for a kept index: its path, size and modification time."""
+    stat = Path(path).stat()
+    return {"path": str(Path(path).resolve()), "bytes": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+
+
+MAPPING_PART = 2000  # questions mapped and written at a time: a kill loses at most one part's work
+
+
+class MappingParts:
+    """The gold mapping of each split written as it goes, `MAPPING_PART` questions a part
+    (`<folder>/<split>/part-NNNNN.jsonl` and its report, both atomic, the report last), so that a
+    rerun with the same recipe reads the finished parts back and maps only the rest."""
+
+    def __init__(self, folder: Path, recipe: dict):
+        self.folder = folder
+        marker = folder / "recipe.json"
+        if marker.exists() and json.loads(marker.read_text()) != recipe:
+            shutil.rmtree(folder)  # parts of another recipe: not this benchmark's
+        if not marker.exists():
+            write_json(marker, recipe)
+
+    def map(self, name: str, questions: list[MultiAnswerQuestion], map_part, progress: bool = True):
+        """`map_part(questions) -> (kept, MappingReport)` over the split's parts; the kept
+        questions in order and the summed report."""
+        kept, report = [], MappingReport(0, 0, 0)
+        starts = range(0, len(questions), MAPPING_PART)
+        for number, start in enumerate(tqdm(starts, desc=f"gold mapping {name}", unit="part", disable=not progress)):
+            path = self.folder / name / f"part-{number:05d}.jsonl"
+            done = path.with_suffix(".json")
+            if done.exists():
+                part_kept, part_report = read_questions(path), MappingReport(**json.loads(done.read_text()))
+            else:
+                part_kept, part_report = map_part(questions[start : start + MAPPING_PART])
+                write_questions(path, part_kept)
+                write_json(done, vars(part_report))
+            kept += part_kept
+            report = report + part_report
+        return kept, report
 
 
 def split_questions(

@@ -1,0 +1,146 @@
+"""BM25 over a corpus (bm25s, English stopwords), built once and kept on disk.
+
+The gold mapping of notebook 03 searches one corpus five times (AmbigQA's train and dev questions,
+NQ-open's, QAMPARI's train and dev proofs). `Bm25Index.of_corpus` builds the index once from the
+documents as a stream (token ids held as one int32 array, not as Python lists), saves it beside
+the prepared benchmark and memory-maps it on reuse. `top_k` gives the rows
+`bm25s.BM25().index(bm25s.tokenize(texts, stopwords="en"))` and `retrieve` gave (a test compares
+them), always with bm25s's numpy selection: its numba and JAX selections order equal scores
+otherwise, which would move gold documents with the installed packages.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from amer_lib.progress import tqdm
+
+STOPWORDS = "en"
+TOKENIZE_BATCH = 100_000  # documents tokenized at a time
+MANIFEST = "amer_bm25.json"
+
+
+class TokenIds(Sequence):
+    """Every document's token ids as one int32 array and offsets: what bm25s's index reads in
+    several passes, at 4 bytes a token instead of a Python list's 36."""
+
+    def __init__(self, ids: np.ndarray, offsets: np.ndarray):
+        self.ids, self.offsets = ids, offsets
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, i):
+        return self.ids[self.offsets[i] : self.offsets[i + 1]]
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        for i in range(len(self)):
+            yield self.ids[self.offsets[i] : self.offsets[i + 1]]
+
+
+def tokenized_stream(texts: Iterable[str], total: int | None = None, progress: bool = True):
+    """`TokenIds` of the texts and the vocabulary, tokenizing `TOKENIZE_BATCH` texts at a time
+    (bm25s's tokenizer: lower case, English stopwords, words of two characters or more)."""
+    from bm25s.tokenization import Tokenizer
+
+    tokenizer = Tokenizer(stopwords=STOPWORDS)
+    parts, lengths, batch = [], [], []
+    bar = tqdm(total=total, desc="BM25 tokenize", unit="doc", disable=not progress)
+
+    def flush():
+        for doc in tokenizer.tokenize(batch, update_vocab=True, return_as="ids", show_progress=False):
+            parts.append(np.asarray(doc, dtype=np.int32))
+            lengths.append(len(doc))
+        bar.update(len(batch))
+        batch.clear()
+
+    for text in texts:
+        batch.append(text)
+        if len(batch) == TOKENIZE_BATCH:
+            flush()
+    if batch:
+        flush()
+    bar.close()
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    ids = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
+    return TokenIds(ids, offsets), tokenizer.get_vocab_dict()
+
+
+class Bm25Index:
+    """A bm25s index of `n_documents` documents (rows in corpus order)."""
+
+    def __init__(self, retriever, n_documents: int):
+        self.retriever, self.n_documents = retriever, n_documents
+
+    @classmethod
+    def build(cls, texts: Iterable[str], total: int | None = None, progress: bool = True) -> Bm25Index:
+        import bm25s
+        from bm25s.tokenization import Tokenized
+
+        token_ids, vocab = tokenized_stream(texts, total, progress)
+        retriever = bm25s.BM25()
+        retriever.index(Tokenized(ids=token_ids, vocab=vocab), show_progress=progress)
+        return cls(retriever, len(token_ids))
+
+    @classmethod
+    def of_corpus(
+        cls, documents: Iterable, n_documents: int, directory: str | Path | None, key: dict, progress: bool = True
+    ) -> Bm25Index:
+        """The index of `documents` (their `full_text`), read from `directory` when it was built
+        there for the same `key` (the corpus file and its size), else built and saved there
+        atomically (a killed build leaves nothing half written)."""
+        if directory is not None and (found := cls.load(directory, key)) is not None:
+            return found
+        index = cls.build((d.full_text for d in documents), n_documents, progress)
+        if directory is not None:
+            index.save(directory, key)
+        return index
+
+    def save(self, directory: str | Path, key: dict) -> None:
+        directory = Path(directory)
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}-", dir=directory.parent))
+        try:
+            self.retriever.save(str(staging))
+            (staging / MANIFEST).write_text(json.dumps({"key": key, "n_documents": self.n_documents}))
+            if directory.exists():
+                shutil.rmtree(directory)
+            os.replace(staging, directory)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+    @classmethod
+    def load(cls, directory: str | Path, key: dict) -> Bm25Index | None:
+        """The index saved in `directory` for `key`, memory-mapped; None when there is none or it
+        was built for another key."""
+        import bm25s
+
+        manifest = Path(directory) / MANIFEST
+        if not manifest.exists():
+            return None
+        saved = json.loads(manifest.read_text())
+        if saved["key"] != key:
+            return None
+        return cls(bm25s.BM25.load(str(directory), mmap=True), saved["n_documents"])
+
+    def top_k(self, queries: list[str], k: int, progress: bool = True) -> np.ndarray:
+        """Rows `[len(queries), min(k, documents)]` of the best documents of each query: bm25s's
+        scores and its numpy selection, as `bm25s.BM25.retrieve` gives them without JAX."""
+        import bm25s
+        from bm25s.selection import topk
+
+        k = min(k, self.n_documents)
+        tokens = bm25s.tokenize(queries, stopwords=STOPWORDS, show_progress=False, return_ids=False)
+        found = np.empty((len(queries), k), dtype=np.int64)
+        for i, query in enumerate(tqdm(tokens, desc="BM25 search", unit="query", disable=not progress)):
+            scores = self.retriever.get_scores(query) if query else np.zeros(self.n_documents, self.retriever.dtype)
+            found[i] = topk(scores, k, backend="numpy", sorted=True)[1]
+        return found
