@@ -3,12 +3,15 @@
 import json
 import shutil
 from dataclasses import replace
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from conftest import FIXTURES
 
+from amer_lib.data import preparation
+from amer_lib.data.bm25 import Bm25Index
 from amer_lib.data.corpus import Corpus
 from amer_lib.data.gold import (
     ambigqa_splits,
@@ -99,10 +102,8 @@ class FixedRetriever:
         return None, np.array([(self.rows.get(t, []) + [-1] * k)[:k] for t in texts])
 
 
-def test_the_whole_paper_preparation_on_published_records(tmp_path):
-    """AmbigQA, NQ-open and QAMPARI records as published, over a corpus in QAMPARI's chunk format
-    (fixtures/paper/chunks.jsonl, written for these questions). Depth 1: BM25 gives each query its
-    top passage, the stub dense retriever the one named below. Gold sets checked by hand."""
+def published_raw(tmp_path) -> tuple[Path, FixedRetriever]:
+    """The paper's raw files as published records (tests/fixtures/published) and a dense stub."""
     raw = tmp_path / "raw"
     raw.mkdir()
     for name in ("train_light", "dev_light"):
@@ -134,9 +135,21 @@ def test_the_whole_paper_preparation_on_published_records(tmp_path):
             "when did the movie varsity blues come out": [pages["Varsity Blues (film)"]],
         },
     )
-    benchmark, mapping = prepare_paper_data(
-        raw, PAPER / "chunks.jsonl", tmp_path / "prepared", [(dense, dense)], seed=1, progress=False, depth=1
+    return raw, dense
+
+
+def prepared_paper(tmp_path, raw, dense, folder="prepared"):
+    return prepare_paper_data(
+        raw, PAPER / "chunks.jsonl", tmp_path / folder, [(dense, dense)], seed=1, progress=False, depth=1
     )
+
+
+def test_the_whole_paper_preparation_on_published_records(tmp_path):
+    """AmbigQA, NQ-open and QAMPARI records as published, over a corpus in QAMPARI's chunk format
+    (fixtures/paper/chunks.jsonl, written for these questions). Depth 1: BM25 gives each query its
+    top passage, the stub dense retriever the one named below. Gold sets checked by hand."""
+    benchmark, mapping = prepared_paper(tmp_path, *published_raw(tmp_path))
+    corpus = Corpus.read(PAPER / "chunks.jsonl")
     questions = {
         q.qid: q
         for dataset in ("ambigqa", "qampari")
@@ -169,6 +182,7 @@ def test_the_whole_paper_preparation_on_published_records(tmp_path):
     # NQ-open writes "January 15, 1999" with no-break spaces; the passage with plain ones
     assert titles("nq-t31") == [["Varsity Blues (film)"], ["Varsity Blues (film)"]]
     assert mapping["qampari_dev"] == {"questions": 4, "kept": 2, "answers_without_gold": 13}
+    assert mapping["qampari_dev_read"] == 4  # every published sample has 5-8 answers
     assert mapping["ambigqa_dev"]["questions"] == 5 and mapping["nq_open"]["questions"] == 16
     test = {q.qid for q in benchmark.questions("ambigqa", "test")}
     train = {q.qid for q in benchmark.questions("ambigqa", "train")}
@@ -189,3 +203,89 @@ def test_an_answer_keeps_the_passages_of_its_own_evidence_page_first():
     [mapped], _ = map_gold_documents([entity], corpus, [[np.array(rows)] * 2])
     assert mapped.targets[1] == ["9009__0", "9008__0"]  # P. Balachandran: his evidence page first
     assert mapped.targets[0] == ["9008__0"]  # only Ulladakkam names Kamal
+
+
+def benchmark_questions(benchmark) -> dict:
+    return {
+        (dataset, split): [q.to_json() for q in benchmark.questions(dataset, split)]
+        for dataset in ("ambigqa", "qampari")
+        for split in ("train", "test")
+    }
+
+
+class Killed(Exception):
+    pass
+
+
+def test_a_mapping_killed_after_its_first_split_resumes_without_redoing_it(tmp_path, monkeypatch):
+    """The published records' preparation stopped while mapping its second split: the rerun reads
+    the BM25 index and the first split's mapping back, maps the rest, and writes what a run that
+    was never stopped writes."""
+    raw, dense = published_raw(tmp_path)
+    expected, expected_mapping = prepared_paper(tmp_path, raw, dense, "uninterrupted")
+    mapped_first_questions, kill_at = [], [2]  # each part's first question; the call that dies
+    original = preparation.map_gold_documents
+
+    def spied(questions, corpus, candidates):
+        mapped_first_questions.append(questions[0].qid)
+        if len(mapped_first_questions) == kill_at[0]:
+            raise Killed
+        return original(questions, corpus, candidates)
+
+    monkeypatch.setattr(preparation, "map_gold_documents", spied)
+    with pytest.raises(Killed):
+        prepared_paper(tmp_path, raw, dense)
+    first = mapped_first_questions[0]
+    assert (tmp_path / "prepared" / "mapping" / "ambigqa_train" / "part-00000.json").exists()
+    assert not (tmp_path / "prepared" / "manifest.json").exists()  # no benchmark until the end
+
+    mapped_first_questions.clear()
+    kill_at[0] = 0
+    monkeypatch.setattr(Bm25Index, "build", lambda *a, **k: pytest.fail("the kept BM25 index was built again"))
+    benchmark, mapping = prepared_paper(tmp_path, raw, dense)
+    assert first not in mapped_first_questions and len(mapped_first_questions) == 4  # four splits left
+    assert mapping == expected_mapping and benchmark_questions(benchmark) == benchmark_questions(expected)
+
+
+def test_qampari_questions_outside_five_to_eight_answers_are_not_searched(tmp_path, monkeypatch):
+    """An edge record of ours (a QAMPARI question with 3 answers, each with a proof) joins the
+    published dev records: its proofs are never searched and the benchmark is as before."""
+    raw, dense = published_raw(tmp_path)
+    expected, _ = prepared_paper(tmp_path, raw, dense, "without_edge")
+    proof = lambda text: {"proof_text": text, "found_in_url": "https://en.wikipedia.org/wiki/X", "pid": "p"}
+    answers = [{"answer_text": f"a{i}", "aliases": [], "proof": [proof(f"edge proof {i} of three")]} for i in range(3)]
+    edge = {"question_text": "Which three things?", "answer_list": answers, "qid": "edge__dev"}
+    with open(raw / "dev_data.jsonl", "a") as out:
+        out.write(json.dumps(edge) + "\n")
+    searched = []
+    original = Bm25Index.top_k
+    monkeypatch.setattr(
+        Bm25Index,
+        "top_k",
+        lambda self, texts, k, progress=True: (searched.extend(texts) or original(self, texts, k, progress)),
+    )
+    benchmark, mapping = prepared_paper(tmp_path, raw, dense)
+    assert searched and not [text for text in searched if text.startswith("edge proof")]
+    assert mapping["qampari_dev_read"] == 5 and mapping["qampari_dev"]["questions"] == 4
+    assert benchmark_questions(benchmark) == benchmark_questions(expected)
+
+
+def test_the_kept_index_gives_the_rows_bm25s_gave_and_is_read_back(tmp_path, monkeypatch):
+    """Against bm25s's own index and retrieve (`gold.bm25_top_k`, what the mapping used before) on
+    WordNet's glosses, edge queries included (empty, stopwords only, unknown words, k past the corpus)."""
+    from amer_lib.data import wordnet
+    from amer_lib.data.gold import bm25_top_k
+
+    corpus = Corpus(wordnet.load_corpus().documents[:3000])
+    queries = [q.question for q in wordnet.load_questions("senses", "train")[:200]]
+    queries += ["", "the of and", "zzzqqq unknownword", corpus.documents[7].text]
+    key = {"corpus": "wordnet glosses", "documents": len(corpus)}
+    index = Bm25Index.of_corpus(corpus.documents, len(corpus), tmp_path / "bm25", key, progress=False)
+    for k in (10, 500, 5000):
+        assert np.array_equal(index.top_k(queries, k, progress=False), bm25_top_k(corpus, queries, k, progress=False))
+    monkeypatch.setattr(Bm25Index, "build", lambda *a, **k: pytest.fail("built again"))
+    again = Bm25Index.of_corpus(corpus.documents, len(corpus), tmp_path / "bm25", key, progress=False)
+    assert np.array_equal(again.top_k(queries, 100, progress=False), index.top_k(queries, 100, progress=False))
+    monkeypatch.undo()
+    other = Bm25Index.of_corpus(corpus.documents[:50], 50, tmp_path / "bm25", {**key, "documents": 50}, progress=False)
+    assert other.n_documents == 50  # another corpus's key: built anew
