@@ -108,6 +108,9 @@ class Bm25Index:
         directory = Path(directory)
         directory.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}-", dir=directory.parent))
+        umask = os.umask(0)
+        os.umask(umask)
+        staging.chmod(0o777 & ~umask)  # mkdtemp's folder is private; the index is as shareable as the benchmark
         try:
             self.retriever.save(str(staging))
             (staging / MANIFEST).write_text(json.dumps({"key": key, "n_documents": self.n_documents}))
