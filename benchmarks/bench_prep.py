@@ -3,7 +3,7 @@ before (`gold.bm25_top_k`: every text tokenized into Python lists, the index bui
 beside `data.bm25.Bm25Index` (a token-id stream into int32 arrays, the index saved and memory-mapped
 on reuse), on synthetic Wikipedia-sized passages, each variant in a process of its own.
 
-    .venv/bin/python benchmarks/bench_prep.py --docs 1000000 --old   # 6 minutes on 2 cores (+2 to write the passages)
+    .venv/bin/python benchmarks/bench_prep.py --docs 1000000 --old   # about 6 minutes on 2 cores, passages written
     .venv/bin/python benchmarks/bench_prep.py --docs 4000000         # the kept index alone: 14 minutes, 12 GiB
 
 The passages are read from a file generated once under build/bench_prep/: 100 words each (600
