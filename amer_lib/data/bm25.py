@@ -12,9 +12,12 @@ otherwise, which would move gold documents with the installed packages.
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import shutil
 import tempfile
+import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
@@ -134,16 +137,51 @@ class Bm25Index:
             return None
         return cls(bm25s.BM25.load(str(directory), mmap=True), saved["n_documents"])
 
-    def top_k(self, queries: list[str], k: int, progress: bool = True) -> np.ndarray:
+    def top_k(self, queries: list[str], k: int, progress: bool = True, processes: int = 1) -> np.ndarray:
         """Rows `[len(queries), min(k, documents)]` of the best documents of each query: bm25s's
-        scores and its numpy selection, as `bm25s.BM25.retrieve` gives them without JAX."""
+        scores and its numpy selection, as `bm25s.BM25.retrieve` gives them without JAX. With
+        `processes` > 1 the queries are spread over that many forked processes (each query's rows
+        are its own, so the result does not depend on how many)."""
+        k = min(k, self.n_documents)
+        chunks = [queries[start : start + QUERY_CHUNK] for start in range(0, len(queries), QUERY_CHUNK)]
+        bar = dict(desc="BM25 search", unit="chunk", total=len(chunks), disable=not progress or len(chunks) < 2)
+        if processes <= 1 or len(chunks) < 2:
+            found = [self._top_k(chunk, k) for chunk in tqdm(chunks, **bar)]
+        else:
+            global _SEARCHED
+            _SEARCHED = self  # the forked processes find the index here (its arrays are shared, not copied)
+            context = multiprocessing.get_context("fork")
+            with context.Pool(min(processes, len(chunks)), initializer=_end_with, initargs=(os.getpid(),)) as pool:
+                found = list(tqdm(pool.imap(_searched_top_k, [(chunk, k) for chunk in chunks]), **bar))
+            _SEARCHED = None
+        return np.concatenate(found) if found else np.zeros((0, k), dtype=np.int64)
+
+    def _top_k(self, queries: list[str], k: int) -> np.ndarray:
         import bm25s
         from bm25s.selection import topk
 
-        k = min(k, self.n_documents)
         tokens = bm25s.tokenize(queries, stopwords=STOPWORDS, show_progress=False, return_ids=False)
         found = np.empty((len(queries), k), dtype=np.int64)
-        for i, query in enumerate(tqdm(tokens, desc="BM25 search", unit="query", disable=not progress)):
+        for i, query in enumerate(tokens):
             scores = self.retriever.get_scores(query) if query else np.zeros(self.n_documents, self.retriever.dtype)
             found[i] = topk(scores, k, backend="numpy", sorted=True)[1]
         return found
+
+
+QUERY_CHUNK = 256  # queries a process searches at a time
+_SEARCHED: Bm25Index | None = None  # the index a forked search process reads
+
+
+def _searched_top_k(job: tuple[list[str], int]) -> np.ndarray:
+    return _SEARCHED._top_k(*job)
+
+
+def _end_with(parent: int) -> None:
+    """A search process ends when its parent is gone (a killed notebook leaves none behind)."""
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()

@@ -6,6 +6,7 @@ notebook 03's config."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from dataclasses import dataclass
@@ -216,11 +217,12 @@ def prepare_paper_data(
     def mapped(name: str, questions: list[MultiAnswerQuestion], proofs: bool = False) -> list[MultiAnswerQuestion]:
         def map_part(part: list[MultiAnswerQuestion]):
             if proofs:
-                candidates = proof_candidates(part, lambda texts, k: bm25.top_k(texts, k, progress=False), depth)
+                search = lambda texts, k: bm25.top_k(texts, k, progress=False, processes=SEARCH_PROCESSES)
+                candidates = proof_candidates(part, search, depth)
             else:
                 texts = [q.question for q in part]
                 candidates = question_candidates(
-                    bm25.top_k(texts, depth, progress=False),
+                    bm25.top_k(texts, depth, progress=False, processes=SEARCH_PROCESSES),
                     *(dense_top_k(encoder, index, texts, depth) for encoder, index in dense_retrievers),
                 )
             return map_gold_documents(part, corpus, candidates)
@@ -262,6 +264,7 @@ def file_key(path: str | Path) -> dict:
 
 
 MAPPING_PART = 2000  # questions mapped and written at a time: a kill loses at most one part's work
+SEARCH_PROCESSES = os.cpu_count() or 1  # BM25 queries over every core: the rows do not depend on it
 
 
 class MappingParts:

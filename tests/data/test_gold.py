@@ -262,7 +262,7 @@ def test_qampari_questions_outside_five_to_eight_answers_are_not_searched(tmp_pa
     monkeypatch.setattr(
         Bm25Index,
         "top_k",
-        lambda self, texts, k, progress=True: (searched.extend(texts) or original(self, texts, k, progress)),
+        lambda self, texts, k, **options: searched.extend(texts) or original(self, texts, k, **options),
     )
     benchmark, mapping = prepared_paper(tmp_path, raw, dense)
     assert searched and not [text for text in searched if text.startswith("edge proof")]
@@ -283,6 +283,8 @@ def test_the_kept_index_gives_the_rows_bm25s_gave_and_is_read_back(tmp_path, mon
     index = Bm25Index.of_corpus(corpus.documents, len(corpus), tmp_path / "bm25", key, progress=False)
     for k in (10, 500, 5000):
         assert np.array_equal(index.top_k(queries, k, progress=False), bm25_top_k(corpus, queries, k, progress=False))
+    # spread over two forked processes (two chunks of queries and more): the same rows
+    assert np.array_equal(index.top_k(queries * 2, 100, progress=False, processes=2), index.top_k(queries * 2, 100))
     monkeypatch.setattr(Bm25Index, "build", lambda *a, **k: pytest.fail("built again"))
     again = Bm25Index.of_corpus(corpus.documents, len(corpus), tmp_path / "bm25", key, progress=False)
     assert np.array_equal(again.top_k(queries, 100, progress=False), index.top_k(queries, 100, progress=False))
