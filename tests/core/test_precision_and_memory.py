@@ -64,22 +64,28 @@ LAYOUTS = [
 ]
 
 
-@pytest.mark.parametrize("p", [0.0, 0.5, 1.0])  # teacher-forced pass, mixed, every input predicted (KV cache)
-@pytest.mark.parametrize("layout", LAYOUTS)
-def test_micro_batches_and_checkpointing_give_the_plain_steps_gradients(p, layout):
-    """Float64 so that only the order of sums differs. Without micro-batches LoRA's dropout is on,
-    so that checkpointing's recomputation must replay the same dropout masks (micro-batches draw
-    other masks: equal in distribution only), and under p > 0 the KV cache."""
-    dropout = 0.0 if layout.get("micro_batch_size") else 0.1
+def assert_layout_keeps_the_gradients(make_model, layout: dict, p: float) -> None:
+    """One step's gradients with `layout` equal the plain step's, in float64 (so that only the
+    order of sums differs), both models made by `make_model`."""
     torch.set_default_dtype(torch.float64)
     try:
-        plain = gradients(lora_model(torch.float64, dropout=dropout), TrainConfig(**TRAIN_CONFIG), p)
-        changed = gradients(lora_model(torch.float64, dropout=dropout), TrainConfig(**{**TRAIN_CONFIG, **layout}), p)
+        plain = gradients(make_model(), TrainConfig(**TRAIN_CONFIG), p)
+        changed = gradients(make_model(), TrainConfig(**{**TRAIN_CONFIG, **layout}), p)
     finally:
         torch.set_default_dtype(torch.float32)
     assert plain.keys() == changed.keys() and len(plain) > 10
     for name in plain:
         torch.testing.assert_close(changed[name], plain[name], rtol=1e-9, atol=1e-12, msg=name)
+
+
+@pytest.mark.parametrize("p", [0.0, 0.5, 1.0])  # teacher-forced pass, mixed, every input predicted (KV cache)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_micro_batches_and_checkpointing_give_the_plain_steps_gradients(p, layout):
+    """Without micro-batches LoRA's dropout is on, so that checkpointing's recomputation must
+    replay the same dropout masks (micro-batches draw other masks: equal in distribution only),
+    and under p > 0 the KV cache."""
+    dropout = 0.0 if layout.get("micro_batch_size") else 0.1
+    assert_layout_keeps_the_gradients(lambda: lora_model(torch.float64, dropout=dropout), layout, p)
 
 
 def test_checkpointing_a_prefix_lm_bert_gives_its_plain_gradients():
@@ -90,15 +96,7 @@ def test_checkpointing_a_prefix_lm_bert_gives_its_plain_gradients():
         torch.manual_seed(0)
         return AMERQueryEncoder(load_backbone("minilm"), DIM).double()
 
-    torch.set_default_dtype(torch.float64)
-    try:
-        plain = gradients(minilm(), TrainConfig(**TRAIN_CONFIG), 1.0)
-        checkpointed = gradients(minilm(), TrainConfig(**{**TRAIN_CONFIG, "gradient_checkpointing": True}), 1.0)
-    finally:
-        torch.set_default_dtype(torch.float32)
-    assert plain.keys() == checkpointed.keys() and len(plain) > 100
-    for name in plain:
-        torch.testing.assert_close(checkpointed[name], plain[name], rtol=1e-9, atol=1e-12, msg=name)
+    assert_layout_keeps_the_gradients(minilm, {"gradient_checkpointing": True}, 1.0)
 
 
 def test_checkpointing_keeps_the_kv_cache_that_hugging_face_would_drop():
