@@ -1,5 +1,5 @@
 """Notebook 03's BM25 at scale: building the index and searching it, bm25s as the mapping used it
-before (`gold.bm25_top_k`: every text tokenized into Python lists, the index built anew per call)
+before (bm25s.tokenize into Python lists and the index built anew for every search)
 beside `data.bm25.Bm25Index` (a token-id stream into int32 arrays, the index saved and memory-mapped
 on reuse), on synthetic Wikipedia-sized passages, each variant in a process of its own.
 

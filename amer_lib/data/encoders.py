@@ -78,7 +78,7 @@ ENCODERS: dict[str, EncoderSpec] = {
 }
 
 
-RETRIEVERS = ("bm25", *ENCODERS)  # off-the-shelf retrievers: BM25 (`data.gold.bm25_top_k`) and every encoder
+RETRIEVERS = ("bm25", *ENCODERS)  # off-the-shelf retrievers: BM25 (`data.bm25.Bm25Index`) and every encoder
 
 
 class EncoderUnavailableError(RuntimeError):

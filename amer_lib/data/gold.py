@@ -24,18 +24,6 @@ DEPTH = 500
 QAMPARI_TARGETS = (5, 8)
 
 
-def bm25_top_k(corpus: Corpus, queries: list[str], k: int = DEPTH, progress: bool = True) -> np.ndarray:
-    """Rows `[len(queries), k]` of the best BM25 (bm25s, English stopwords) documents."""
-    import bm25s
-
-    retriever = bm25s.BM25()
-    retriever.index(bm25s.tokenize(corpus.texts(), stopwords="en", show_progress=progress), show_progress=progress)
-    rows, _ = retriever.retrieve(
-        bm25s.tokenize(queries, stopwords="en", show_progress=False), k=min(k, len(corpus)), show_progress=progress
-    )
-    return np.asarray(rows)
-
-
 def match_form(text: str) -> str:
     """The form answers and passages are compared in: NFC, white space (U+00A0 included) as single spaces."""
     return " ".join(unicodedata.normalize("NFC", text).split())

@@ -19,9 +19,9 @@ import numpy as np
 from amer_lib.core.metrics import DISTANCES, K, evaluate, mean_pairwise_distance, pad_clusters
 from amer_lib.core.search import ShardedFlatIndex
 from amer_lib.data.benchmark import Benchmark
+from amer_lib.data.bm25 import Bm25Index
 from amer_lib.data.corpus import Corpus
 from amer_lib.data.encoders import RETRIEVERS, DocumentEncoder, EmbeddingShards
-from amer_lib.data.gold import bm25_top_k
 from amer_lib.data.questions import MultiAnswerQuestion
 from amer_lib.io import git_commit, write_json, write_trec_run
 from amer_lib.runs.configs import FailureConfig
@@ -115,7 +115,8 @@ def retrieve(
     texts = [q.question for q in questions]
     if check_retriever(retriever) == "bm25":
         corpus = Corpus.read(benchmark.manifest["corpus"])
-        return [[corpus.documents[r].id for r in row] for row in bm25_top_k(corpus, texts, k, progress)]
+        index = Bm25Index.build(corpus.texts(), len(corpus), progress)
+        return [[corpus.documents[r].id for r in row] for row in index.top_k(texts, k, progress)]
     shards = document_embeddings(benchmark, retriever, device, progress)
     queries = DocumentEncoder(retriever, device=device).encode_queries(texts)
     _, rows = ShardedFlatIndex(shards).search(queries, k)

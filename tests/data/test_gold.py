@@ -271,10 +271,17 @@ def test_qampari_questions_outside_five_to_eight_answers_are_not_searched(tmp_pa
 
 
 def test_the_kept_index_gives_the_rows_bm25s_gave_and_is_read_back(tmp_path, monkeypatch):
-    """Against bm25s's own index and retrieve (`gold.bm25_top_k`, what the mapping used before) on
+    """Against bm25s's own index and retrieve (what the mapping and notebook 01 used before) on
     WordNet's glosses, edge queries included (empty, stopwords only, unknown words, k past the corpus)."""
+    import bm25s
+
     from amer_lib.data import wordnet
-    from amer_lib.data.gold import bm25_top_k
+
+    def bm25_top_k(corpus, queries, k):
+        retriever = bm25s.BM25()
+        retriever.index(bm25s.tokenize(corpus.texts(), stopwords="en", show_progress=False), show_progress=False)
+        tokens = bm25s.tokenize(queries, stopwords="en", show_progress=False)
+        return retriever.retrieve(tokens, k=min(k, len(corpus)), show_progress=False, backend_selection="numpy")[0]
 
     corpus = Corpus(wordnet.load_corpus().documents[:3000])
     queries = [q.question for q in wordnet.load_questions("senses", "train")[:200]]
@@ -282,7 +289,7 @@ def test_the_kept_index_gives_the_rows_bm25s_gave_and_is_read_back(tmp_path, mon
     key = {"corpus": "wordnet glosses", "documents": len(corpus)}
     index = Bm25Index.of_corpus(corpus.documents, len(corpus), tmp_path / "bm25", key, progress=False)
     for k in (10, 500, 5000):
-        assert np.array_equal(index.top_k(queries, k, progress=False), bm25_top_k(corpus, queries, k, progress=False))
+        assert np.array_equal(index.top_k(queries, k, progress=False), bm25_top_k(corpus, queries, k))
     # spread over two forked processes (two chunks of queries and more): the same rows
     assert np.array_equal(index.top_k(queries * 2, 100, progress=False, processes=2), index.top_k(queries * 2, 100))
     monkeypatch.setattr(Bm25Index, "build", lambda *a, **k: pytest.fail("built again"))
