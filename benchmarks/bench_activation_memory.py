@@ -2,7 +2,7 @@
 its real layer shape, and the host bytes per corpus document: the constants of the memory
 preflight (`amer_lib/core/memory.py`), written to `amer_lib/core/activation_memory.json`.
 
-    .venv/bin/python benchmarks/bench_activation_memory.py   # about 2 minutes on 2 cores, 4 GB of memory
+    .venv/bin/python benchmarks/bench_activation_memory.py   # about 2.5 minutes on 2 cores
 
 Each backbone's published shape (hidden size, MLP width, heads, KV heads, head size) is built with
 random weights at two layers and at one, in each mode's precision (LoRA r = 64 on bfloat16 frozen
@@ -11,7 +11,8 @@ without autocast), and trained on one and two sequences of 70 tokens (65 prompt 
 fed-back positions); the saved tensors' bytes (`memory.measure_layer_activations`) differenced
 over layers and sequences give one layer's bytes per token, plain and under gradient checkpointing.
 On a GPU the attention kernels keep less than the CPU's (flash attention keeps no probabilities:
-heads x sequence x 2 bytes per token, 4 KiB at 8B), so the CPU figure is an upper bound by that much.
+heads x sequence x 2 bytes per token, 4 KiB at 8B), so the CPU figure
+should be an upper bound by about that much (not checked on a GPU).
 """
 
 from __future__ import annotations

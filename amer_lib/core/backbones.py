@@ -215,13 +215,25 @@ def backbone_config(name: str, overrides: dict | None = None) -> dict:
     return LlamaConfig(**{**spec.config, **(overrides or {})}).to_dict()
 
 
-def parameters_in_billions(name: str) -> float:
-    """Backbone `name`'s parameters in billions, counted on PyTorch's meta device (no memory)."""
+def meta_model(config: dict) -> PreTrainedModel:
+    """The model of a Hugging Face config dict on PyTorch's meta device: its modules and parameter
+    shapes without memory or weights."""
     from transformers import AutoConfig
 
     with torch.device("meta"):
-        model = AutoModel.from_config(AutoConfig.for_model(**backbone_config(name)))
-    return sum(p.numel() for p in model.parameters()) / 1e9
+        return AutoModel.from_config(AutoConfig.for_model(**config))
+
+
+def parameters_in_billions(name: str) -> float:
+    """Backbone `name`'s parameters in billions, counted on the meta device."""
+    return sum(p.numel() for p in meta_model(backbone_config(name)).parameters()) / 1e9
+
+
+def frozen_weights_dtype(finetune: str, mixed_precision: bool) -> torch.dtype:
+    """The backbone weights' dtype: bfloat16 for the frozen weights of a LoRA run with mixed
+    precision (an 8B backbone then takes half the memory), on a GPU as on the CPU, so that a CPU
+    rehearsal meets what a GPU run meets; float32 for every weight that is trained."""
+    return torch.bfloat16 if mixed_precision and finetune == "lora" else torch.float32
 
 
 LARGE = 1.0  # billions of parameters from which the paper's recipe (LoRA, bfloat16 on a GPU) is the default

@@ -69,10 +69,10 @@ def _checkpointed(function: partial, *args):
     return checkpoint(function, *args, use_reentrant=False, context_fn=contexts)
 
 
-def enable(backbone: torch.nn.Module) -> int:
+def enable(backbone: torch.nn.Module) -> None:
     """Checkpoint every decoder layer of `backbone` (a Hugging Face model, under peft's wrapper or
-    `PrefixLMBert` too), keeping the KV cache; returns how many layers were checkpointed. A backbone
-    without Hugging Face's checkpointing layers is refused by name."""
+    `PrefixLMBert` too), keeping the KV cache. A backbone without Hugging Face's checkpointing
+    layers is refused by name."""
     from transformers.modeling_layers import GradientCheckpointingLayer
 
     layers = [m for m in backbone.modules() if isinstance(m, GradientCheckpointingLayer)]
@@ -85,4 +85,3 @@ def enable(backbone: torch.nn.Module) -> int:
         layer.gradient_checkpointing = True
         layer._gradient_checkpointing_func = _checkpointed
         layer._can_checkpoint_with_cache = True  # ReplayCache makes the replay read what the forward read
-    return len(layers)

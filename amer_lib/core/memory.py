@@ -33,6 +33,9 @@ from pathlib import Path
 
 import torch
 
+from amer_lib.core import checkpointing
+from amer_lib.core.backbones import LoraSettings, add_lora, frozen_weights_dtype, get_backbone, meta_model
+
 GIB = 2**30
 CUDA_RESERVE = 2 * GIB  # CUDA context (about 0.5 GiB) and the caching allocator's fragmentation
 SEARCH_BLOCK = 500_000  # rows of a search block (`core.search.ShardedFlatIndex`)
@@ -121,7 +124,7 @@ class Architecture:
 
 def plan(arch: Architecture, work: Workload) -> MemoryPlan:
     """The projected memory of one training process (see the module's docstring for each term)."""
-    bf16_weights = work.finetune == "lora" and work.mixed_precision
+    weight_bytes = frozen_weights_dtype(work.finetune, work.mixed_precision).itemsize
     projections = 2 * work.embedding_dim * arch.hidden_size
     if work.finetune == "lora":
         trained = 16 * (arch.lora_parameters_per_rank * work.lora_rank + projections)
@@ -136,13 +139,13 @@ def plan(arch: Architecture, work: Workload) -> MemoryPlan:
     negatives = work.negative_bytes * work.negatives * work.embedding_dim
     targets = 4 * work.training_questions * work.max_targets * work.embedding_dim
     return MemoryPlan(
-        weights=arch.parameters * (2 if bf16_weights else 4),
+        weights=arch.parameters * weight_bytes,
         trained_state=trained,
         activations=activations,
         data=negatives + targets,
         search=4 * min(SEARCH_BLOCK, work.corpus_size) * work.embedding_dim,
         reserve=CUDA_RESERVE,
-        host_backbone=arch.parameters * (2 if bf16_weights else 4),
+        host_backbone=arch.parameters * weight_bytes,
         host_corpus=work.corpus_size * _measured()["host_bytes_per_document"],
         host_data=negatives + targets,
     )
@@ -158,10 +161,10 @@ def settings_that_fit(arch: Architecture, work: Workload, capacity: int) -> list
     for nproc in sorted({work.nproc, 2 * work.nproc, 4 * work.nproc, 8}):
         if nproc < work.nproc or work.batch_size % nproc:
             continue
-        for checkpointing in (False, True):
-            share = work.batch_size // nproc
+        share = work.batch_size // nproc
+        for recompute in (False, True):
             for micro in (share, *[m for m in MICRO_BATCHES if m < share]):
-                trial = replace(work, nproc=nproc, micro_batch_size=micro, gradient_checkpointing=checkpointing)
+                trial = replace(work, nproc=nproc, micro_batch_size=micro, gradient_checkpointing=recompute)
                 if plan(arch, trial).gpu_peak <= capacity:
                     found.append(_setting(trial, arch))
                     break
@@ -209,8 +212,8 @@ def architecture(
 ) -> Architecture:
     """The `Architecture` of a backbone with Hugging Face `config` (a dict): parameters counted on
     the meta device; activations from `activation_memory.json` for a registry backbone, measured
-    now for any other (`modes` of them; seconds on the CPU at 8B's width)."""
-    model = _meta_model(config)
+    now for any other (`modes` of them; about 15 s a mode at 8B's width on 2 cores)."""
+    model = meta_model(config)
     parameters = sum(p.numel() for p in model.parameters())
     per_rank = sum(
         m.in_features + m.out_features
@@ -239,24 +242,15 @@ def layer_shape(config: dict) -> dict:
     return {key: config.get(key) for key in SHAPE_KEYS}
 
 
-def _meta_model(config: dict) -> torch.nn.Module:
-    from transformers import AutoConfig, AutoModel
-
-    with torch.device("meta"):
-        return AutoModel.from_config(AutoConfig.for_model(**config))
-
-
 def measure_layer_activations(
     config: dict, mode: str, lora_targets: tuple[str, ...], sequence: int = 70, lora_rank: int = 64
 ) -> dict[str, float]:
     """Bytes per token that one decoder layer of this shape keeps for the backward pass, plain and
-    under gradient checkpointing: a one-layer model at the real width, in `mode`'s precision
-    (bfloat16 frozen weights with LoRA and CPU bfloat16 autocast, or float32 weights with or without
-    autocast), trained on one and on two sequences of `sequence` tokens; the difference of the
-    saved tensors' bytes (parameters and autocast's weight copies excluded, each storage once)
-    divided by `sequence`, for a two-layer model less a one-layer model."""
-    from amer_lib.core import checkpointing
-
+    under gradient checkpointing: randomly initialised models of the real width in `mode`'s
+    precision (bfloat16 frozen weights with LoRA and CPU bfloat16 autocast, or float32 weights with
+    or without autocast), trained on one and on two sequences of `sequence` tokens; the difference
+    of the saved tensors' bytes (parameters and autocast's weight copies excluded, each storage
+    once) divided by `sequence`, for a two-layer model less a one-layer model."""
     finetune, precision = mode.split("_")
     per_layer = {"plain": 0.0, "checkpointed": 0.0}
     for layers, sign in ((2, 1), (1, -1)):  # two layers less one: the final norm and the like drop out
@@ -273,8 +267,6 @@ def _stand_in(config: dict, layers: int, finetune: str, precision: str, lora_tar
     """A randomly initialised model of `config`'s shape with `layers` layers, as `mode` trains it."""
     from transformers import AutoConfig, AutoModel
 
-    from amer_lib.core.backbones import LoraSettings, add_lora
-
     per_layer = {  # lists of one value per layer (Qwen3's `layer_types`) cut to the stand-in's layers
         key: value[:layers]
         for key, value in config.items()
@@ -284,7 +276,7 @@ def _stand_in(config: dict, layers: int, finetune: str, precision: str, lora_tar
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         model = AutoModel.from_config(shape)
-        model = model.to(torch.bfloat16 if finetune == "lora" and precision == "bf16" else torch.float32)
+        model = model.to(frozen_weights_dtype(finetune, precision == "bf16"))
         if finetune == "lora":
             model = add_lora(model, LoraSettings(r=rank, targets=lora_targets))
     return model.train()
@@ -315,8 +307,6 @@ def _saved_bytes(model: torch.nn.Module, batch: int, sequence: int, autocast: bo
 
 def workload_of(params, prompt_tokens: int, training_questions: int, max_targets: int, **sizes) -> Workload:
     """The `Workload` of a notebook config (its fine-tuning, precision, batch and layout)."""
-    from amer_lib.core.backbones import get_backbone
-
     lora = get_backbone(params.backbone).lora if params.finetune == "lora" else None
     return Workload(
         finetune=params.finetune,

@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
-from amer_lib.core.backbones import PrefixLMBert, load_backbone, require_weights
+from amer_lib.core.backbones import PrefixLMBert, frozen_weights_dtype, load_backbone, require_weights
 from amer_lib.core.model import AMERQueryEncoder
 
 FORMAT = 1
@@ -114,7 +114,7 @@ def from_pretrained(folder: str | Path, device: str | torch.device = "cpu") -> A
         raise FileNotFoundError(f"{folder} lacks {', '.join(missing)}: the folder is incomplete; export the run again")
     require_weights(config["backbone"])
     mixed = config.get("mixed_precision", False)  # folders written before it was recorded: float32
-    dtype = torch.bfloat16 if mixed and config["finetune"] == "lora" else torch.float32
+    dtype = frozen_weights_dtype(config["finetune"], mixed)
     backbone = load_backbone(config["backbone"], dtype=dtype, config_overrides=config["backbone_overrides"])
     if backbone.config.hidden_size != config["hidden_size"]:
         raise ValueError(

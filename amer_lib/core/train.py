@@ -88,9 +88,10 @@ class TrainConfig:
     # how a step is laid out in memory, not what it computes: a run may resume with other values
     MEMORY_LAYOUT = ("micro_batch_size", "gradient_checkpointing")
 
-    def trained_recipe(self) -> dict:
-        """The fields a checkpoint must match to be resumed (all but `MEMORY_LAYOUT`)."""
-        return {k: v for k, v in asdict(self).items() if k not in self.MEMORY_LAYOUT}
+    @classmethod
+    def trained_recipe(cls, fields: dict) -> dict:
+        """Of a config's fields (`asdict`, or a checkpoint's), those a resumed run must match."""
+        return {k: v for k, v in fields.items() if k not in cls.MEMORY_LAYOUT}
 
     def sampling_prob(self, step: int) -> float:
         if self.sampling == "teacher":
@@ -188,9 +189,8 @@ def draw_batch(
     order = keys.argsort(dim=1)  # valid targets first, in random order
     targets = targets.gather(1, order[..., None].expand_as(targets))
     negative_ids = torch.randint(len(negative_pool), (batch, max_targets), generator=generator)
-    negatives = negative_pool[negative_ids.to(negative_pool.device)].to(device)
-    if negatives.dtype != targets.dtype:  # a pool kept in float16 to save host memory
-        negatives = negatives.to(targets.dtype)
+    # a pool kept in the shards' float16 is made float32 here, batch by batch
+    negatives = negative_pool[negative_ids.to(negative_pool.device)].to(device, targets.dtype)
     sample_mask = None
     if config.n_outputs > 1:
         sample_mask = (torch.rand(batch, max_targets - 1, generator=generator) < p).to(device)
@@ -389,8 +389,7 @@ def _resume(
     if ckpt_path is None or not ckpt_path.exists():
         return 0, TrainResult(best_step=-1, best_val_loss=math.inf), None
     ckpt = _load_checkpoint(ckpt_path)
-    written = {k: v for k, v in (ckpt.get("config") or {}).items() if k not in TrainConfig.MEMORY_LAYOUT}
-    if written != config.trained_recipe():
+    if TrainConfig.trained_recipe(ckpt.get("config") or {}) != TrainConfig.trained_recipe(asdict(config)):
         raise CheckpointError(
             f"checkpoint {ckpt_path} was written with another configuration "
             f"({ckpt.get('config')}); use a new run directory"

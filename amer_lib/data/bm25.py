@@ -3,7 +3,7 @@
 The gold mapping of notebook 03 searches one corpus five times (AmbigQA's train and dev questions,
 NQ-open's, QAMPARI's train and dev proofs). `Bm25Index.of_corpus` builds the index once from the
 documents as a stream (token ids held as one int32 array, not as Python lists), saves it beside
-the prepared benchmark and memory-maps it on reuse. `top_k` gives the rows
+the prepared benchmark and searches it memory-mapped. `top_k` gives the rows
 `bm25s.BM25().index(bm25s.tokenize(texts, stopwords="en"))` and `retrieve` gave (a test compares
 them), always with bm25s's numpy selection: its numba and JAX selections order equal scores
 otherwise, which would move gold documents with the installed packages.
@@ -11,6 +11,7 @@ otherwise, which would move gold documents with the installed packages.
 
 from __future__ import annotations
 
+import gc
 import json
 import multiprocessing
 import os
@@ -43,9 +44,8 @@ class TokenIds(Sequence):
     def __getitem__(self, i):
         return self.ids[self.offsets[i] : self.offsets[i + 1]]
 
-    def __iter__(self) -> Iterator[np.ndarray]:
-        for i in range(len(self)):
-            yield self.ids[self.offsets[i] : self.offsets[i + 1]]
+    def __iter__(self) -> Iterator[np.ndarray]:  # a slice past the end is empty, not an IndexError
+        return (self[i] for i in range(len(self)))
 
 
 def tokenized_stream(texts: Iterable[str], total: int | None = None, progress: bool = True):
@@ -97,15 +97,16 @@ class Bm25Index:
     def of_corpus(
         cls, documents: Iterable, n_documents: int, directory: str | Path | None, key: dict, progress: bool = True
     ) -> Bm25Index:
-        """The index of `documents` (their `full_text`), read from `directory` when it was built
-        there for the same `key` (the corpus file and its size), else built and saved there
-        atomically (a killed build leaves nothing half written)."""
-        if directory is not None and (found := cls.load(directory, key)) is not None:
-            return found
-        index = cls.build((d.full_text for d in documents), n_documents, progress)
-        if directory is not None:
-            index.save(directory, key)
-        return index
+        """The index of `documents` (their `full_text`), memory-mapped from `directory` when it was
+        built there for the same `key` (the corpus file's path, size and time), else built, saved
+        there atomically (a killed build leaves nothing half written) and mapped back, so that the
+        build's memory is freed and search processes share the mapped pages."""
+        if directory is None:
+            return cls.build((d.full_text for d in documents), n_documents, progress)
+        if (found := cls.load(directory, key)) is None:
+            cls.build((d.full_text for d in documents), n_documents, progress).save(directory, key)
+            found = cls.load(directory, key)
+        return found
 
     def save(self, directory: str | Path, key: dict) -> None:
         directory = Path(directory)
@@ -150,10 +151,14 @@ class Bm25Index:
         else:
             global _SEARCHED
             _SEARCHED = self  # the forked processes find the index here (its arrays are shared, not copied)
+            gc.freeze()  # the children's garbage collector leaves the parent's objects (a corpus) unwritten
             context = multiprocessing.get_context("fork")
-            with context.Pool(min(processes, len(chunks)), initializer=_end_with, initargs=(os.getpid(),)) as pool:
-                found = list(tqdm(pool.imap(_searched_top_k, [(chunk, k) for chunk in chunks]), **bar))
-            _SEARCHED = None
+            try:
+                with context.Pool(min(processes, len(chunks)), initializer=_end_with, initargs=(os.getpid(),)) as pool:
+                    found = list(tqdm(pool.imap(_searched_top_k, [(chunk, k) for chunk in chunks]), **bar))
+            finally:
+                gc.unfreeze()
+                _SEARCHED = None
         return np.concatenate(found) if found else np.zeros((0, k), dtype=np.int64)
 
     def _top_k(self, queries: list[str], k: int) -> np.ndarray:

@@ -59,7 +59,7 @@ ENCODERS: dict[str, EncoderSpec] = {
     ),
     # the other retrievers of the paper's Figure 1, with their model cards' query instructions
     # mean pooling, scored by dot product (its model card): document norms are part of the ranking
-    # bfloat16 as inf-retriever: in float32 (no TF32) an H100 encodes the 25M passages about 15x slower
+    # bfloat16 as inf-retriever: in float32 (no TF32) an H100's spec sheet rates it about 15x slower
     "contriever-msmarco": EncoderSpec(
         "contriever-msmarco", "facebook/contriever-msmarco", 768, normalize=False, dtype="bfloat16"
     ),

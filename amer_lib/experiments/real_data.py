@@ -12,7 +12,6 @@ search, the baselines (query expansion and MMR re-ranking), the compound benchma
 
 from __future__ import annotations
 
-import json
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -46,7 +45,7 @@ from amer_lib.core.train import train
 from amer_lib.data import compound
 from amer_lib.data.benchmark import Benchmark
 from amer_lib.data.datasets import TextData
-from amer_lib.data.encoders import DocumentEncoder
+from amer_lib.data.encoders import DocumentEncoder, get_encoder_spec
 from amer_lib.data.preparation import PrepConfig, prepare
 from amer_lib.data.prompts import PromptTemplate
 from amer_lib.data.questions import MultiAnswerQuestion
@@ -124,14 +123,13 @@ def memory_preflight(params: RealConfig, benchmark: Benchmark, dataset: str, pro
     questions = benchmark.questions(dataset, "train")
     prompts = PromptTemplate.of(spec, tokenizer).tokenize(tokenizer, [q.question for q in questions])[0]
     prompt_tokens = prompts.shape[1]
-    dim = json.loads((benchmark.directory / "embeddings" / params.encoder / "manifest.json").read_text())["dim"]
     corpus = benchmark.manifest.get("corpus_size", 0)
     work = memory.workload_of(
         params,
         prompt_tokens=prompt_tokens,
         training_questions=len(questions),
         max_targets=max(len(q.targets) for q in questions),
-        embedding_dim=dim,
+        embedding_dim=get_encoder_spec(params.encoder).dim,
         negatives=min(NEGATIVE_POOL, corpus),
         corpus_size=corpus,
     )

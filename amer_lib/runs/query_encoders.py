@@ -10,20 +10,13 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 import torch
 
-from amer_lib.core.backbones import add_lora, get_backbone, load_backbone
+from amer_lib.core.backbones import add_lora, frozen_weights_dtype, get_backbone, load_backbone
 from amer_lib.core.config import Config
 from amer_lib.core.model import AMERQueryEncoder
 from amer_lib.core.train import TrainConfig, load_trainable_state
 from amer_lib.data.datasets import TextData, token_prompt
 from amer_lib.runs.configs import RealConfig, SyntheticConfig
 from amer_lib.runs.store import RunStore
-
-
-def weights_dtype(params: SyntheticConfig | RealConfig) -> torch.dtype:
-    """bfloat16 for the frozen weights of a LoRA run with mixed precision (an 8B backbone then
-    takes half the memory), on a GPU as on the CPU, so that a CPU rehearsal meets what a GPU run
-    meets; float32 for every weight that is trained."""
-    return torch.bfloat16 if params.mixed_precision and params.finetune == "lora" else torch.float32
 
 
 def build_query_encoder(
@@ -34,7 +27,8 @@ def build_query_encoder(
     `stop_weight > 0`), all seeded by `seed`."""
     name = params.backbone
     overrides = getattr(params, "backbone_overrides", None) or None  # notebook 04 has none
-    backbone = load_backbone(name, seed=seed, dtype=weights_dtype(params), config_overrides=overrides)
+    dtype = frozen_weights_dtype(params.finetune, params.mixed_precision)
+    backbone = load_backbone(name, seed=seed, dtype=dtype, config_overrides=overrides)
     if params.finetune == "lora":  # the adapters' initial weights drawn from the seed too
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
