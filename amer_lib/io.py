@@ -32,6 +32,23 @@ def atomic_path(path: str | Path):
             os.remove(tmp)
 
 
+@contextmanager
+def atomic_folder(path: str | Path):
+    """Yield a fresh folder beside `path` to fill; on success it replaces `path` in one rename
+    (readable as the umask allows, as a folder made with mkdir would be)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}-", dir=path.parent))
+    try:
+        staging.chmod(0o777 & ~_umask())  # mkdtemp's folder is private
+        yield staging
+        if path.exists():
+            shutil.rmtree(path)
+        os.replace(staging, path)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)

@@ -21,8 +21,6 @@ save leaves no half folder.
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 from pathlib import Path
 
 import torch
@@ -30,6 +28,7 @@ from safetensors.torch import load_file, save_file
 
 from amer_lib.core.backbones import PrefixLMBert, frozen_weights_dtype, load_backbone, require_weights
 from amer_lib.core.model import AMERQueryEncoder
+from amer_lib.io import atomic_folder
 
 FORMAT = 1
 CONFIG = "amer.json"
@@ -84,9 +83,7 @@ def save_pretrained(
         "recipe": recipe or {},
         "facts": facts or {},
     }
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
-    try:
+    with atomic_folder(folder) as staging:
         save_file(_tensors(model, exclude="backbone."), staging / "projections.safetensors")
         if lora:
             _peft_model(model).save_pretrained(staging / "adapter")
@@ -94,11 +91,6 @@ def save_pretrained(
             save_file(_tensors(model.backbone), staging / "backbone.safetensors")
         (staging / CONFIG).write_text(json.dumps(config, indent=1) + "\n")
         (staging / "README.md").write_text(model_card(config))
-        if folder.exists():
-            shutil.rmtree(folder)
-        staging.rename(folder)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     return folder
 
 

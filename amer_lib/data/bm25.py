@@ -1,12 +1,20 @@
-"""BM25 over a corpus (bm25s, English stopwords), built once and kept on disk.
+"""BM25 over a corpus (bm25s, English stopwords), built once in bounded memory and kept on disk.
 
 The gold mapping of notebook 03 searches one corpus five times (AmbigQA's train and dev questions,
-NQ-open's, QAMPARI's train and dev proofs). `Bm25Index.of_corpus` builds the index once from the
-documents as a stream (token ids held as one int32 array, not as Python lists), saves it beside
-the prepared benchmark and searches it memory-mapped. `top_k` gives the rows
-`bm25s.BM25().index(bm25s.tokenize(texts, stopwords="en"))` and `retrieve` gave (a test compares
-them), always with bm25s's numpy selection: its numba and JAX selections order equal scores
-otherwise, which would move gold documents with the installed packages.
+NQ-open's, QAMPARI's train and dev proofs). `Bm25Index.of_corpus` builds the index once, saves it
+beside the prepared benchmark in bm25s's own files and searches it memory-mapped.
+
+The build streams the documents (`write_index`): each run of `RUN_DOCUMENTS` documents is
+tokenized and its postings (token, document, term frequency), sorted by token, go to disk; then
+the runs are merged a block of tokens at a time into bm25s's score matrix (CSC: per token, its
+documents in order and their scores), written as it grows. Memory holds one run or one block,
+the vocabulary and the documents' lengths, whatever the corpus size. The scores are bm25s's
+("lucene" BM25, k1 1.5, b 0.75), computed with its formulas in the same floating-point order, so
+the files equal those `bm25s.BM25().index(...)` saves (a test compares them).
+
+`top_k` gives the rows `bm25s.BM25().index(bm25s.tokenize(texts, stopwords="en"))` and `retrieve`
+gave (a test compares them), always with bm25s's numpy selection: its numba and JAX selections
+order equal scores otherwise, which would move gold documents with the installed packages.
 """
 
 from __future__ import annotations
@@ -15,66 +23,184 @@ import gc
 import json
 import multiprocessing
 import os
-import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
+from itertools import islice
 from pathlib import Path
 
 import numpy as np
 
+from amer_lib.io import atomic_folder
 from amer_lib.progress import tqdm
 
 STOPWORDS = "en"
 TOKENIZE_BATCH = 100_000  # documents tokenized at a time
+RUN_DOCUMENTS = 1_000_000  # documents whose postings are sorted in memory and written as one run
+MERGE_POSTINGS = 50_000_000  # postings merged and scored at a time
 MANIFEST = "amer_bm25.json"
+FILES = {"data": "data.csc.index.npy", "indices": "indices.csc.index.npy", "indptr": "indptr.csc.index.npy"}
 
 
-class TokenIds(Sequence):
-    """Every document's token ids as one int32 array and offsets: what bm25s's index reads in
-    several passes, at 4 bytes a token instead of a Python list's 36."""
-
-    def __init__(self, ids: np.ndarray, offsets: np.ndarray):
-        self.ids, self.offsets = ids, offsets
-
-    def __len__(self) -> int:
-        return len(self.offsets) - 1
-
-    def __getitem__(self, i):
-        return self.ids[self.offsets[i] : self.offsets[i + 1]]
-
-    def __iter__(self) -> Iterator[np.ndarray]:  # a slice past the end is empty, not an IndexError
-        return (self[i] for i in range(len(self)))
+def _batches(items: Iterable, size: int) -> Iterator[list]:
+    items = iter(items)
+    while batch := list(islice(items, size)):
+        yield batch
 
 
-def tokenized_stream(texts: Iterable[str], total: int | None = None, progress: bool = True):
-    """`TokenIds` of the texts and the vocabulary, tokenizing `TOKENIZE_BATCH` texts at a time
-    (bm25s's tokenizer: lower case, English stopwords, words of two characters or more)."""
+class _Runs:
+    """Sorted postings of successive document runs on disk (`run-N.token|doc|tf`, int32 each),
+    with the counts a BM25 score needs: documents' lengths and tokens' document frequencies."""
+
+    def __init__(self, folder: Path):
+        self.folder, self.sizes, self.lengths = folder, [], []
+        self.document_frequency = np.zeros(0, dtype=np.int64)
+
+    def add(self, token_lists: list[np.ndarray], first_document: int) -> None:
+        lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(token_lists))
+        tokens = np.concatenate(token_lists) if token_lists else np.zeros(0, np.int32)
+        documents = np.repeat(np.arange(len(token_lists), dtype=np.int64), lengths)
+        keys = (tokens.astype(np.int64) << 32) | documents  # by token, then by document
+        del tokens, documents
+        keys.sort()
+        first = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1]))) if len(keys) else keys[:0]
+        frequency = np.diff(np.append(first, len(keys))).astype(np.int32)
+        keys = keys[first]
+        token = (keys >> 32).astype(np.int32)
+        run = len(self.sizes)
+        token.tofile(self.path(run, "token"))
+        ((keys & 0xFFFFFFFF) + first_document).astype(np.int32).tofile(self.path(run, "doc"))
+        frequency.tofile(self.path(run, "tf"))
+        counts = np.bincount(token, minlength=len(self.document_frequency))
+        counts[: len(self.document_frequency)] += self.document_frequency
+        self.document_frequency = counts
+        self.sizes.append(len(keys))
+        self.lengths.append(lengths)
+
+    def path(self, run: int, field: str) -> Path:
+        return self.folder / f"run-{run:05d}.{field}"
+
+    def read(self, run: int, start: int, stop: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Postings `start:stop` of a run: tokens, documents, term frequencies (plain reads, not
+        mapped pages: the resident memory stays what the block needs)."""
+        return tuple(
+            np.fromfile(self.path(run, field), dtype=np.int32, count=stop - start, offset=4 * start)
+            for field in ("token", "doc", "tf")
+        )
+
+    def positions(self, run: int, tokens: np.ndarray) -> np.ndarray:
+        """Where each of the (sorted) `tokens` begins in a run."""
+        if self.sizes[run] == 0:
+            return np.zeros(len(tokens), dtype=np.int64)
+        return np.searchsorted(np.memmap(self.path(run, "token"), dtype=np.int32, mode="r"), tokens)
+
+
+def write_index(texts: Iterable[str], directory: Path, total: int | None = None, progress: bool = True) -> int:
+    """bm25s's index files of `texts` in `directory` (which exists); the number of documents."""
+    import bm25s
     from bm25s.tokenization import Tokenizer
 
+    retriever = bm25s.BM25()
     tokenizer = Tokenizer(stopwords=STOPWORDS)
-    parts, lengths, batch = [], [], []
-    bar = tqdm(total=total, desc="BM25 tokenize", unit="doc", disable=not progress)
+    with tempfile.TemporaryDirectory(prefix=".runs-", dir=directory) as folder:
+        runs = _Runs(Path(folder))
+        bar = tqdm(total=total, desc="BM25 tokenize", unit="doc", disable=not progress)
+        n_documents = 0
+        for run in _batches(texts, RUN_DOCUMENTS):
+            token_lists = []
+            for batch in _batches(run, TOKENIZE_BATCH):
+                tokenized = tokenizer.tokenize(batch, update_vocab=True, return_as="ids", show_progress=False)
+                token_lists += [np.asarray(doc, dtype=np.int32) for doc in tokenized]
+                bar.update(len(batch))
+            runs.add(token_lists, n_documents)
+            n_documents += len(run)
+        bar.close()
+        vocabulary = tokenizer.get_vocab_dict()
+        frequency = np.zeros(len(vocabulary), dtype=np.int64)
+        frequency[: len(runs.document_frequency)] = runs.document_frequency
+        _merge(runs, frequency, n_documents, retriever, directory, progress)
+    if "" not in vocabulary:  # bm25s's index adds the empty token after the vocabulary
+        vocabulary[""] = max(vocabulary.values(), default=-1) + 1
+    (directory / "vocab.index.json").write_text(json.dumps(vocabulary, ensure_ascii=False), encoding="utf-8")
+    params = {f: getattr(retriever, f) for f in ("k1", "b", "delta", "method", "idf_method", "dtype", "int_dtype")}
+    params.update(num_docs=n_documents, version=bm25s.__version__, backend=retriever.backend)
+    (directory / "params.index.json").write_text(json.dumps(params, indent=4))
+    return n_documents
 
-    def flush():
-        for doc in tokenizer.tokenize(batch, update_vocab=True, return_as="ids", show_progress=False):
-            parts.append(np.asarray(doc, dtype=np.int32))
-            lengths.append(len(doc))
-        bar.update(len(batch))
-        batch.clear()
 
-    for text in texts:
-        batch.append(text)
-        if len(batch) == TOKENIZE_BATCH:
-            flush()
-    if batch:
-        flush()
-    bar.close()
-    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    ids = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
-    return TokenIds(ids, offsets), tokenizer.get_vocab_dict()
+def _merge(runs: _Runs, frequency: np.ndarray, n_documents: int, retriever, directory: Path, progress: bool) -> None:
+    """The runs merged into bm25s's CSC score matrix, `MERGE_POSTINGS` postings at a time: per
+    token, its documents in order (the runs are in document order) and their BM25 scores."""
+    from bm25s.scoring import _select_idf_scorer, _select_tfc_scorer
+
+    if retriever.method in retriever.methods_requiring_nonoccurrence:
+        raise ValueError(f"BM25 variant {retriever.method!r} is not supported by the bounded build")
+    indptr = np.zeros(len(frequency) + 1, dtype=np.int64)
+    np.cumsum(frequency, out=indptr[1:])
+    np.save(directory / FILES["indptr"], indptr)
+    # as bm25s: idf from each distinct document frequency with math.log, stored in its dtype ...
+    idf_of = _select_idf_scorer(retriever.idf_method)
+    distinct, where = np.unique(frequency, return_inverse=True)
+    idf = np.array([idf_of(int(df), N=n_documents) if df else 0.0 for df in distinct], dtype=retriever.dtype)[where]
+    # ... and the average length of the documents' token lists
+    lengths = np.concatenate(runs.lengths) if runs.lengths else np.zeros(0, np.int64)
+    average_length = lengths.mean() if len(lengths) else 0.0
+    tfc = _select_tfc_scorer(retriever.method)
+    bounds = _token_blocks(indptr, MERGE_POSTINGS)
+    blocks = list(zip(bounds[:-1], bounds[1:]))
+    size = indptr[-1]
+    with _NpyWriter(directory / FILES["data"], retriever.dtype, size) as data:
+        with _NpyWriter(directory / FILES["indices"], retriever.int_dtype, size) as indices:
+            for low, high in tqdm(blocks, desc="BM25 merge", unit="block", disable=not progress):
+                token, document, tf = _block(runs, low, high)
+                tf = tf.astype(retriever.dtype)
+                scored = tfc(tf_array=tf, l_d=lengths[document], l_avg=average_length, k1=retriever.k1, b=retriever.b)
+                data.write(idf[token] * scored)
+                indices.write(document)
+
+
+def _block(runs: _Runs, low: int, high: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The postings of tokens `low:high` from every run, by token and then document (the runs
+    are in document order, each sorted by token and document)."""
+    bounds = np.array([low, high])
+    parts = [runs.read(run, *runs.positions(run, bounds)) for run in range(len(runs.sizes))]
+    token, document, tf = (np.concatenate(field) for field in zip(*parts))
+    order = np.argsort(token, kind="stable")
+    return token[order], document[order], tf[order]
+
+
+def _token_blocks(indptr: np.ndarray, postings: int) -> list[int]:
+    """Token boundaries of blocks of about `postings` postings each (a block holds at least one token)."""
+    bounds, low = [0], 0
+    n_tokens = len(indptr) - 1
+    while low < n_tokens:
+        high = int(np.searchsorted(indptr, indptr[low] + postings, side="right")) - 1
+        low = min(max(high, low + 1), n_tokens)
+        bounds.append(low)
+    return bounds
+
+
+class _NpyWriter:
+    """A `.npy` file of one-dimensional `length` items of `dtype`, written in consecutive parts."""
+
+    def __init__(self, path: Path, dtype, length: int):
+        self.path, self.dtype, self.length, self.written = path, np.dtype(dtype), int(length), 0
+
+    def __enter__(self):
+        self.file = open(self.path, "wb")
+        header = {"descr": np.lib.format.dtype_to_descr(self.dtype), "fortran_order": False, "shape": (self.length,)}
+        np.lib.format.write_array_header_1_0(self.file, header)
+        return self
+
+    def write(self, part: np.ndarray) -> None:
+        self.file.write(np.ascontiguousarray(part, dtype=self.dtype).tobytes())
+        self.written += len(part)
+
+    def __exit__(self, *failed):
+        self.file.close()
+        if not failed[0] and self.written != self.length:
+            raise RuntimeError(f"{self.path}: wrote {self.written} of {self.length} items")
 
 
 class Bm25Index:
@@ -85,44 +211,27 @@ class Bm25Index:
 
     @classmethod
     def build(cls, texts: Iterable[str], total: int | None = None, progress: bool = True) -> Bm25Index:
+        """The index of `texts`, built on disk in bounded memory and read back into memory (a
+        small corpus: notebook 01's); `of_corpus` keeps it instead."""
         import bm25s
-        from bm25s.tokenization import Tokenized
 
-        token_ids, vocab = tokenized_stream(texts, total, progress)
-        retriever = bm25s.BM25()
-        retriever.index(Tokenized(ids=token_ids, vocab=vocab), show_progress=progress)
-        return cls(retriever, len(token_ids))
+        with tempfile.TemporaryDirectory(prefix="amer-bm25-") as folder:
+            n_documents = write_index(texts, Path(folder), total, progress)
+            return cls(bm25s.BM25.load(folder, mmap=False), n_documents)
 
     @classmethod
     def of_corpus(
-        cls, documents: Iterable, n_documents: int, directory: str | Path | None, key: dict, progress: bool = True
+        cls, texts: Iterable[str], n_documents: int, directory: str | Path, key: dict, progress: bool = True
     ) -> Bm25Index:
-        """The index of `documents` (their `full_text`), memory-mapped from `directory` when it was
-        built there for the same `key` (the corpus file's path, size and time), else built, saved
-        there atomically (a killed build leaves nothing half written) and mapped back, so that the
-        build's memory is freed and search processes share the mapped pages."""
-        if directory is None:
-            return cls.build((d.full_text for d in documents), n_documents, progress)
+        """The index of `texts` (the corpus's full texts, in row order), memory-mapped from
+        `directory` when it was built there for the same `key` (the corpus file's path, size and
+        time), else built there atomically first (a killed build leaves nothing half written)."""
         if (found := cls.load(directory, key)) is None:
-            cls.build((d.full_text for d in documents), n_documents, progress).save(directory, key)
+            with atomic_folder(directory) as staging:
+                written = write_index(texts, staging, n_documents, progress)
+                (staging / MANIFEST).write_text(json.dumps({"key": key, "n_documents": written}))
             found = cls.load(directory, key)
         return found
-
-    def save(self, directory: str | Path, key: dict) -> None:
-        directory = Path(directory)
-        directory.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}-", dir=directory.parent))
-        umask = os.umask(0)
-        os.umask(umask)
-        staging.chmod(0o777 & ~umask)  # mkdtemp's folder is private; the index is as shareable as the benchmark
-        try:
-            self.retriever.save(str(staging))
-            (staging / MANIFEST).write_text(json.dumps({"key": key, "n_documents": self.n_documents}))
-            if directory.exists():
-                shutil.rmtree(directory)
-            os.replace(staging, directory)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
 
     @classmethod
     def load(cls, directory: str | Path, key: dict) -> Bm25Index | None:

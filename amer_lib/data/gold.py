@@ -17,7 +17,7 @@ from itertools import repeat
 
 import numpy as np
 
-from amer_lib.data.corpus import Corpus
+from amer_lib.data.corpus import Corpus, DocumentStore
 from amer_lib.data.questions import MultiAnswerQuestion, normalize_text
 
 DEPTH = 500
@@ -52,7 +52,7 @@ class MappingReport:
 
 
 def map_gold_documents(
-    questions: list[MultiAnswerQuestion], corpus: Corpus, candidates: list
+    questions: list[MultiAnswerQuestion], corpus: Corpus | DocumentStore, candidates: list
 ) -> tuple[list[MultiAnswerQuestion], MappingReport]:
     """Targets for each question from its candidate rows, -1 ignored: `candidates[i]` is one array
     searched for every answer of question i (AmbigQA: any union of result lists) or a list of one
@@ -77,7 +77,7 @@ def map_gold_documents(
 
 
 def _answer_targets(
-    corpus: Corpus, aliases: list[str], rows: np.ndarray, proofs: list[dict], texts: dict[int, str]
+    corpus: Corpus | DocumentStore, aliases: list[str], rows: np.ndarray, proofs: list[dict], texts: dict[int, str]
 ) -> list[str]:
     """The ids of the candidate `rows` whose text holds an alias, in candidate order, those whose
     title is a page of the answer's `proofs` first (an answer that every candidate names, such as
@@ -86,7 +86,7 @@ def _answer_targets(
     pages = {match_form(p["page"]).casefold() for p in proofs if p.get("page")}
     found = []
     for row in dict.fromkeys(int(r) for r in np.asarray(rows).reshape(-1) if r >= 0):
-        document = corpus.documents[row]
+        document = corpus.document(row)
         if row not in texts:
             texts[row] = match_form(document.full_text)
         if any(f in texts[row] for f in sought):

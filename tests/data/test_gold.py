@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from conftest import FIXTURES
 
-from amer_lib.data import preparation
+from amer_lib.data import bm25, preparation
 from amer_lib.data.bm25 import Bm25Index
-from amer_lib.data.corpus import Corpus
+from amer_lib.data.corpus import Corpus, DocumentStore
 from amer_lib.data.gold import (
     ambigqa_splits,
     map_gold_documents,
@@ -241,7 +241,8 @@ def test_a_mapping_killed_after_its_first_split_resumes_without_redoing_it(tmp_p
 
     mapped_first_questions.clear()
     kill_at[0] = 0
-    monkeypatch.setattr(Bm25Index, "build", lambda *a, **k: pytest.fail("the kept BM25 index was built again"))
+    monkeypatch.setattr(bm25, "write_index", lambda *a, **k: pytest.fail("the kept BM25 index was built again"))
+    monkeypatch.setattr(DocumentStore, "_write", lambda *a, **k: pytest.fail("the kept corpus store was written again"))
     benchmark, mapping = prepared_paper(tmp_path, raw, dense)
     assert first not in mapped_first_questions and len(mapped_first_questions) == 4  # four splits left
     assert mapping == expected_mapping and benchmark_questions(benchmark) == benchmark_questions(expected)
@@ -268,33 +269,3 @@ def test_qampari_questions_outside_five_to_eight_answers_are_not_searched(tmp_pa
     assert searched and not [text for text in searched if text.startswith("edge proof")]
     assert mapping["qampari_dev_read"] == 5 and mapping["qampari_dev"]["questions"] == 4
     assert benchmark_questions(benchmark) == benchmark_questions(expected)
-
-
-def test_the_kept_index_gives_the_rows_bm25s_gave_and_is_read_back(tmp_path, monkeypatch):
-    """Against bm25s's own index and retrieve (what the mapping and notebook 01 used before) on
-    WordNet's glosses, edge queries included (empty, stopwords only, unknown words, k past the corpus)."""
-    import bm25s
-
-    from amer_lib.data import wordnet
-
-    def bm25_top_k(corpus, queries, k):
-        retriever = bm25s.BM25()
-        retriever.index(bm25s.tokenize(corpus.texts(), stopwords="en", show_progress=False), show_progress=False)
-        tokens = bm25s.tokenize(queries, stopwords="en", show_progress=False)
-        return retriever.retrieve(tokens, k=min(k, len(corpus)), show_progress=False, backend_selection="numpy")[0]
-
-    corpus = Corpus(wordnet.load_corpus().documents[:3000])
-    queries = [q.question for q in wordnet.load_questions("senses", "train")[:200]]
-    queries += ["", "the of and", "zzzqqq unknownword", corpus.documents[7].text]
-    key = {"corpus": "wordnet glosses", "documents": len(corpus)}
-    index = Bm25Index.of_corpus(corpus.documents, len(corpus), tmp_path / "bm25", key, progress=False)
-    for k in (10, 500, 5000):
-        assert np.array_equal(index.top_k(queries, k, progress=False), bm25_top_k(corpus, queries, k))
-    # spread over two forked processes (two chunks of queries and more): the same rows
-    assert np.array_equal(index.top_k(queries * 2, 100, progress=False, processes=2), index.top_k(queries * 2, 100))
-    monkeypatch.setattr(Bm25Index, "build", lambda *a, **k: pytest.fail("built again"))
-    again = Bm25Index.of_corpus(corpus.documents, len(corpus), tmp_path / "bm25", key, progress=False)
-    assert np.array_equal(again.top_k(queries, 100, progress=False), index.top_k(queries, 100, progress=False))
-    monkeypatch.undo()
-    other = Bm25Index.of_corpus(corpus.documents[:50], 50, tmp_path / "bm25", {**key, "documents": 50}, progress=False)
-    assert other.n_documents == 50  # another corpus's key: built anew

@@ -3,13 +3,14 @@
 import csv
 import gzip
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 from conftest import FIXTURES, documentation
 
 from amer_lib.data import wordnet
-from amer_lib.data.corpus import Corpus, Document, iter_documents, write_tsv
+from amer_lib.data.corpus import Corpus, Document, DocumentStore, iter_documents, write_tsv
 from amer_lib.data.questions import (
     DataFormatError,
     MultiAnswerQuestion,
@@ -316,3 +317,34 @@ def test_counts_on_whole_published_files_are_the_readmes():
         "1,534 (more than one answer string) | 1,382 (46 with an answer written only with no-break spaces) |",
     ):
         assert line in readme
+
+
+def test_the_document_store_reads_back_every_record_by_row(tmp_path, monkeypatch):
+    """DPR's published rows (quoted, inner quotes doubled), then edge rows of ours written with
+    csv's quoting (a line break and a tab inside a field, non-ASCII text, an empty title), gzipped:
+    the store gives the reader's documents by row, and is reused for the same key."""
+    path = tmp_path / "passages.tsv"
+    shutil.copy(PUBLISHED / "psgs_w100.head.tsv", path)
+    with open(path, "a", encoding="utf-8", newline="") as out:
+        csv.writer(out, delimiter="\t", lineterminator="\n").writerows(
+            [["3", 'Jón Þór "Jónsi"\tBirgisson\nsings', "Jónsi"], ["4", "no title", ""], ["5", "", "Only a title"]]
+        )
+    gzipped = tmp_path / "passages.tsv.gz"
+    gzipped.write_bytes(gzip.compress(path.read_bytes()))
+    expected = list(iter_documents(path))
+    store = DocumentStore.of_corpus(gzipped, tmp_path / "store", {"file": 1}, progress=False)
+    assert len(store) == 5 and [store.document(row) for row in range(5)] == expected
+    assert list(store.texts()) == [d.full_text for d in expected]
+    assert store.document(2).text == 'Jón Þór "Jónsi"\tBirgisson\nsings'
+    with pytest.raises(IndexError, match="outside the corpus's 5 documents"):
+        store.document(5)
+    monkeypatch.setattr(DocumentStore, "_write", lambda *a: pytest.fail("written again"))
+    assert DocumentStore.of_corpus(gzipped, tmp_path / "store", {"file": 1}).document(4) == expected[4]
+
+
+def test_the_document_store_refuses_a_corpus_with_a_repeated_id(tmp_path):
+    path = tmp_path / "twice.tsv"
+    path.write_text("id\ttext\ttitle\n7\tone\tA\n8\ttwo\tB\n7\tthree\tC\n")
+    with pytest.raises(DataFormatError, match="document id '7' twice"):
+        DocumentStore.of_corpus(path, tmp_path / "store", {"file": 1}, progress=False)
+    assert list(tmp_path.iterdir()) == [path]  # nothing half written

@@ -1,0 +1,86 @@
+"""The kept BM25 index (data/bm25.py) against bm25s's own index and retrieve, on WordNet's glosses."""
+
+import json
+
+import bm25s
+import numpy as np
+import pytest
+from bm25s.tokenization import Tokenized, Tokenizer
+
+from amer_lib.data import bm25, wordnet
+from amer_lib.data.bm25 import FILES, Bm25Index, write_index
+from amer_lib.data.corpus import Corpus
+
+
+@pytest.fixture(scope="module")
+def glosses() -> Corpus:
+    return Corpus(wordnet.load_corpus().documents[:3000])
+
+
+def bm25s_index(texts: list[str], folder) -> None:
+    """What bm25s's own index saves for the token ids of the tokenizer `write_index` uses."""
+    tokenizer = Tokenizer(stopwords="en")
+    ids = tokenizer.tokenize(texts, update_vocab=True, return_as="ids", show_progress=False)
+    retriever = bm25s.BM25()
+    retriever.index(Tokenized(ids=ids, vocab=tokenizer.get_vocab_dict()), show_progress=False)
+    retriever.save(str(folder))
+
+
+def test_the_bounded_build_writes_the_files_bm25s_writes(glosses, tmp_path, monkeypatch):
+    """Many runs of documents and many merge blocks (sizes far below the defaults), empty and
+    stopword-only documents among them: the score matrix, the vocabulary and the parameters are
+    bm25s's, byte for byte."""
+    texts = glosses.texts()[:2000] + ["", "the of and", "zebra"] + glosses.texts()[2000:]
+    monkeypatch.setattr(bm25, "RUN_DOCUMENTS", 700)
+    monkeypatch.setattr(bm25, "TOKENIZE_BATCH", 300)
+    monkeypatch.setattr(bm25, "MERGE_POSTINGS", 2000)
+    (tmp_path / "ours").mkdir()
+    assert write_index(iter(texts), tmp_path / "ours", progress=False) == len(texts)
+    bm25s_index(texts, tmp_path / "bm25s")
+    for name in FILES.values():
+        ours, theirs = (tmp_path / folder / name for folder in ("ours", "bm25s"))
+        assert ours.read_bytes() == theirs.read_bytes(), name
+    for name in ("vocab.index.json", "params.index.json"):
+        ours, theirs = (json.loads((tmp_path / folder / name).read_text()) for folder in ("ours", "bm25s"))
+        assert ours == theirs, name
+    assert [p.name for p in (tmp_path / "ours").iterdir() if p.name.startswith(".")] == []  # runs removed
+
+
+def test_the_kept_index_gives_the_rows_bm25s_gave_and_is_read_back(glosses, tmp_path, monkeypatch):
+    """Against bm25s's own index and retrieve (what the mapping and notebook 01 used before),
+    edge queries included (empty, stopwords only, unknown words, k past the corpus)."""
+
+    def bm25s_top_k(queries, k):
+        retriever = bm25s.BM25()
+        retriever.index(bm25s.tokenize(glosses.texts(), stopwords="en", show_progress=False), show_progress=False)
+        tokens = bm25s.tokenize(queries, stopwords="en", show_progress=False)
+        return retriever.retrieve(tokens, k=min(k, len(glosses)), show_progress=False, backend_selection="numpy")[0]
+
+    queries = [q.question for q in wordnet.load_questions("senses", "train")[:200]]
+    queries += ["", "the of and", "zzzqqq unknownword", glosses.documents[7].text]
+    key = {"corpus": "wordnet glosses", "documents": len(glosses)}
+    index = Bm25Index.of_corpus(glosses.texts(), len(glosses), tmp_path / "bm25", key, progress=False)
+    for k in (10, 500, 5000):
+        assert np.array_equal(index.top_k(queries, k, progress=False), bm25s_top_k(queries, k))
+    in_memory = Bm25Index.build(glosses.texts(), progress=False)  # notebook 01's: the same rows
+    assert np.array_equal(in_memory.top_k(queries, 100, progress=False), index.top_k(queries, 100, progress=False))
+    # spread over two forked processes (two chunks of queries and more): the same rows
+    assert np.array_equal(index.top_k(queries * 2, 100, progress=False, processes=2), index.top_k(queries * 2, 100))
+    monkeypatch.setattr(bm25, "write_index", lambda *a, **k: pytest.fail("built again"))
+    again = Bm25Index.of_corpus(glosses.texts(), len(glosses), tmp_path / "bm25", key, progress=False)
+    assert np.array_equal(again.top_k(queries, 100, progress=False), index.top_k(queries, 100, progress=False))
+    monkeypatch.undo()
+    other = Bm25Index.of_corpus(glosses.texts()[:50], 50, tmp_path / "bm25", {**key, "documents": 50}, progress=False)
+    assert other.n_documents == 50  # another corpus's key: built anew
+
+
+def test_a_build_killed_midway_leaves_no_index(glosses, tmp_path, monkeypatch):
+    """A failure while the runs are merged: no index under the final name, no staging folder left."""
+
+    def dies(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(bm25, "_block", dies)
+    with pytest.raises(KeyboardInterrupt):
+        Bm25Index.of_corpus(glosses.texts(), len(glosses), tmp_path / "bm25", {"k": 1}, progress=False)
+    assert list(tmp_path.iterdir()) == []
