@@ -1,24 +1,29 @@
-"""Notebook 03's BM25 at scale: building the index and searching it, bm25s as the mapping used it
-before (bm25s.tokenize into Python lists and the index built anew for every search)
-beside `data.bm25.Bm25Index` (a token-id stream into int32 arrays, the index saved and memory-mapped
-on reuse), on synthetic Wikipedia-sized passages, each variant in a process of its own.
+"""Notebook 03's corpus and BM25 at scale: bm25s as the mapping used it before issue 39
+(`bm25s.tokenize` into Python lists and the index built in memory, the corpus read whole)
+beside what it does now (the corpus in a `data.corpus.DocumentStore` on disk, BM25 built in
+bounded memory by `data.bm25.write_index`, kept and searched memory-mapped), on synthetic
+Wikipedia-sized passages, each variant in a process of its own.
 
-    .venv/bin/python benchmarks/bench_prep.py --docs 1000000 --old   # about 6 minutes on 2 cores, passages written
-    .venv/bin/python benchmarks/bench_prep.py --docs 4000000         # the kept index alone: 14 minutes, 12 GiB
+    .venv/bin/python benchmarks/bench_prep.py --docs 1000000 --old   # about 10 minutes on 2 cores, passages written
+    .venv/bin/python benchmarks/bench_prep.py --docs 4000000         # the new way alone: about 20 minutes
 
-The passages are read from a file generated once under build/bench_prep/: 100 words each (600
-bytes, about a 100-word Wikipedia passage's 640), drawn from a Zipf distribution (exponent 1.1)
-over 2M word types written as letters: real Wikipedia text has a heavier head of stopwords (which
-bm25s drops) and a vocabulary of several million types, so the posting lists here are of a
-realistic shape but not its exact lengths. Queries: 12-word runs drawn the same way. Results go
-to `benchmarks/prep.json` (peak resident memory per process, seconds, milliseconds per query).
+The passages are a TSV corpus (id, text, empty title) generated once under build/bench_prep/:
+100 words each (600 bytes, about a 100-word Wikipedia passage's 640), drawn from a Zipf
+distribution (exponent 1.1) over 2M word types written as letters: real Wikipedia text has a
+heavier head of stopwords (which bm25s drops) and a vocabulary of several million types, so the
+posting lists here are of a realistic shape but not its exact lengths. Queries: 12-word runs
+drawn the same way. Results go to `benchmarks/prep.json`: peak resident memory (the process's
+maximum, so each stage's includes the ones before it), seconds per stage, milliseconds per query
+in one process and spread over every core.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
+import shutil
 import subprocess
 import sys
 import time
@@ -28,10 +33,12 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from amer_lib.io import write_text  # noqa: E402
+
 SCRATCH = ROOT / "build" / "bench_prep"
 VOCABULARY = 2_000_000
 WORDS = 100
-QUERIES = 200
+QUERIES = 1024  # four chunks of `bm25.QUERY_CHUNK`: enough to spread over the cores
 K = 500
 
 
@@ -44,33 +51,29 @@ def word(rank: int) -> str:
     return "".join(letters)
 
 
-def words(rng: np.random.Generator, n: int) -> list[str]:
-    ranks = np.minimum(rng.zipf(1.1, n), VOCABULARY) - 1
-    return [word(int(r)) for r in ranks]
+def words(rng: np.random.Generator, shape) -> np.ndarray:
+    return np.minimum(rng.zipf(1.1, shape), VOCABULARY) - 1
 
 
-def corpus_file(n: int, seed: int = 0) -> Path:
-    """`n` passages, one a line, written once under build/ (kept for reruns)."""
-    path = SCRATCH / f"passages_{n}.txt"
+def corpus_file(n: int, seed: int = 0, batch: int = 10_000) -> Path:
+    """`n` passages as a TSV corpus (DPR's header; ids 1..n; no titles), written once under build/."""
+    path = SCRATCH / f"passages_{n}.tsv"
     if not path.exists():
         rng = np.random.default_rng(seed)
+        vocabulary = [word(rank) for rank in range(VOCABULARY)]
         partial = path.with_suffix(".partial")
         with open(partial, "w") as out:
-            for _ in range(n):
-                out.write(" ".join(words(rng, WORDS)) + "\n")
+            out.write("id\ttext\ttitle\n")
+            for start in range(0, n, batch):
+                for number, ranks in enumerate(words(rng, (min(batch, n - start), WORDS)), start + 1):
+                    out.write(f"{number}\t{' '.join(vocabulary[r] for r in ranks)}\t\n")
         partial.rename(path)
     return path
 
 
-def passages(n: int):
-    with open(corpus_file(n)) as lines:
-        for line in lines:
-            yield line.rstrip("\n")
-
-
 def queries(seed: int = 1) -> list[str]:
     rng = np.random.default_rng(seed)
-    return [" ".join(words(rng, 12)) for _ in range(QUERIES)]
+    return [" ".join(word(int(r)) for r in ranks) for ranks in words(rng, (QUERIES, 12))]
 
 
 def peak_gib() -> float:
@@ -78,41 +81,53 @@ def peak_gib() -> float:
 
 
 def run_variant(variant: str, n_docs: int) -> dict:
-    """One variant in this process: build (and for the new one save and reload), then search."""
+    """One variant in this process: the corpus read, BM25 built, then searched."""
     import bm25s
 
     from amer_lib.data.bm25 import Bm25Index
+    from amer_lib.data.corpus import Corpus, DocumentStore
 
+    path, asked = corpus_file(n_docs), queries()
     began = time.perf_counter()
     if variant == "old":
-        texts = list(passages(n_docs))
+        corpus = Corpus.read(path)
+        read, read_peak = time.perf_counter() - began, peak_gib()
         retriever = bm25s.BM25()
-        retriever.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
-        built = time.perf_counter() - began
+        retriever.index(bm25s.tokenize(corpus.texts(), stopwords="en", show_progress=False), show_progress=False)
+        built = time.perf_counter() - began - read
         started = time.perf_counter()
-        tokens = bm25s.tokenize(queries(), stopwords="en", show_progress=False)
+        tokens = bm25s.tokenize(asked, stopwords="en", show_progress=False)
         retriever.retrieve(tokens, k=K, show_progress=False, backend_selection="numpy")
         searched = time.perf_counter() - started
-        return {"build_s": built, "ms_per_query": 1000 * searched / QUERIES, "peak_gib": peak_gib()}
-    directory = SCRATCH / f"index_{n_docs}"
-    index = Bm25Index.build(passages(n_docs), n_docs, progress=False)
-    built = time.perf_counter() - began
-    index.save(directory, {"docs": n_docs})
+        return {
+            "read_s": read,
+            "read_peak_gib": read_peak,
+            "build_s": built,
+            "peak_gib": peak_gib(),
+            "ms_per_query": 1000 * searched / QUERIES,
+        }
+    key = {"docs": n_docs}
+    store = DocumentStore.of_corpus(path, SCRATCH / f"store_{n_docs}", key, progress=False)
+    read, read_peak = time.perf_counter() - began, peak_gib()
+    index = Bm25Index.of_corpus(store.texts(), len(store), SCRATCH / f"index_{n_docs}", key, progress=False)
+    built = time.perf_counter() - began - read
     build_peak = peak_gib()
-    del index
-    started = time.perf_counter()
-    index = Bm25Index.load(directory, {"docs": n_docs})
-    loaded = time.perf_counter() - started
-    started = time.perf_counter()
-    index.top_k(queries(), K, progress=False)
-    searched = time.perf_counter() - started
-    size = sum(f.stat().st_size for f in directory.iterdir())
+    timed = {}
+    for processes in (1, os.cpu_count()):
+        started = time.perf_counter()
+        index.top_k(asked, K, progress=False, processes=processes)
+        timed[processes] = 1000 * (time.perf_counter() - started) / QUERIES
+    size = lambda folder: sum(f.stat().st_size for f in folder.iterdir()) / 2**30
     return {
+        "read_s": read,
+        "read_peak_gib": read_peak,
         "build_s": built,
-        "load_s": loaded,
-        "ms_per_query": 1000 * searched / QUERIES,
         "peak_gib": build_peak,
-        "index_gib": size / 2**30,
+        "ms_per_query": timed[1],
+        "ms_per_query_all_cores": timed[os.cpu_count()],
+        "cores": os.cpu_count(),
+        "index_gib": size(SCRATCH / f"index_{n_docs}"),
+        "store_gib": size(SCRATCH / f"store_{n_docs}"),
     }
 
 
@@ -129,6 +144,8 @@ def main() -> None:
     corpus_file(args.docs)
     results = {}
     for variant in (["old"] if args.old else []) + ["new"]:
+        for kept in (SCRATCH / f"store_{args.docs}", SCRATCH / f"index_{args.docs}"):
+            shutil.rmtree(kept, ignore_errors=True)  # built anew, not read back from an earlier run
         command = [sys.executable, __file__, "--docs", str(args.docs), "--variant", variant]
         output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
         results[variant] = json.loads(output.strip().splitlines()[-1])
@@ -136,7 +153,7 @@ def main() -> None:
     path = ROOT / "benchmarks" / "prep.json"
     recorded = json.loads(path.read_text()) if path.exists() else {}
     recorded[str(args.docs)] = results
-    path.write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n")
+    write_text(path, json.dumps(recorded, indent=1, sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":

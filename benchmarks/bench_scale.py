@@ -38,6 +38,7 @@ from amer_lib.core.search import (
     VectorIndex,
     half_to_float,
     recall_against_exact,
+    training_sample_size,
     unit_norm,
 )
 from amer_lib.data.corpus import Document
@@ -329,7 +330,7 @@ def report(results: dict, command: str) -> str:
         "",
         f"(b) Indexes over synthetic corpora (`TreeVectors`, {s['tree']}; float16 shards of "
         f"{s['shard_rows']:,} rows; {s['queries']} query vectors, top-{s['k']}; IVF-PQ with "
-        f"{s['nlist']} lists at every size, trained on {max(100_000, 50 * s['nlist']):,} vectors, 16 dimensions per "
+        f"{s['nlist']} lists at every size, trained on {training_sample_size(s['nlist']):,} vectors, 16 dimensions per "
         "PQ byte). Exact shard search converts 500,000 rows at a time to float32, so its peak memory "
         "is one block's, whatever the corpus; the in-memory index holds the whole corpus in float32.",
         "",

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import math
 
+from amer_lib.core.search import training_sample_size
+
 CORPORA = (25_000_000, 100_000_000)
 DIM = 1536  # inf-retriever-v1-1.5b
 ENCODER_PARAMS = 1.54e9  # inf-retriever-v1-1.5b (a Qwen2-1.5B)
@@ -53,7 +55,7 @@ def projection(results: dict) -> list[str]:
     build = largest(results, "IVF", "(train + add)")
     nlist = results["settings"]["nlist"]
     cpu_assign = 2 * build["n"] * nlist * build["dim"] / build["add"]  # adding, read as coarse assignment
-    train_size = max(100_000, 50 * nlist)
+    train_size = training_sample_size(nlist)
     cpu_kmeans = 2 * min(train_size, build["n"]) * nlist * build["dim"] * KMEANS_ITERATIONS / build["train"]
     search = max(
         (r for r in results["index"] if r.get("nprobe") and r["dim"] == build["dim"] and r["n"] == build["n"]),
@@ -136,7 +138,7 @@ def projection(results: dict) -> list[str]:
         if n * DIM * 2 / 4 < 0.9 * GPU["memory_gb"] * 1e9
         else "does not fit",
     )
-    paper_train = max(100_000, 50 * PAPER_NLIST)
+    paper_train = training_sample_size(PAPER_NLIST)
     kmeans = 2 * paper_train * PAPER_NLIST * DIM * KMEANS_ITERATIONS
     row(
         f"IVF{PAPER_NLIST} training (k-means over {paper_train:,} vectors), this CPU",

@@ -1,5 +1,5 @@
-"""benchmarks/bench_prep.py at a tiny size: both ways of building BM25 run, the kept index reads
-back and searches, and the passages are Wikipedia-sized."""
+"""benchmarks/bench_prep.py at a tiny size: both ways of reading the corpus and building BM25
+run, the new one's store and index are written and searched, and the passages are Wikipedia-sized."""
 
 import sys
 from pathlib import Path
@@ -9,13 +9,18 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import bench_prep  # noqa: E402
 
+from amer_lib.data.corpus import iter_documents  # noqa: E402
+
 
 def test_both_ways_build_and_search_a_small_corpus(tmp_path, monkeypatch):
     monkeypatch.setattr(bench_prep, "SCRATCH", tmp_path)
     monkeypatch.setattr(bench_prep, "QUERIES", 5)
+    monkeypatch.setattr(bench_prep, "VOCABULARY", 50_000)
     old = bench_prep.run_variant("old", 2000)
     new = bench_prep.run_variant("new", 2000)
-    assert set(old) == {"build_s", "ms_per_query", "peak_gib"}
-    assert set(new) == {"build_s", "load_s", "ms_per_query", "peak_gib", "index_gib"} and new["index_gib"] > 0
-    lengths = [len(line) for line in (tmp_path / "passages_2000.txt").read_text().splitlines()]
-    assert len(lengths) == 2000 and 550 < sum(lengths) / len(lengths) < 700  # about a 100-word passage's 640 bytes
+    assert set(old) == {"read_s", "read_peak_gib", "build_s", "ms_per_query", "peak_gib"}
+    assert {"index_gib", "store_gib", "ms_per_query_all_cores"} <= set(new) and new["index_gib"] > 0
+    documents = list(iter_documents(tmp_path / "passages_2000.tsv"))
+    lengths = [len(d.text) for d in documents]
+    assert [d.id for d in documents[:2]] == ["1", "2"] and len(lengths) == 2000
+    assert 550 < sum(lengths) / len(lengths) < 700  # about a 100-word passage's 640 bytes

@@ -136,6 +136,14 @@ def _merge_top_k(scores_a, rows_a, scores_b, rows_b, k):
 
 
 MIN_POINTS_PER_CENTROID = 39  # faiss's k-means warns (and crawls) below this many training points per centroid
+# FAISS's guidance is 30 to 256 training points per centroid (its k-means subsamples above 256):
+# 40 a list, just above the warning, bounds IVF65536's sample at 2,621,440 x 1536 float32 (16.1 GB)
+TRAIN_POINTS_PER_LIST = 40
+
+
+def training_sample_size(nlist: int) -> int:
+    """The default IVF training sample: 40 vectors per inverted list, and at least 100,000."""
+    return max(100_000, TRAIN_POINTS_PER_LIST * nlist)
 
 
 def training_points_needed(factory: str, dim: int) -> int:
@@ -150,8 +158,8 @@ def training_points_needed(factory: str, dim: int) -> int:
 class IVFPQIndex:
     """Approximate inner-product search: a FAISS `IVF<nlist>,PQ<m>` index trained on a sample of
     the embeddings (the paper-scale corpus: e.g. IVF65536,PQ96 over 25M x 1536). `train_size`
-    defaults to 100,000 or 50 per inverted list, whichever is more (faiss's k-means asks for 39
-    per list: 100,000 would leave IVF65536 with 1.5). With GPUs, k-means and adding run on them:
+    defaults to `training_sample_size`: 40 per inverted list (faiss's k-means asks for 39; 100,000
+    alone would leave IVF65536 with 1.5), 100,000 at least. With GPUs, k-means and adding run on them:
     on the CPU both take days at 25M (benchmarks/RESULTS.md). Not run on a GPU here.
     `build_seconds`: the time spent training and adding."""
 
@@ -169,7 +177,7 @@ class IVFPQIndex:
         ivf = faiss.extract_index_ivf(index)
         if self.on_gpu:  # k-means on the GPUs (faiss's clustering_index)
             ivf.clustering_index = faiss.index_cpu_to_all_gpus(faiss.IndexFlat(self.dim, index.metric_type))
-        train_size = train_size or max(100_000, 50 * ivf.nlist)
+        train_size = train_size or training_sample_size(ivf.nlist)
         rng = np.random.default_rng(seed)
         sample = np.sort(rng.choice(len(shards), min(train_size, len(shards)), replace=False))
         began = time.perf_counter()

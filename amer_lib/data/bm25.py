@@ -37,8 +37,8 @@ from amer_lib.progress import tqdm
 
 STOPWORDS = "en"
 TOKENIZE_BATCH = 100_000  # documents tokenized at a time
-RUN_DOCUMENTS = 1_000_000  # documents whose postings are sorted in memory and written as one run
-MERGE_POSTINGS = 50_000_000  # postings merged and scored at a time
+RUN_DOCUMENTS = 500_000  # documents whose postings are sorted in memory and written as one run
+MERGE_POSTINGS = 25_000_000  # postings merged and scored at a time
 MANIFEST = "amer_bm25.json"
 FILES = {"data": "data.csc.index.npy", "indices": "indices.csc.index.npy", "indptr": "indptr.csc.index.npy"}
 

@@ -157,6 +157,9 @@ class Corpus:
         return [self.row_of[i] for i in ids]
 
 
+_id_hash = hash  # the store's check for repeated ids compares only the ids whose hashes are equal
+
+
 class DocumentStore:
     """A corpus file's documents on disk, read by row: each field (`id`, `title`, `text`) one file
     of UTF-8 bytes and an int64 offset per document, memory-mapped. What a 25M-passage corpus
@@ -167,7 +170,7 @@ class DocumentStore:
     MANIFEST = "store.json"
 
     def __init__(self, directory: Path, n_documents: int):
-        self.n_documents = n_documents
+        self.directory, self.n_documents = directory, n_documents
         stored = [f for f in self.FIELDS if (directory / f"{f}.bytes").stat().st_size]  # np.memmap refuses empty files
         self.bytes = {f: np.memmap(directory / f"{f}.bytes", dtype=np.uint8, mode="r") for f in stored}
         self.offsets = {f: np.load(directory / f"{f}.offsets.npy", mmap_mode="r") for f in self.FIELDS}
@@ -187,15 +190,11 @@ class DocumentStore:
     @classmethod
     def _write(cls, path: str | Path, directory: Path, progress: bool) -> int:
         offsets = {f: array("q", [0]) for f in cls.FIELDS}
+        id_hashes = array("q")  # 8 bytes a document where a set of the ids would take about 120
         files = {f: open(directory / f"{f}.bytes", "wb") for f in cls.FIELDS}
-        seen: set[str] = set()
         try:
-            for row, document in enumerate(
-                tqdm(iter_documents(path), desc="corpus store", unit="doc", disable=not progress)
-            ):
-                if document.id in seen:
-                    raise DataFormatError(f"{path} holds the document id {document.id!r} twice (row {row} and before)")
-                seen.add(document.id)
+            for document in tqdm(iter_documents(path), desc="corpus store", unit="doc", disable=not progress):
+                id_hashes.append(_id_hash(document.id))
                 for field in cls.FIELDS:
                     encoded = getattr(document, field).encode("utf-8")
                     files[field].write(encoded)
@@ -205,7 +204,23 @@ class DocumentStore:
                 file.close()
         for field, values in offsets.items():
             np.save(directory / f"{field}.offsets.npy", np.frombuffer(values, dtype=np.int64))
-        return len(offsets["id"]) - 1
+        n_documents = len(id_hashes)
+        cls(directory, n_documents)._require_unique_ids(np.frombuffer(id_hashes, dtype=np.int64), path)
+        return n_documents
+
+    def _require_unique_ids(self, id_hashes: np.ndarray, path) -> None:
+        """A repeated id is an error naming its rows; only rows whose ids share a hash are compared."""
+        order = np.argsort(id_hashes, kind="stable")
+        ranked = id_hashes[order]
+        shared = np.flatnonzero(ranked[1:] == ranked[:-1])
+        for run in np.split(shared, np.flatnonzero(np.diff(shared) != 1) + 1) if len(shared) else []:
+            rows_of: dict[str, int] = {}
+            for row in order[run[0] : run[-1] + 2].tolist():  # the rows of one shared hash, in row order
+                doc_id = self._field("id", row)
+                if doc_id in rows_of:
+                    twice = f"rows {rows_of[doc_id]} and {row}"
+                    raise DataFormatError(f"{path} holds the document id {doc_id!r} twice ({twice})")
+                rows_of[doc_id] = row
 
     def __len__(self) -> int:
         return self.n_documents
@@ -219,6 +234,19 @@ class DocumentStore:
             raise IndexError(f"row {row} is outside the corpus's {self.n_documents} documents")
         return Document(*(self._field(field, row) for field in self.FIELDS))
 
-    def texts(self) -> Iterator[str]:
-        """Every document's `full_text`, in row order."""
-        return (self.document(row).full_text for row in range(self.n_documents))
+    def texts(self, block: int = 10_000) -> Iterator[str]:
+        """Every document's `full_text`, in row order, read `block` documents at a time with plain
+        reads (a pass through mapped pages would leave the whole corpus in the resident memory)."""
+        with open(self.directory / "title.bytes", "rb") as titles, open(self.directory / "text.bytes", "rb") as texts:
+            for start in range(0, self.n_documents, block):
+                stop = min(start + block, self.n_documents)
+                fields = [self._read(file, field, start, stop) for file, field in ((titles, "title"), (texts, "text"))]
+                for title, text in zip(*fields):
+                    yield Document("", title, text).full_text
+
+    def _read(self, file, field: str, start: int, stop: int) -> list[str]:
+        offsets = np.asarray(self.offsets[field][start : stop + 1])
+        file.seek(int(offsets[0]))
+        data = file.read(int(offsets[-1] - offsets[0]))
+        ends = offsets - offsets[0]
+        return [data[a:b].decode("utf-8") for a, b in zip(ends[:-1].tolist(), ends[1:].tolist())]

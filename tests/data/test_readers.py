@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, documentation
 
+from amer_lib.data import corpus as corpus_module
 from amer_lib.data import wordnet
 from amer_lib.data.corpus import Corpus, Document, DocumentStore, iter_documents, write_tsv
 from amer_lib.data.questions import (
@@ -342,9 +343,13 @@ def test_the_document_store_reads_back_every_record_by_row(tmp_path, monkeypatch
     assert DocumentStore.of_corpus(gzipped, tmp_path / "store", {"file": 1}).document(4) == expected[4]
 
 
-def test_the_document_store_refuses_a_corpus_with_a_repeated_id(tmp_path):
+@pytest.mark.parametrize("id_hash", [hash, len])  # len: every id of one length shares a hash
+def test_the_document_store_refuses_a_corpus_with_a_repeated_id(tmp_path, monkeypatch, id_hash):
+    monkeypatch.setattr(corpus_module, "_id_hash", id_hash)
     path = tmp_path / "twice.tsv"
-    path.write_text("id\ttext\ttitle\n7\tone\tA\n8\ttwo\tB\n7\tthree\tC\n")
-    with pytest.raises(DataFormatError, match="document id '7' twice"):
+    path.write_text("id\ttext\ttitle\n7\tone\tA\n8\ttwo\tB\n9\tthree\tC\n8\tfour\tD\n10\tfive\tE\n")
+    with pytest.raises(DataFormatError, match=r"document id '8' twice \(rows 1 and 3\)"):
         DocumentStore.of_corpus(path, tmp_path / "store", {"file": 1}, progress=False)
     assert list(tmp_path.iterdir()) == [path]  # nothing half written
+    path.write_text("id\ttext\ttitle\n7\tone\tA\n8\ttwo\tB\n9\tthree\tC\n10\tfive\tE\n")
+    assert len(DocumentStore.of_corpus(path, tmp_path / "store", {"file": 2}, progress=False)) == 4
