@@ -14,7 +14,8 @@ heavier head of stopwords (which bm25s drops) and a vocabulary of several millio
 posting lists here are of a realistic shape but not its exact lengths. Queries: 12-word runs
 drawn the same way. Results go to `benchmarks/prep.json`: peak resident memory (the process's
 maximum, so each stage's includes the ones before it), seconds per stage, milliseconds per query
-in one process and spread over every core.
+in one process and spread over every core, and milliseconds per question of the gold mapping
+(`map_gold_documents`: the texts of the query's top 500 searched for three of its words).
 """
 
 from __future__ import annotations
@@ -80,6 +81,18 @@ def peak_gib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux
 
 
+def ms_per_mapped_question(asked: list[str], corpus, rows: np.ndarray) -> float:
+    """The gold mapping of each query's top K (its first three words as three answers, each held
+    by many of its candidates) over the corpus as the variant holds it."""
+    from amer_lib.data.gold import map_gold_documents
+    from amer_lib.data.questions import MultiAnswerQuestion
+
+    questions = [MultiAnswerQuestion(str(i), q, [[w] for w in q.split()[:3]]) for i, q in enumerate(asked)]
+    started = time.perf_counter()
+    map_gold_documents(questions, corpus, list(rows))
+    return 1000 * (time.perf_counter() - started) / len(questions)
+
+
 def run_variant(variant: str, n_docs: int) -> dict:
     """One variant in this process: the corpus read, BM25 built, then searched."""
     import bm25s
@@ -97,9 +110,10 @@ def run_variant(variant: str, n_docs: int) -> dict:
         built = time.perf_counter() - began - read
         started = time.perf_counter()
         tokens = bm25s.tokenize(asked, stopwords="en", show_progress=False)
-        retriever.retrieve(tokens, k=K, show_progress=False, backend_selection="numpy")
+        rows = retriever.retrieve(tokens, k=K, show_progress=False, backend_selection="numpy")[0]
         searched = time.perf_counter() - started
         return {
+            "ms_per_mapped_question": ms_per_mapped_question(asked, corpus, rows),
             "read_s": read,
             "read_peak_gib": read_peak,
             "build_s": built,
@@ -115,10 +129,11 @@ def run_variant(variant: str, n_docs: int) -> dict:
     timed = {}
     for processes in (1, os.cpu_count()):
         started = time.perf_counter()
-        index.top_k(asked, K, progress=False, processes=processes)
+        rows = index.top_k(asked, K, progress=False, processes=processes)
         timed[processes] = 1000 * (time.perf_counter() - started) / QUERIES
     size = lambda folder: sum(f.stat().st_size for f in folder.iterdir()) / 2**30
     return {
+        "ms_per_mapped_question": ms_per_mapped_question(asked, store, rows),
         "read_s": read,
         "read_peak_gib": read_peak,
         "build_s": built,
@@ -129,6 +144,25 @@ def run_variant(variant: str, n_docs: int) -> dict:
         "index_gib": size(SCRATCH / f"index_{n_docs}"),
         "store_gib": size(SCRATCH / f"store_{n_docs}"),
     }
+
+
+def table(recorded: dict) -> str:
+    """The Markdown table `docs/paper_scale.md` shows (a test compares them)."""
+    lines = [
+        "| passages | way | read (s) | build (s) | peak memory (GiB) | on disk (GiB) | ms per query (one core / all) "
+        "| ms per mapped question |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    ways = {"old": "former (strings in memory, bm25s's build)", "new": "store + bounded build, kept"}
+    for docs, results in sorted(recorded.items(), key=lambda item: int(item[0])):
+        for variant, r in sorted(results.items(), key=lambda item: item[0] != "old"):
+            disk = f"{r['store_gib'] + r['index_gib']:.2f}" if "index_gib" in r else "-"
+            query = f"{r['ms_per_query']:.1f}" + (f" / {r['ms_per_query_all_cores']:.1f}" if variant == "new" else "")
+            lines.append(
+                f"| {int(docs) // 1_000_000}M | {ways[variant]} | {r['read_s']:.1f} | {r['build_s']:.1f} | "
+                f"{r['peak_gib']:.2f} | {disk} | {query} | {r['ms_per_mapped_question']:.1f} |"
+            )
+    return "\n".join(lines)
 
 
 def main() -> None:

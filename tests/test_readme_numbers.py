@@ -392,7 +392,7 @@ def test_scale_prose_is_benchmarks_results():
     streaming = projected("exact search, one GPU streaming the shards (ShardedFlatIndex)")[0]
     cpu = projected("exact search of the test sets, this CPU")[0]
     assert f"through one GPU in about {streaming}, against {cpu} on this CPU" in quoted
-    train = projected("IVF65536 training (k-means over 3,276,800 vectors), this CPU")[0]
+    train = projected("IVF65536 training (k-means over 2,621,440 vectors), this CPU")[0]
     add = projected("IVF65536 adding (coarse assignment), this CPU")[0]
     assert f"would take {train} and {add} on this CPU" in quoted
 

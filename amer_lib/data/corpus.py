@@ -162,7 +162,7 @@ _id_hash = hash  # the store's check for repeated ids compares only the ids whos
 
 class DocumentStore:
     """A corpus file's documents on disk, read by row: each field (`id`, `title`, `text`) one file
-    of UTF-8 bytes and an int64 offset per document, memory-mapped. What a 25M-passage corpus
+    of UTF-8 bytes, memory-mapped, and an int64 offset per document. What a 25M-passage corpus
     needs for random access costs 0.6 GB of offsets in memory instead of the whole text as Python
     strings (about 1 GiB a million passages); the files take about the corpus's size on disk."""
 
@@ -173,7 +173,8 @@ class DocumentStore:
         self.directory, self.n_documents = directory, n_documents
         stored = [f for f in self.FIELDS if (directory / f"{f}.bytes").stat().st_size]  # np.memmap refuses empty files
         self.bytes = {f: np.memmap(directory / f"{f}.bytes", dtype=np.uint8, mode="r") for f in stored}
-        self.offsets = {f: np.load(directory / f"{f}.offsets.npy", mmap_mode="r") for f in self.FIELDS}
+        # offsets in memory (24 bytes a document: 0.6 GB at 25M), the bytes mapped: a read is about 3x faster
+        self.offsets = {f: np.load(directory / f"{f}.offsets.npy") for f in self.FIELDS}
 
     @classmethod
     def of_corpus(cls, path: str | Path, directory: str | Path, key: dict, progress: bool = True) -> DocumentStore:
