@@ -40,6 +40,7 @@ def defaults():
         "micro_batch_size": 0,
         "gradient_checkpointing": False,
         "workers": 1,
+        "threads": 1,
         "nproc_per_node": 1,
         "results_dir": "r",
         "runs_dir": "u",

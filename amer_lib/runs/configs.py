@@ -51,6 +51,17 @@ def checkpointing_param():
     return param(False, run=False, help="recompute each backbone layer in the backward pass: less memory, more time")
 
 
+def workers_param(what: str):
+    """Notebooks 02 and 04's worker processes: not in the run key (a run's numbers do not depend on them)."""
+    return param(2, minimum=1, run=False, help=f"{what} trained in parallel processes; 1 on a GPU")
+
+
+def threads_param():
+    """Notebooks 02 and 04's CPU threads per training process, in the run key: float sums split over
+    threads round otherwise, and the matching turns that into another trajectory."""
+    return param(1, minimum=1, help="CPU threads of each training process (fixed: the numbers depend on it)")
+
+
 def matched_loss_param():
     """Notebooks 02 and 04's reduction of the matched loss, declared once."""
     return param(
@@ -147,7 +158,8 @@ class SyntheticConfig(Config):
     mixed_precision: bool = param(False, help="bfloat16 autocast (and bfloat16 frozen weights under LoRA), any device")
     micro_batch_size: int = micro_batch_param()
     gradient_checkpointing: bool = checkpointing_param()
-    workers: int = param(2, minimum=1, help="settings trained in parallel processes; 1 on a GPU")
+    workers: int = workers_param("settings")
+    threads: int = threads_param()
     nproc_per_node: int = param(
         1,
         minimum=1,
@@ -226,7 +238,8 @@ class RealConfig(Config):
     eval_every: int = param(100, minimum=1)
     search_depth: int = param(100, minimum=100)
     bootstrap_resamples: int = param(10000, minimum=1, run=False)
-    workers: int = param(2, minimum=1, help="runs trained in parallel processes; 1 on a GPU")
+    workers: int = workers_param("runs")
+    threads: int = threads_param()
     nproc_per_node: int = param(
         1,
         minimum=1,

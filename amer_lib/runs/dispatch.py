@@ -7,6 +7,9 @@ calls `run_jobs`.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
+
+import torch
 
 from amer_lib.core import distributed
 from amer_lib.progress import tqdm
@@ -37,12 +40,25 @@ def run_jobs(
             results[i] = cached(*jobs[i])
     elif workers == 1:
         for i in tqdm(todo, desc="runs", disable=not progress or len(todo) < 2):
-            results[i] = runner(*jobs[i], progress=progress)
+            results[i] = with_threads(runner, *jobs[i], progress=progress)
     elif todo:
         if first is not None:
             todo.sort(key=lambda i: not first(jobs[i]))
         total = sum(steps(jobs[i]) for i in todo)
-        done = run_parallel(runner, [(*jobs[i], False) for i in todo], workers, total, "training steps", progress)
+        threaded = partial(with_threads, runner)
+        done = run_parallel(threaded, [(*jobs[i], False) for i in todo], workers, total, "training steps", progress)
         for i, result in zip(todo, done):
             results[i] = result
     return results
+
+
+def with_threads(runner: Callable, config, *arguments, **options):
+    """`runner(config, *arguments, **options)` with torch's CPU threads set to `config.threads`
+    (in a worker process or in this one, and put back after): the same run gives the same
+    numbers whichever machine and however many workers."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(config.threads)
+    try:
+        return runner(config, *arguments, **options)
+    finally:
+        torch.set_num_threads(before)

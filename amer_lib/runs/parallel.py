@@ -1,7 +1,8 @@
 """Independent trainings in parallel worker processes, with one progress bar over their steps.
 
 On a 2-core CPU two single-threaded trainings of a small model finish sooner than two
-consecutive two-threaded ones: the steps are too small to keep two threads busy.
+consecutive two-threaded ones: the steps are too small to keep two threads busy. Each job sets its
+own threads (`dispatch.with_threads`): they are part of what a run computes, not of the machine.
 """
 
 from __future__ import annotations
@@ -12,8 +13,6 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
-
-import torch
 
 from amer_lib.progress import announce_cost, tqdm
 
@@ -41,14 +40,13 @@ TIMED_SECONDS = 30.0  # how long the parent times the steps before it estimates 
 _STEPS = None  # in a worker: the queue its training steps go to (set by `_start_worker`)
 
 
-def _start_worker(threads: int, parent: int, steps) -> None:
-    """A worker's set-up: its share of the CPU threads, the parent's step queue, and a watch that
+def _start_worker(parent: int, steps) -> None:
+    """A worker's set-up: the parent's step queue, and a watch that
     ends it when its parent is gone (a killed notebook must not leave trainings running on). The
     queue is handed over here, not through a Manager: a Manager's server process would outlive a
     killed parent."""
     global _STEPS
     _STEPS = steps
-    torch.set_num_threads(threads)
     threading.Thread(target=_exit_without_parent, args=(parent,), daemon=True).start()
 
 
@@ -69,17 +67,16 @@ def _call_reporting(function: Callable, args: tuple):
 def run_parallel(
     function: Callable, jobs: list[tuple], workers: int, total_steps: int, desc: str, progress: bool = True
 ) -> list:
-    """`function(*job, on_step=callback)` for every job in `workers` spawned processes sharing
-    the CPU threads; results in job order. The first failure cancels what has not started. With
+    """`function(*job, on_step=callback)` for every job in `workers` spawned processes; results
+    in job order. The first failure cancels what has not started. With
     `progress`, long work is announced with its cost once the steps after the first were timed for
     `TIMED_SECONDS` (the workers' start-up and the first step's warm-up left out)."""
-    threads = max(1, torch.get_num_threads() // workers)
     context = multiprocessing.get_context("spawn")
     results = {}
     queue = context.Queue()
     with (
         ProcessPoolExecutor(
-            workers, mp_context=context, initializer=_start_worker, initargs=(threads, os.getpid(), queue)
+            workers, mp_context=context, initializer=_start_worker, initargs=(os.getpid(), queue)
         ) as pool,
         tqdm(total=total_steps, desc=f"{desc}, {workers} workers", disable=not progress) as bar,
     ):

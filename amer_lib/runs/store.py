@@ -23,8 +23,10 @@ from amer_lib.runs.configs import RealConfig, SyntheticConfig
 # The shape of the run key. A change to what a key holds (a parameter added, a fact about the data)
 # bumps it, and every run of an older version is made again instead of being matched by a shim.
 # Version 2: every config field (the library's own at their defaults too) and, for AMER on a text
-# benchmark, the dataset's number of query vectors.
-CACHE_VERSION = 2
+# benchmark, the dataset's number of query vectors. Version 3: each training process's CPU threads
+# (`threads`, 1 by default) instead of the machine's threads divided by the workers, which made a
+# run's numbers depend on the core count; `workers` left the key.
+CACHE_VERSION = 3
 
 
 def params_digest(params: dict) -> str:
@@ -54,7 +56,7 @@ class RunStore:
     def recipe(self, params: Config) -> dict:
         """The run key without where the run was made (its folders, device and processes): the
         training recipe a model card records."""
-        where = ("workers", "device", "nproc_per_node")
+        where = ("device", "nproc_per_node", "threads")
         return {k: v for k, v in self.run_params(params.as_dict()).items() if not k.endswith("_dir") and k not in where}
 
     def result_path(self, params: Config, name: str, suffix: str = ".json") -> Path:

@@ -83,8 +83,11 @@ def main(argv: list[str] | None = None) -> None:
     spec = json.loads(Path(args.spec).read_text())
     device = setup(RANK_TIMEOUT)
     try:
+        from amer_lib.runs.dispatch import with_threads  # dispatch imports this module
+
         params = _imported(spec["config"]).from_dict(spec["params"])
-        _imported(spec["runner"])(params, *spec["job"], progress=not args.quiet and is_main(), device=device)
+        runner = _imported(spec["runner"])
+        with_threads(runner, params, *spec["job"], progress=not args.quiet and is_main(), device=device)
     finally:
         dist.destroy_process_group()
 

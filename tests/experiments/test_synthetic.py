@@ -16,13 +16,32 @@ def strip(results):
 
 
 def test_workers_reproduce_a_single_process_run(tmp_path):
+    """One worker (this process, on two threads as on a 2-core machine) and two workers give
+    identical runs: each training process runs on its config's `threads`. Before, one worker
+    trained on this process's threads and two on half of them each, and at this size (hidden 384,
+    batch 32) float sums split over two threads round otherwise: the validation losses moved."""
+    big = dict(
+        dim=384,
+        batch_size=32,
+        steps=4,
+        eval_every=2,
+        n_train=100,
+        corpus_size=1200,
+        backbone_overrides={
+            "hidden_size": 384,
+            "intermediate_size": 1536,
+            "num_attention_heads": 6,
+            "num_key_value_heads": 6,
+        },
+    )
     threads = torch.get_num_threads()
-    torch.set_num_threads(max(1, threads // 2))  # what each of the two workers gets
+    torch.set_num_threads(2)
     try:
-        serial = run_all(tiny_synthetic_params(tmp_path, 1), progress=False)
+        serial = run_all(tiny_synthetic_params(tmp_path, 1).replace(**big), progress=False)
+        assert torch.get_num_threads() == 2  # this process's own threads are put back after
     finally:
         torch.set_num_threads(threads)
-    parallel = run_all(tiny_synthetic_params(tmp_path, 2), progress=False)
+    parallel = run_all(tiny_synthetic_params(tmp_path, 2).replace(**big), progress=False)
     assert [(r["setting"], r["system"]) for r in parallel] == [
         (s, m) for s in ("single", "ood") for m in ("single", "amer", "oracle")
     ]

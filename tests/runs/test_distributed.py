@@ -165,6 +165,7 @@ def test_torchrun_trains_a_notebook04_run(tmp_path):
             "search_depth": 100,
             "bootstrap_resamples": 10,
             "workers": 1,
+            "threads": 1,
             "nproc_per_node": 2,
             "device": "cpu",
             "mixed_precision": False,
