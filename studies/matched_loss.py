@@ -1,4 +1,4 @@
-"""Equation 3 against the authors' code on the offline kinds set (5-8 targets per question): AMER
+"""Equation 2 against the authors' code on the offline kinds set (5-8 targets per question): AMER
 trained with an example's matched terms summed (`matched_loss: sum`, the paper files) or averaged
 (`mean`, the offline default), notebook 04's offline recipe otherwise, seeds 0-2; single-query
 beside them. MRecall@100 on the whole test set and its low-similarity third, mean and standard
@@ -46,7 +46,7 @@ def main() -> None:
     rows, against_mean = summary(runs), summary(runs, baseline="amer")
     write_json(out.with_suffix(".json"), {"against_single": rows, "sum_against_mean": against_mean})
     lines = [
-        "# Matched loss: Equation 3's sum against the authors' mean (wordnet_kinds, seeds 0-2)",
+        "# Matched loss: Equation 2's sum against the authors' mean (wordnet_kinds, seeds 0-2)",
         "",
         "Written by `studies/matched_loss.py`. MRecall@100 in %, mean ± std over seeds; Δ relative",
         "to the row named in the heading; p: paired bootstrap over seed-averaged per-question scores.",

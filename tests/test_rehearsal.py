@@ -194,7 +194,7 @@ def test_04_paper_files(real_runs):
                 used = run["params"]
                 assert used["finetune"] == "lora" and used["search_depth"] == 500 and used["mixed_precision"]
                 assert not used["single_target_step"] and not used["exclude_fed_targets"] and used["lr"] == paper["lr"]
-                assert used["matched_loss"] == "sum" and used["steps"] == 2  # Equation 3; steps substituted
+                assert used["matched_loss"] == "sum" and used["steps"] == 2  # Equation 2; steps substituted
         expansion = json.loads((stage / "results04" / backbone / f"{dataset}_query_expansion_seed0.json").read_text())
         assert expansion["label"] == "+Query Expansion (gpt-4.1-mini)" and expansion["keyword_source"] == "gpt-4.1-mini"
         rerank = json.loads((stage / "results04" / backbone / f"{dataset}_rerank_seed0.json").read_text())

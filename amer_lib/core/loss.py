@@ -90,7 +90,7 @@ def fed_target_pairs(sample_mask: torch.Tensor, n_queries: int, max_targets: int
     return fed[:, None, :] & (target < query)[None]
 
 
-MATCHED_REDUCTIONS = ("mean", "sum")  # of an example's matched terms: the authors' code, Equation 3
+MATCHED_REDUCTIONS = ("mean", "sum")  # of an example's matched terms: the authors' code, Equation 2
 
 
 def matched_info_nce(
@@ -109,7 +109,7 @@ def matched_info_nce(
     negatives `[B, M, d]`, target_mask `[B, M]` with the valid targets first; the queries are
     those of the batch's examples `first .. first + b - 1` (all of them unless the batch is
     shared among ranks). The matching is solved on the detached block of log-probabilities. Per
-    example, `reduction` "sum" adds the matched negative log-probabilities (the paper's Equation 3:
+    example, `reduction` "sum" adds the matched negative log-probabilities (the paper's Equation 2:
     an example with more targets weighs more) and "mean" averages them (the authors' code); the
     loss averages the examples.
     `forbidden [b, n, M]` excludes pairs from the matching (see `fed_target_pairs`); a perfect

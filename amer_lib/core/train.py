@@ -72,7 +72,7 @@ class TrainConfig:
     exclude_fed_targets: bool = False  # a teacher-forced target is not matched to later queries
     single_target_step: bool = False  # multi-vector runs: an extra single-query step per iteration
     stop_weight: float = 0.0  # > 0: the stop head's loss (`loss.stop_loss`) joins the matched loss
-    matched_loss: str = "mean"  # an example's matched terms: "mean" (the authors' code) or "sum" (Equation 3)
+    matched_loss: str = "mean"  # an example's matched terms: "mean" (the authors' code) or "sum" (Equation 2)
 
     def __post_init__(self):
         if self.sampling not in SAMPLING_MODES:

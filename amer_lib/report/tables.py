@@ -78,7 +78,8 @@ def full_results_name(backbone: str) -> str:
 
 def real_results_table(summary_rows: list[dict], alpha: float = 0.05, systems=SYSTEM_ROWS):
     """Tables 5-8 (one backbone each, its datasets one under the other): per dataset, MRecall@100
-    (mean +- standard deviation over seeds; the paper's text calls its spread variance) and the relative
+    (mean +- population standard deviation over seeds, numpy's ddof 0; the paper's text calls its spread
+    variance) and the relative
     gain over single-query on the whole and the low-similarity test set; * marks p < alpha in
     the paired bootstrap against single-query. `systems`: the (system, label) rows, in order
     (notebook 07 passes its own, against its own baseline, with the vectors each searches)."""

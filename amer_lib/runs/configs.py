@@ -67,7 +67,7 @@ def matched_loss_param():
     return param(
         "mean",
         choices=MATCHED_REDUCTIONS,
-        help="an example's matched terms averaged (the authors' code); \"sum\": Equation 3, the paper files",
+        help="an example's matched terms averaged (the authors' code); \"sum\": Equation 2, the paper files",
     )
 
 

@@ -17,7 +17,7 @@ from amer_lib.core.loss import (
 
 def brute_force_matched(queries, positives, negatives, mask, tau=0.05, forbidden=None, reduction="mean"):
     """Independent answer: the loss under every permutation (without a forbidden pair), minimum
-    per example; an example's matched terms summed (Equation 3) or averaged."""
+    per example; an example's matched terms summed (Equation 2) or averaged."""
     batch, m, _ = positives.shape
     candidates, valid = [], []
     for b in range(batch):
