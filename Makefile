@@ -44,6 +44,8 @@ test: $(VENV)/.installed-test
 	$(PY) -m ruff format --check .
 	$(PY) -m pytest -q -m "$(PYTEST_MARKERS)"
 
+# each notebook's provenance.json names the target that ran it
+figures: export AMER_COMMAND := make figures
 figures: $(VENV)/.installed-notebooks
 	mkdir -p build/executed
 	for nb in $(NOTEBOOKS); do \
@@ -52,6 +54,7 @@ figures: $(VENV)/.installed-notebooks
 	$(PY) -m amer_lib.report.results_page  # figures/RESULTS.md and the README's verdict table
 
 # notebook 02 with params/02_synthetic/mlp_sweep.yaml: its default runs are read back from figures' cache
+figures-mlp-sweep: export AMER_COMMAND := make figures-mlp-sweep
 figures-mlp-sweep: $(VENV)/.installed-notebooks
 	mkdir -p build/executed
 	$(PY) -m papermill notebooks/02_synthetic.ipynb build/executed/02_synthetic_mlp_sweep.ipynb -k python3 -f params/02_synthetic/mlp_sweep.yaml
@@ -59,6 +62,7 @@ figures-mlp-sweep: $(VENV)/.installed-notebooks
 # the compound benchmark (notebooks 03, 01, 04, 06 and 07 with params/*/compound.yaml): over an hour on 2 cores
 # after make figures (notebooks 06 and 07 read notebook 02's default runs)
 COMPOUND_NOTEBOOKS ?= 03_real_data_prep 01_failure_analysis 04_real_data 06_diversity_analysis 07_beyond
+figures-compound: export AMER_COMMAND := make figures-compound
 figures-compound: $(VENV)/.installed-notebooks
 	mkdir -p build/executed
 	for nb in $(COMPOUND_NOTEBOOKS); do \

@@ -6,10 +6,12 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import platform
 import re
 import shutil
 import subprocess
 import tempfile
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -74,7 +76,14 @@ def stage(folder: str | Path) -> Path:
     staged = folder / f"{STAGE_PREFIX}{os.getpid()}"
     shutil.rmtree(staged, ignore_errors=True)
     staged.mkdir(parents=True)
+    _STAGED_AT[staged.resolve()] = time.time()
     return staged
+
+
+_STAGED_AT: dict[Path, float] = {}  # when each stage of this process was made: the run's wall time
+PROVENANCE = "provenance.json"
+COMMAND_VARIABLE = "AMER_COMMAND"  # what started the run: the Makefile's figure targets set it
+PROVENANCE_PACKAGES = ("torch", "transformers", "sentence-transformers", "faiss-cpu", "faiss-gpu", "numpy", "scipy")
 
 
 def _process_alive(pid: str) -> bool:
@@ -91,10 +100,11 @@ def _process_alive(pid: str) -> bool:
 
 def publish(staged: str | Path) -> list[Path]:
     """Move every file of a `stage` folder into its parent folder (one rename each, replacing what
-    is there) and remove the stage; the published paths, sorted."""
+    is there), with the run's `provenance.json`, and remove the stage; the published paths, sorted."""
     staged = Path(staged)
     if not staged.name.startswith(STAGE_PREFIX):
         raise ValueError(f"{staged} is not a folder made by stage() (its name starts with {STAGE_PREFIX!r})")
+    write_json(staged / PROVENANCE, provenance(staged))
     published = []
     for path in sorted(p for p in staged.rglob("*") if p.is_file()):
         target = staged.parent / path.relative_to(staged)
@@ -103,6 +113,40 @@ def publish(staged: str | Path) -> list[Path]:
         published.append(target)
     shutil.rmtree(staged)
     return published
+
+
+def provenance(staged: Path) -> dict:
+    """What made a folder's outputs: the code's commit, the command, the threads, the versions of
+    the packages that compute, the CPU and the wall time since `stage`."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    versions = {"python": platform.python_version()}
+    for package in PROVENANCE_PACKAGES:
+        try:
+            versions[package] = version(package)
+        except PackageNotFoundError:
+            pass
+    began = _STAGED_AT.get(Path(staged).resolve())
+    return {
+        "commit": git_commit(),
+        "command": os.environ.get(COMMAND_VARIABLE, "not a Makefile target (a notebook run by hand or by papermill)"),
+        "torch_threads": torch.get_num_threads(),
+        "cpu_count": os.cpu_count(),
+        "cpu": _cpu_model(),
+        "versions": versions,
+        "wall_seconds": None if began is None else round(time.time() - began, 1),
+        "finished_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def staged_or_published(folder: str | Path, pattern: str) -> list[Path]:
@@ -146,14 +190,15 @@ def _jsonable(value):
 
 
 def git_commit() -> str | None:
-    """The commit of the checkout this code runs from (with '+dirty' for local changes)."""
+    """The commit of the checkout this code runs from, with '+dirty' for local changes to anything
+    but `figures/` (the outputs notebooks publish while a `make figures` goes on)."""
     root = Path(__file__).resolve().parent.parent
     try:
         commit = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)figures"],
             cwd=root,
             capture_output=True,
             text=True,

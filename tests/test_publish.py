@@ -2,6 +2,7 @@
 the committed figures as they were, and no process of it behind."""
 
 import filecmp
+import json
 import os
 import shutil
 import signal
@@ -11,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 
 from amer_lib.io import STAGE_PREFIX, publish, stage, staged_or_published, write_text
@@ -18,7 +20,7 @@ from amer_lib.io import STAGE_PREFIX, publish, stage, staged_or_published, write
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_publish_moves_a_stage_into_its_folder_replacing_what_is_there(tmp_path):
+def test_publish_moves_a_stage_into_its_folder_replacing_what_is_there(tmp_path, monkeypatch):
     write_text(tmp_path / "table.csv", "old\n")
     write_text(tmp_path / "summary_a.json", "a\n")
     dead = tmp_path / f"{STAGE_PREFIX}999999999"  # no such process: an earlier run's leftover
@@ -30,7 +32,18 @@ def test_publish_moves_a_stage_into_its_folder_replacing_what_is_there(tmp_path)
     write_text(staged / "sub" / "figure.png", "png\n")
     assert [p.name for p in staged_or_published(staged, "summary_*.json")] == ["summary_a.json", "summary_b.json"]
     assert (tmp_path / "table.csv").read_text() == "old\n"  # nothing moves before publish
-    assert publish(staged) == [tmp_path / "sub" / "figure.png", tmp_path / "summary_b.json", tmp_path / "table.csv"]
+    monkeypatch.setenv("AMER_COMMAND", "make figures")
+    assert publish(staged) == [
+        tmp_path / "provenance.json",
+        tmp_path / "sub" / "figure.png",
+        tmp_path / "summary_b.json",
+        tmp_path / "table.csv",
+    ]
+    made = json.loads((tmp_path / "provenance.json").read_text())
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    assert made["commit"].removesuffix("+dirty") == head and made["command"] == "make figures"
+    assert made["torch_threads"] == torch.get_num_threads() and made["versions"]["torch"] == torch.__version__
+    assert 0 <= made["wall_seconds"] < 60 and made["cpu"]
     assert (tmp_path / "table.csv").read_text() == "new\n" and (tmp_path / "sub" / "figure.png").exists()
     assert not staged.exists() and (tmp_path / "summary_a.json").exists()
     with pytest.raises(ValueError, match=r"is not a folder made by stage\(\)"):
