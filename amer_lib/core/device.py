@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import torch
 
 DEVICES = ("auto", "cpu", "cuda")  # auto: the GPU when torch sees one
@@ -34,3 +36,16 @@ def require_gpu_faiss() -> None:
             f"faiss-cpu, or a GPU build without a driver): every search would run on the CPU. Install the GPU "
             f'build: {FAISS_GPU_INSTALL} (a fresh environment: pip install -c constraints.txt -e ".[notebooks,gpu]")'
         )
+
+
+@contextmanager
+def cpu_threads(threads: int):
+    """torch's CPU threads set to `threads` inside the block and put back after: float sums split
+    over threads round by their number, so whatever feeds a result runs on a fixed count, not on
+    the machine's cores."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

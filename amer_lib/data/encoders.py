@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from amer_lib.core.device import cpu_threads
 from amer_lib.core.distributed import barrier, is_main, rank_and_size
 from amer_lib.core.packaged import MINILM, PackagedWeights
 from amer_lib.core.search import unit_norm
@@ -94,6 +95,9 @@ def get_encoder_spec(name: str) -> EncoderSpec:
     return ENCODERS[name]
 
 
+ENCODE_THREADS = 1  # torch's CPU threads while encoding: a fixed count, so the vectors do not depend on the cores
+
+
 class DocumentEncoder:
     """A frozen sentence-transformers encoder returning float32 embeddings, unit-norm unless the
     model scores by dot product (`EncoderSpec.normalize`)."""
@@ -113,13 +117,14 @@ class DocumentEncoder:
         return self._encode(texts, batch_size, self.spec.query_prompt)
 
     def _encode(self, texts: list[str], batch_size: int, prompt: str) -> np.ndarray:
-        vectors = self.model.encode(
-            [prompt + t for t in texts],
-            batch_size=batch_size,
-            convert_to_numpy=True,
-            normalize_embeddings=self.spec.normalize,
-            show_progress_bar=False,
-        )
+        with cpu_threads(ENCODE_THREADS):  # on a CPU: the same vectors whatever its cores
+            vectors = self.model.encode(
+                [prompt + t for t in texts],
+                batch_size=batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=self.spec.normalize,
+                show_progress_bar=False,
+            )
         return unit_norm(vectors) if self.spec.normalize else np.asarray(vectors, dtype=np.float32)
 
 

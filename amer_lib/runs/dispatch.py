@@ -9,9 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 
-import torch
-
 from amer_lib.core import distributed
+from amer_lib.core.device import cpu_threads
 from amer_lib.progress import tqdm
 from amer_lib.runs import torchrun
 from amer_lib.runs.parallel import run_parallel
@@ -53,12 +52,7 @@ def run_jobs(
 
 
 def with_threads(runner: Callable, config, *arguments, **options):
-    """`runner(config, *arguments, **options)` with torch's CPU threads set to `config.threads`
-    (in a worker process or in this one, and put back after): the same run gives the same
-    numbers whichever machine and however many workers."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(config.threads)
-    try:
+    """`runner(config, *arguments, **options)` on `config.threads` CPU threads (in a worker process
+    or in this one): the same run gives the same numbers whichever machine and however many workers."""
+    with cpu_threads(config.threads):
         return runner(config, *arguments, **options)
-    finally:
-        torch.set_num_threads(before)
