@@ -78,7 +78,8 @@ def _compound(rows: list[dict]) -> str:
     return f"compound questions (not the paper's data), MRecall@100 at k = {ks}: {systems} (* p < 0.05)"
 
 
-COMPOUND = "04_real_data_compound/compound_oracle_minilm_compound_k1+compound_k2+compound_k3.csv"
+COMPOUND_RUNS = "minilm_compound_k1+compound_k2+compound_k3"
+COMPOUND = f"04_real_data_compound/compound_oracle_{COMPOUND_RUNS}.csv"
 
 # (claim, the paper's numbers, the figures file compared with them, what reads it, the notebook)
 CLAIMS = [
@@ -146,56 +147,139 @@ def verdict_table(figures: Path = FIGURES) -> str:
     return "\n".join(lines) + "\n"
 
 
-# (heading, the figures files shown, a sentence on what was run)
+# (heading, the tables shown, the images shown with their captions); a test checks that every
+# table (.md) and image (.png) under figures/ is shown
 SECTIONS = [
-    ("Figure 1: off-the-shelf retrievers by target distance", ["01_failure_analysis/trends.md"], "figure1.png"),
-    ("Figure 3: the synthetic task", ["02_synthetic/results.md", "02_synthetic/target_geometry.md"], "figure3.png"),
-    ("The MLP sweep (beyond the paper)", ["02_synthetic_mlp_sweep/mlp_sweep.md"], None),
-    ("Tables 1 and 4: the offline benchmark", ["03_real_data_prep/table1.md", "03_real_data_prep/table4.md"], None),
-    ("Target similarity (Figure 6's numbers)", ["03_real_data_prep/target_similarity.md"], None),
     (
-        "Table 2 and Tables 5-8: real data",
-        ["04_real_data/table2.md", "04_real_data/full_results_minilm.md"],
-        "figure4.png",
+        "Figure 1: off-the-shelf retrievers by target distance",
+        ["01_failure_analysis/trends.md", "01_failure_analysis/figure1_data.md"],
+        [("01_failure_analysis/figure1.png", "Figure 1: MRecall@100 of off-the-shelf retrievers by target distance")],
+    ),
+    (
+        "Figures 2 and 3: the synthetic task",
+        ["02_synthetic/results.md", "02_synthetic/target_geometry.md"],
+        [
+            ("02_synthetic/figure2.png", "Figure 2: AMER's architecture, drawn from the trained model's layout"),
+            ("02_synthetic/figure3.png", "Figure 3: MRecall of single-query and AMER on the synthetic task"),
+        ],
+    ),
+    (
+        "The MLP sweep (beyond the paper)",
+        [f"02_synthetic_mlp_sweep/{name}" for name in ("mlp_sweep.md", "results.md", "target_geometry.md")],
+        [
+            ("02_synthetic_mlp_sweep/figure2.png", "Figure 2 as drawn by the sweep's run"),
+            ("02_synthetic_mlp_sweep/figure3.png", "Figure 3 of the sweep's default cells"),
+        ],
+    ),
+    (
+        "Tables 1 and 4: the offline benchmark",
+        [f"03_real_data_prep/{name}" for name in ("table1.md", "table4.md", "ivfpq_sweep.md")],
+        [],
+    ),
+    ("Target similarity (Figure 6's numbers)", ["03_real_data_prep/target_similarity.md"], []),
+    (
+        "Table 2, Tables 5-8 and Figure 4: real data",
+        [
+            "04_real_data/table2.md",
+            "04_real_data/full_results_minilm.md",
+            "04_real_data/learning_curves_minilm_wordnet_senses+wordnet_kinds.md",
+        ],
+        [
+            ("04_real_data/figure4.png", "Figure 4: MRecall@100 on the whole and low-similarity test sets"),
+            (
+                "04_real_data/learning_curves_minilm_wordnet_senses+wordnet_kinds.png",
+                "Learning curves of notebook 04's runs (beyond the paper)",
+            ),
+        ],
+    ),
+    (
+        "Table 3: sampling ablation, and the vector count and merge",
+        ["05_ablations/table3.md", "05_ablations/table3_per_backbone.md", "05_ablations/sampling_synthetic.md"],
+        [("05_ablations/vector_count_merge.png", "Number of query vectors and merge (further ablations)")],
+    ),
+    (
+        "Figures 5 and 6: diversity",
+        [
+            f"06_diversity_analysis/{name}"
+            for name in ("figure5_data.md", "figure6_data.md", "similarity_and_gain.md", "seen_and_unseen.md")
+        ],
+        [
+            ("06_diversity_analysis/figure5.png", "Figure 5: similarity among AMER's output vectors and among targets"),
+            ("06_diversity_analysis/figure6.png", "Figure 6: same-question against random-pair target distance"),
+        ],
+    ),
+    (
+        "Beyond the paper: how many vectors, and merges (notebook 07)",
+        [f"07_beyond/{name}" for name in ("varying_task.md", "beyond_real.md", "beyond_real_every_merge.md")],
+        [
+            ("07_beyond/varying_predicted_n.png", "Predicted number of vectors on the synthetic task"),
+            ("07_beyond/beyond_cost_synthetic.png", "MRecall against search cost, synthetic task"),
+            ("07_beyond/beyond_cost_real.png", "MRecall against search cost, offline real benchmark"),
+        ],
     ),
     (
         "Compound questions: the target spread as a dial (beyond the paper)",
         [
             "03_real_data_prep_compound/table1.md",
+            "03_real_data_prep_compound/table4.md",
+            "03_real_data_prep_compound/ivfpq_sweep.md",
             "03_real_data_prep_compound/target_similarity.md",
+            "01_failure_analysis_compound/trends.md",
+            "01_failure_analysis_compound/figure1_data.md",
+            "04_real_data_compound/table2.md",
+            "04_real_data_compound/full_results_minilm.md",
             COMPOUND.replace(".csv", ".md"),
-            "04_real_data_compound/compound_vector_roles_minilm_compound_k1+compound_k2+compound_k3.md",
-            "06_diversity_analysis_compound/similarity_and_gain.md",
+            f"04_real_data_compound/compound_vector_roles_{COMPOUND_RUNS}.md",
+            f"04_real_data_compound/learning_curves_{COMPOUND_RUNS}.md",
+            *[
+                f"06_diversity_analysis_compound/{name}"
+                for name in ("figure5_data.md", "figure6_data.md", "similarity_and_gain.md", "seen_and_unseen.md")
+            ],
+            *[
+                f"07_beyond_compound/{name}"
+                for name in ("varying_task.md", "beyond_real.md", "beyond_real_every_merge.md")
+            ],
         ],
-        "06_diversity_analysis_compound/similarity_and_gain.png",
-    ),
-    ("Table 3: sampling ablation", ["05_ablations/table3.md", "05_ablations/sampling_synthetic.md"], None),
-    (
-        "Figures 5 and 6: diversity",
-        ["06_diversity_analysis/figure5_data.md", "06_diversity_analysis/figure6_data.md"],
-        "figure5.png",
+        [
+            ("06_diversity_analysis_compound/similarity_and_gain.png", "AMER's gain against target similarity, by k"),
+            ("01_failure_analysis_compound/figure1.png", "Figure 1 on the compound questions"),
+            ("04_real_data_compound/figure4.png", "Figure 4 on the compound questions"),
+            (f"04_real_data_compound/learning_curves_{COMPOUND_RUNS}.png", "Learning curves on the compound questions"),
+            ("06_diversity_analysis_compound/figure5.png", "Figure 5 on the compound questions"),
+            ("06_diversity_analysis_compound/figure6.png", "Figure 6 on the compound questions"),
+            ("07_beyond_compound/varying_predicted_n.png", "Predicted number of vectors (synthetic part)"),
+            (
+                "07_beyond_compound/beyond_cost_synthetic.png",
+                "MRecall against search cost, synthetic task (compound run)",
+            ),
+            ("07_beyond_compound/beyond_cost_real.png", "MRecall against search cost, compound questions"),
+        ],
     ),
 ]
 
 
 def results_page(figures: Path = FIGURES) -> str:
-    """Every paper artefact's committed table, under the paper's numbering, with its figure."""
+    """Every committed table and figure, under the paper's numbering, each image with its caption."""
     parts = [
         "# Results at the offline default\n",
         "Written by `python -m amer_lib.report.results_page` from the files beside it; each folder's",
-        "`params.yaml` holds the parameters that made them. How to read them, and why they differ from",
-        "the paper's: `docs/results.md`.\n",
+        "`params.yaml` holds the parameters that made them and its `provenance.json` the commit, command",
+        "and machine. How to read them, and why they differ from the paper's: `docs/results.md`.\n",
         "## The paper's claims\n",
         verdict_table(figures),
     ]
-    for heading, tables, image in SECTIONS:
+    for heading, tables, images in SECTIONS:
         parts.append(f"## {heading}\n")
-        folder = tables[0].split("/")[0]
-        if image:  # in the first table's folder, or a path under figures/
-            parts.append(f"![{heading}]({image if '/' in image else f'{folder}/{image}'})\n")
+        for image, caption in images:
+            parts.append(f"![{caption}]({image})\n\n*{caption}* (`{image}`)\n")
         for table in tables:
             parts.append(f"`{table}`:\n\n{(figures / table).read_text().rstrip()}\n")
     return "\n".join(parts)
+
+
+def shown_files() -> set[str]:
+    """The tables and images `results_page` shows (paths under figures/)."""
+    return {t for _, tables, _ in SECTIONS for t in tables} | {i for _, _, images in SECTIONS for i, _ in images}
 
 
 def readme_with_verdicts(readme: str, figures: Path = FIGURES) -> str:

@@ -49,3 +49,17 @@ def test_the_readmes_gpu_costs_are_the_cost_tables():
     assert "4.7 h for AmbigQA and 7.6 h for QAMPARI" in readme and "Llama-8B AmbigQA 4.7 h, QAMPARI 7.6 h" in table
     assert "12 runs *projected* at 15 minutes on an H100" in readme and "12 runs x 300 steps x 0.17 s" in table
     assert "about 15 min" in table
+
+
+def test_every_committed_table_and_image_is_shown_with_a_caption():
+    from amer_lib.report.results_page import SECTIONS, shown_files
+
+    figures = ROOT / "figures"
+    committed = {str(p.relative_to(figures)) for p in figures.glob("*/*") if p.suffix in (".md", ".png")}
+    assert shown_files() == committed
+    page = (ROOT / "figures" / "RESULTS.md").read_text()
+    for _, _, images in SECTIONS:
+        for image, caption in images:
+            assert f"![{caption}]({image})" in page
+    captions = [caption for _, _, images in SECTIONS for _, caption in images]
+    assert len(set(captions)) == len(captions)  # no image under another's caption
