@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from amer_lib.report.summaries import summary, verdicts
+from amer_lib.report.summaries import significance_count, summary, verdicts
 from amer_lib.report.tables import percent_change, real_results_table, relative_gain_table
 
 
@@ -132,3 +132,30 @@ def test_a_verdict_needs_the_bootstrap_not_only_a_larger_mean():
         "amer 0.00% is not shown to differ from single-query (single-query at 0%, bootstrap p = 1.0000)"
     )
     assert percent_change(float("nan")) == "n/a" and percent_change(-0.00001) == "+0.00%"
+
+
+def test_the_significance_count_counts_only_gains_the_bootstrap_separates():
+    """Hand-made rows: ahead and separated; ahead but p = 0.2; behind with a small p (not a gain);
+    single-query and another system left out."""
+
+    def row(dataset, system, whole, low_sim):
+        return {
+            "dataset": dataset,
+            "system": system,
+            "whole_delta": whole[0],
+            "whole_p": whole[1],
+            "low_sim_delta": low_sim[0],
+            "low_sim_p": low_sim[1],
+        }
+
+    rows = [
+        {"dataset": "a", "system": "single"},
+        row("a", "amer", (0.10, 0.01), (0.20, 0.03)),
+        row("b", "amer", (0.05, 0.20), (0.30, 0.001)),
+        row("c", "amer", (-0.10, 0.0001), (-0.2, 0.0001)),
+        row("a", "mmr", (0.50, 0.001), (0.50, 0.001)),
+    ]
+    line = significance_count(rows)
+    assert line.startswith("amer significantly ahead of single-query (p < 0.05) in 1/3 settings on the whole")
+    assert "and 2/3 on the low-similarity sets" in line
+    assert "in 1/1 settings" in significance_count(rows, system="mmr")
