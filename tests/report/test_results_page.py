@@ -63,3 +63,21 @@ def test_every_committed_table_and_image_is_shown_with_a_caption():
             assert f"![{caption}]({image})" in page
     captions = [caption for _, _, images in SECTIONS for _, caption in images]
     assert len(set(captions)) == len(captions)  # no image under another's caption
+
+
+def test_each_verdict_follows_the_numbers_not_a_fixed_string():
+    """Hand-made rows against the rules: significant gains everywhere, none, some; Table 3 in two
+    of four columns; targets farther than random pairs."""
+    from amer_lib.report.results_page import _verdict_gains, _verdict_similarity, _verdict_table3
+
+    row = lambda system, *cells: {"System": system, **{f"c{i}": c for i, c in enumerate(cells)}}
+    assert _verdict_gains([row("AMER", "+4.18%*", "+4.97%*")]).startswith("reproduces offline")
+    assert _verdict_gains([row("AMER", "-1.97%", "-5.26%*")]).startswith("does not reproduce offline")
+    assert _verdict_gains([row("AMER", "+1.00%*", "+2.00%")]).startswith("partly: ahead (significant) in 1 of 2")
+    table3 = [
+        row("AMER (scheduled sampling)", "+1%", "-2%", "+3%", "0%"),
+        row("AMER (always predicted)", "0%", "-1%", "+1%", "+1%"),
+    ]
+    assert _verdict_table3(table3).startswith("same direction in 2 of 4 columns")
+    farther = [{"dataset": "x", "same_question_cos": "0.1", "random_pair_cos": "0.2"}]
+    assert _verdict_similarity(farther) == "does not reproduce"
