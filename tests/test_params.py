@@ -175,3 +175,21 @@ def test_the_documented_commands_run_as_typed_from_the_repository_root():
     # in sync already (the test above), so --write rewrites nothing
     written = subprocess.run([sys.executable, "-m", "amer_lib.params", "--write"], cwd=ROOT, capture_output=True)
     assert written.returncode == 0 and written.stdout == b""
+
+
+def test_a_mistyped_faiss_factory_stops_before_any_work():
+    """YAML reads `-p ivfpq_factories '[IVF4,PQ8x4]'` as two strings: the config refuses both with
+    faiss's reason and the quoting that was meant, before notebook 03 prepares or encodes anything."""
+    namespace = {**notebook_defaults(ROOT / "notebooks" / "03_real_data_prep.ipynb"), "ivfpq_factories": "[IVF4,PQ8x4]"}
+    with pytest.raises(ValueError, match=r"factory 'IVF4' does not build at 384 dimensions: could not parse") as error:
+        collect("03_real_data_prep", namespace, set())
+    assert """quote each item: -p ivfpq_factories '["IVF4,PQ8x4"]'""" in str(error.value)
+    quoted = {
+        **notebook_defaults(ROOT / "notebooks" / "03_real_data_prep.ipynb"),
+        "ivfpq_factories": '["IVF256,PQ12", "IVF64,PQ8x4"]',
+    }
+    assert collect("03_real_data_prep", quoted, set()).ivfpq_factories == ["IVF256,PQ12", "IVF64,PQ8x4"]
+    with pytest.raises(ValueError, match=r"'IVF256,PQ7' does not build at 384 dimensions: .*multiple of"):
+        collect("03_real_data_prep", {**quoted, "ivfpq_factories": '["IVF256,PQ7"]'}, set())
+    with pytest.raises(ValueError, match=r"'Flat' does not build at 384 dimensions: not an inverted-file"):
+        collect("03_real_data_prep", {**quoted, "ivfpq_factories": '["Flat"]'}, set())

@@ -146,6 +146,22 @@ def training_sample_size(nlist: int) -> int:
     return max(100_000, TRAIN_POINTS_PER_LIST * nlist)
 
 
+def check_ivfpq_factory(factory: str, dim: int) -> None:
+    """A FAISS factory string that builds an inverted-file index at `dim` dimensions, or a
+    ValueError naming it, faiss's reason and the usual slip (YAML splits an unquoted list item at
+    its comma: `-p ivfpq_factories '[IVF4,PQ8x4]'` is the two items `IVF4` and `PQ8x4`)."""
+    try:
+        faiss.extract_index_ivf(faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT))
+    except RuntimeError as exc:
+        reason = str(exc).strip().splitlines()[-1].split(": ", 1)[-1]
+        reason = "not an inverted-file (IVF) index" if "'ivf' failed" in reason else reason
+        raise ValueError(
+            f"IVF-PQ factory {factory!r} does not build at {dim} dimensions: {reason}. Write one string per "
+            "index, such as \"IVF256,PQ16\" (PQ's byte count must divide the dimension); in papermill's -p, quote "
+            "each item: -p ivfpq_factories '[\"IVF4,PQ8x4\"]'"
+        ) from exc
+
+
 def training_points_needed(factory: str, dim: int) -> int:
     """The fewest training points faiss's k-means takes without complaint for an `IVF<nlist>,PQ<m>`
     factory: 39 per inverted list and 39 per PQ centroid (2^bits of them)."""

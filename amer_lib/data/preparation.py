@@ -17,7 +17,7 @@ import numpy as np
 
 from amer_lib.core.config import Config, param
 from amer_lib.core.device import DEVICES
-from amer_lib.core.search import ShardedFlatIndex
+from amer_lib.core.search import ShardedFlatIndex, check_ivfpq_factory
 from amer_lib.core.train import VALIDATION_FRACTION, validation_size
 from amer_lib.data import compound, wordnet
 from amer_lib.data.benchmark import (
@@ -29,7 +29,7 @@ from amer_lib.data.benchmark import (
 from amer_lib.data.bm25 import Bm25Index
 from amer_lib.data.compound import COMPONENT_KINDS
 from amer_lib.data.corpus import Corpus, DocumentStore, iter_documents, write_tsv
-from amer_lib.data.encoders import ENCODERS, DocumentEncoder, encode_corpus
+from amer_lib.data.encoders import ENCODERS, DocumentEncoder, encode_corpus, get_encoder_spec
 from amer_lib.data.gold import (
     DEPTH,
     QAMPARI_TARGETS,
@@ -475,6 +475,11 @@ class PrepConfig(Config):
     device: str = param("auto", choices=DEVICES)
     prepared_dir: str = param("../results/prepared/wordnet")
     figures_dir: str = param("../figures/03_real_data_prep")
+
+    def __post_init__(self):
+        super().__post_init__()
+        for factory in self.ivfpq_factories:  # before hours of encoding, not after
+            check_ivfpq_factory(factory, get_encoder_spec(self.encoder).dim)
 
 
 def prepare(params: PrepConfig, progress: bool = True) -> tuple[Benchmark, dict]:
