@@ -42,13 +42,21 @@ def atomic_folder(path: str | Path):
     path.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{path.name}-", dir=path.parent))
     try:
-        staging.chmod(0o777 & ~_umask())  # mkdtemp's folder is private
         yield staging
+        _readable_as_umask_allows(staging)  # mkdtemp's folder is private, and some writers (safetensors) too
         if path.exists():
             shutil.rmtree(path)
         os.replace(staging, path)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _readable_as_umask_allows(folder: Path) -> None:
+    """The modes open() and mkdir() would have given, for `folder` and everything in it."""
+    mask = _umask()
+    for item in [folder, *folder.rglob("*")]:
+        if not item.is_symlink():
+            item.chmod((0o777 if item.is_dir() else 0o666) & ~mask)
 
 
 def _umask() -> int:

@@ -3,6 +3,8 @@ vectors the saved model generates: full fine-tuning of a resized random backbone
 MiniLM (peft's own adapter files), and the stop head; a folder that is not one says so."""
 
 import json
+import os
+import stat
 
 import pytest
 import torch
@@ -32,15 +34,23 @@ def generated(model: AMERQueryEncoder, n: int = 3) -> torch.Tensor:
 
 def test_a_fully_fine_tuned_model_comes_back_with_the_same_generations_and_a_card(tmp_path):
     model = perturbed(AMERQueryEncoder(load_backbone("tiny", seed=3, config_overrides=TINY), 12, stop_head=True))
-    folder = save_pretrained(
-        model,
-        tmp_path / "model",
-        backbone="tiny",
-        n_queries=3,
-        stop={"threshold": 0.5, "max_n": 6},
-        backbone_overrides=TINY,
-        facts={"seed": 3},
-    )
+    umask = os.umask(0o022)  # a shared machine's usual mask: a colleague reads the model
+    try:
+        folder = save_pretrained(
+            model,
+            tmp_path / "model",
+            backbone="tiny",
+            n_queries=3,
+            stop={"threshold": 0.5, "max_n": 6},
+            backbone_overrides=TINY,
+            facts={"seed": 3},
+        )
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o755
+    assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in folder.iterdir()} == {
+        name: 0o644 for name in ("README.md", "amer.json", "backbone.safetensors", "projections.safetensors")
+    }  # safetensors writes 0o600 by itself
     assert sorted(p.name for p in folder.iterdir()) == [
         "README.md",
         "amer.json",
