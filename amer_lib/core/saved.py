@@ -131,6 +131,10 @@ def from_pretrained(folder: str | Path, device: str | torch.device = "cpu") -> A
 def read_config(folder: str | Path) -> dict:
     """A saved model's `amer.json`, checked for the format this library reads."""
     path = Path(folder) / CONFIG
+    if not Path(folder).is_dir():
+        raise FileNotFoundError(
+            f"model folder {folder} does not exist; make one from a trained run with `python -m amer_lib.export`"
+        )
     if not path.exists():
         raise FileNotFoundError(f"{path} is missing: {folder} is not a model folder written by save_pretrained")
     config = json.loads(path.read_text())

@@ -369,9 +369,9 @@ def prepare_files(
     corpus = Corpus.read(corpus_path)
     if len(corpus) == 0:
         raise DataFormatError(f"{corpus_path} holds no documents")
-    questions = _checked_questions(questions_path, corpus)
+    questions = _checked_questions(questions_path, corpus, corpus_path)
     if test_questions_path:
-        splits = {"train": questions, "test": _checked_questions(test_questions_path, corpus)}
+        splits = {"train": questions, "test": _checked_questions(test_questions_path, corpus, corpus_path)}
         both = {q.qid for q in splits["train"]} & {q.qid for q in splits["test"]}
         if both:
             raise DataFormatError(
@@ -390,7 +390,7 @@ def prepare_files(
     )
 
 
-def _checked_questions(path: str | Path, corpus: Corpus) -> list[MultiAnswerQuestion]:
+def _checked_questions(path: str | Path, corpus: Corpus, corpus_path: str | Path) -> list[MultiAnswerQuestion]:
     """The questions of `path`; a gold document id that is not in the corpus is an error naming its line."""
     path = Path(path)
     if not path.is_file():
@@ -403,7 +403,7 @@ def _checked_questions(path: str | Path, corpus: Corpus) -> list[MultiAnswerQues
         if unknown:
             raise DataFormatError(
                 f"{path}:{number}: question {question.qid!r} names gold document id(s) {unknown[:5]} "
-                "that are not in the corpus"
+                f"that are not in the corpus {corpus_path}"
             )
     return questions
 

@@ -97,6 +97,8 @@ def test_a_mixed_precision_lora_model_comes_back_in_bfloat16_and_generates_as_be
 def test_a_folder_that_is_not_a_saved_model_or_does_not_fit_says_what_is_wrong(tmp_path):
     with pytest.raises(FileNotFoundError, match="amer.json is missing: .* not a model folder"):
         from_pretrained(tmp_path)
+    with pytest.raises(FileNotFoundError, match=r"model folder \S*typo does not exist; make one .* amer_lib.export"):
+        from_pretrained(tmp_path / "typo")
     model = AMERQueryEncoder(load_backbone("tiny", config_overrides=TINY), 12)
     folder = save_pretrained(model, tmp_path / "m", backbone="tiny", n_queries=2, backbone_overrides=TINY)
     config = read_config(folder)

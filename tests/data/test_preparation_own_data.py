@@ -95,7 +95,8 @@ def record(qid, targets, answers=None):
         (
             {"questions": [record("q0", [["d1"]]), record("q1", [["d1"], ["d99"]])]},
             DataFormatError,
-            r"questions.jsonl:2: question 'q1' names gold document id\(s\) \['d99'\] that are not in the corpus",
+            r"questions.jsonl:2: question 'q1' names gold document id\(s\) \['d99'\] that are not in the corpus "
+            r"\S*corpus.tsv",
         ),
         (
             {"questions": [record("q0", [["d1"]]), record("q0", [["d2"]])]},
