@@ -484,3 +484,16 @@ def test_the_compound_notebooks_record_the_oracle_comparison_their_runs_give(tmp
     assert roles["dataset"] == "compound_k2" and roles["seeds"] == 2 and 0 <= roles["all_components_served"] <= 100
     table = pd.read_csv(tmp_path / "figures04" / "compound_oracle_minilm_compound_k1+compound_k2.csv")
     assert table["System"].tolist() == ["Single-Query", "AMER", "Decomposition oracle"] * 2
+
+
+def test_notebooks_open_unchanged():
+    """Each notebook is stored as nbformat writes it (JupyterLab shows no unsaved change on opening)
+    and every cell has an id of its own (no MissingIDFieldWarning)."""
+    import nbformat
+
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        raw = path.read_text()
+        notebook = nbformat.reads(raw, as_version=4)
+        ids = [cell.get("id") for cell in json.loads(raw)["cells"]]
+        assert None not in ids and len(set(ids)) == len(ids), path.name
+        assert nbformat.writes(notebook) + "\n" == raw, f"{path.name} is not stored as nbformat writes it"
