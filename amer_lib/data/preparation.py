@@ -545,3 +545,24 @@ def prepare(params: PrepConfig, progress: bool = True) -> tuple[Benchmark, dict]
         )
     benchmark.encode(encoder, params.shard_size, params.encode_batch_size, progress)
     return benchmark, mapping
+
+
+def prepared_benchmark(
+    directory: str | Path, datasets: list[str], offline_recipe: PrepConfig, device: str = "auto", progress: bool = True
+) -> Benchmark:
+    """The benchmark prepared in `directory`, holding `datasets`; the offline WordNet benchmark is
+    prepared there first when it is missing, with `offline_recipe` (notebook 03's defaults: the call
+    notebook 03 makes), so that notebooks 01 and 04 stand alone. Any other benchmark must come from
+    notebook 03."""
+    directory = Path(directory)
+    if not (directory / "manifest.json").exists():
+        offline = [d for d in datasets if d.startswith("wordnet_")]
+        if offline != list(datasets) or offline_recipe.source != "wordnet":
+            raise FileNotFoundError(
+                f"{directory} holds no prepared benchmark; prepare {list(datasets)} with "
+                "notebooks/03_real_data_prep.ipynb first (its parameter file for your data)"
+            )
+        prepare(offline_recipe.replace(prepared_dir=str(directory), device=device), progress)
+    benchmark = Benchmark(directory)
+    benchmark.check(datasets)
+    return benchmark

@@ -46,7 +46,7 @@ from amer_lib.data import compound
 from amer_lib.data.benchmark import Benchmark
 from amer_lib.data.datasets import TextData
 from amer_lib.data.encoders import DocumentEncoder, get_encoder_spec
-from amer_lib.data.preparation import PrepConfig, prepare
+from amer_lib.data.preparation import PrepConfig, prepared_benchmark
 from amer_lib.data.prompts import PromptTemplate
 from amer_lib.data.questions import MultiAnswerQuestion
 from amer_lib.report.summaries import summary
@@ -178,17 +178,7 @@ def ready_benchmark(params: RealConfig, offline_recipe: PrepConfig, progress: bo
             f"(valid systems: {', '.join(SYSTEMS)})"
         )
     require_weights(params.backbone)
-    directory = Path(params.prepared_dir)
-    if not (directory / "manifest.json").exists():
-        offline = [d for d in params.datasets if d.startswith("wordnet_")]
-        if offline != params.datasets or offline_recipe.source != "wordnet":
-            raise FileNotFoundError(
-                f"{directory} holds no prepared benchmark; prepare {params.datasets} with "
-                "notebooks/03_real_data_prep.ipynb first (its parameter file for your data)"
-            )
-        prepare(offline_recipe.replace(prepared_dir=str(directory), device=params.device), progress)
-    benchmark = Benchmark(directory)
-    benchmark.check(params.datasets)
+    benchmark = prepared_benchmark(params.prepared_dir, params.datasets, offline_recipe, params.device, progress)
     try:
         benchmark.embeddings(params.encoder)
     except (FileNotFoundError, RuntimeError):  # not encoded with this encoder yet, or interrupted: resume

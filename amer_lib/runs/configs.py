@@ -77,7 +77,8 @@ class FailureConfig(Config):
 
     # the first line of the notebook's parameters cell
     CELL_HEADER: ClassVar[str] = (
-        "Offline CPU default (16 s on 2 cores after notebook 03). Paper scale: params/01_failure_analysis/"
+        "Offline CPU default (16 s on 2 cores after notebook 03, which it runs first if needed). "
+        "Paper scale: params/01_failure_analysis/"
     )
 
     datasets: list[str] = param(

@@ -69,3 +69,21 @@ def test_notebook04_without_single_query_is_refused_before_anything_runs(tmp_pat
     with pytest.raises(ValueError, match=r"systems \['amer'\]: .* add 'single' \(valid systems: single, amer\)"):
         ready_benchmark(params, notebook_config("03_real_data_prep"))
     assert not (tmp_path / "prepared").exists()
+
+
+def test_the_offline_benchmark_is_prepared_where_it_is_missing_and_nothing_else_is(tmp_path):
+    """Notebooks 01 and 04 stand alone: a missing WordNet benchmark is prepared with notebook 03's
+    recipe (here cut small), encoded, and read back; a benchmark of other data must come from
+    notebook 03, and the error says so."""
+    from conftest import notebook_config
+
+    from amer_lib.data.preparation import prepared_benchmark
+
+    recipe = notebook_config("03_real_data_prep", max_train=12, max_test=6, corpus_size=200)
+    benchmark = prepared_benchmark(tmp_path / "prepared", ["wordnet_senses"], recipe, "cpu", progress=False)
+    assert benchmark.manifest["corpus_size"] == 200 and len(benchmark.embeddings("minilm")) == 200
+    again = prepared_benchmark(tmp_path / "prepared", ["wordnet_senses", "wordnet_kinds"], recipe, progress=False)
+    assert again.directory == benchmark.directory
+    with pytest.raises(FileNotFoundError, match=r"prepare \['ambigqa'\] with notebooks/03_real_data_prep.ipynb first"):
+        prepared_benchmark(tmp_path / "elsewhere", ["ambigqa"], recipe, progress=False)
+    assert not (tmp_path / "elsewhere").exists()
