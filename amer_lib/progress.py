@@ -9,6 +9,7 @@ place; in the saved notebook (and a terminal's log) the output ends with the bar
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager
 
 from tqdm.std import tqdm as _text_tqdm
 
@@ -21,6 +22,21 @@ def tqdm(*args, **kwargs) -> _text_tqdm:
     kwargs.setdefault("mininterval", MIN_INTERVAL)
     kwargs.setdefault("dynamic_ncols", True)
     return _text_tqdm(*args, **kwargs)
+
+
+@contextmanager
+def without_library_bars():
+    """Hugging Face's own bars (transformers' "Loading weights") off inside the block, put back
+    after: they are widgets that a saved notebook shows at 0% for good, beside ours at 100%."""
+    from transformers.utils import logging
+
+    was_on = logging.is_progress_bar_enabled()
+    logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_on:
+            logging.enable_progress_bar()
 
 
 LONG_WORK = 300.0  # seconds: work estimated to take longer is announced before it goes on

@@ -20,6 +20,7 @@ import torch
 from transformers import AutoModel, AutoTokenizer, LlamaConfig, LlamaModel, PreTrainedModel
 
 from amer_lib.core.packaged import MINILM, SMOLLM2, PackagedWeights
+from amer_lib.progress import without_library_bars
 
 FINETUNE_MODES = ("full", "lora")  # every weight trained, or LoRA adapters and the two projections
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -182,9 +183,11 @@ def load_backbone(
         if config_overrides:
             raise ValueError(f"config_overrides only apply to randomly initialised backbones, not {name!r}")
         if spec.prefix_lm:
-            return PrefixLMBert(AutoModel.from_pretrained(**spec.source(), dtype=dtype))
+            with without_library_bars():
+                return PrefixLMBert(AutoModel.from_pretrained(**spec.source(), dtype=dtype))
         try:
-            return AutoModel.from_pretrained(**spec.source(), dtype=dtype)
+            with without_library_bars():
+                return AutoModel.from_pretrained(**spec.source(), dtype=dtype)
         except OSError as exc:
             raise BackboneUnavailableError(
                 f"backbone {name!r} needs {spec.model_id!r}, which is not in the local Hugging Face cache "

@@ -34,7 +34,7 @@ from amer_lib.core.search import unit_norm
 from amer_lib.data.corpus import Document
 from amer_lib.data.questions import DataFormatError, MultiAnswerQuestion
 from amer_lib.io import atomic_path, write_json, write_text
-from amer_lib.progress import tqdm
+from amer_lib.progress import tqdm, without_library_bars
 
 
 @dataclass(frozen=True)
@@ -134,9 +134,13 @@ def _load(spec: EncoderSpec, device: str | None):
 
     source = str(spec.packaged.directory) if spec.packaged else spec.model_id
     try:
-        return SentenceTransformer(
-            source, device=device, model_kwargs={"torch_dtype": spec.dtype}, trust_remote_code=spec.trust_remote_code
-        )
+        with without_library_bars():
+            return SentenceTransformer(
+                source,
+                device=device,
+                model_kwargs={"torch_dtype": spec.dtype},
+                trust_remote_code=spec.trust_remote_code,
+            )
     except OSError as exc:
         raise EncoderUnavailableError(
             f"cannot load the document encoder {spec.model_id!r}: it is not in the Hugging Face cache and "

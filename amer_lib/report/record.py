@@ -1,7 +1,7 @@
 """The key numbers a notebook records, where tests and readers find them without parsing text.
 
-`record(name, value)` shows `name = value` in the notebook and leaves `{name: value}` in the output's
-metadata under `amer_lib.record` (as scrapbook's `glue` does, without its dependency);
+`record(name, value)` leaves `{name: value}` in an output's metadata under `amer_lib.record`, showing
+nothing (the notebook shows the value as a table or a figure) (as scrapbook's `glue` does, without its dependency);
 `recorded(path)` reads every recorded value of an executed notebook (papermill's output file)."""
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ KEY = "amer_lib.record"
 
 
 def record(name: str, value: Any) -> None:
-    """Record one JSON-serialisable value under `name` (shown as plain text)."""
+    """Record one JSON-serialisable value under `name` in the output's metadata (nothing is shown)."""
     from IPython.display import publish_display_data
 
     json.dumps(value)  # fail here, not when the notebook is saved
-    publish_display_data({"text/plain": f"{name} = {value!r}"}, metadata={KEY: {name: value}})
+    # shown as nothing: the value is for the tests that read the executed notebook, not for its reader
+    publish_display_data({"text/markdown": ""}, metadata={KEY: {name: value}})
 
 
 def recorded(notebook_path: str | Path) -> dict[str, Any]:
