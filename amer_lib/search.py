@@ -3,10 +3,14 @@
     python -m amer_lib.search --model models/kinds_mine_amer --index results/prepared/kinds_mine \\
         --questions my_questions.txt --out run.trec
 
-`--questions`: a `.txt` file of one question per line (its qid: the line number) or a `.jsonl`
-file of objects with `qid` and `question` (the library's question files are such; their answers
-and targets are not read). `--index`: a prepared benchmark's folder or an embeddings folder
-encoded by the model's document encoder (`amer_lib.retriever.open_index`).
+`--questions`: a `.txt` file of one question per line (its qid: its line number in the file, blank
+lines skipped but counted), a `.jsonl` file of objects with `qid` and `question` (the library's
+question files; their answers and targets are not read) or BEIR's `queries.jsonl` (`_id`, `text`),
+or a `.tsv` topic file (`qid<TAB>question`, as TREC's and MS MARCO's). `--index`: a prepared
+benchmark's folder or an embeddings folder encoded by the model's document encoder
+(`amer_lib.retriever.open_index`). The run's scores are k - rank + 1 (100, 99, ...), not cosines:
+trec_eval and ir_measures order a query's documents by score, and a merged list's order is not its
+cosines' order (`AMERRetriever.search` returns the cosines).
 """
 
 from __future__ import annotations
@@ -25,7 +29,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m amer_lib.search", description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True, help="a model folder (amer_lib.core.saved.save_pretrained)")
     parser.add_argument("--index", required=True, help="a prepared benchmark's folder or an embeddings folder")
-    parser.add_argument("--questions", required=True, help="questions: .txt (one per line) or .jsonl (qid, question)")
+    parser.add_argument(
+        "--questions", required=True, help="questions: .txt (one per line), .jsonl (qid, question; or BEIR's) or .tsv"
+    )
     parser.add_argument("--out", required=True, help="the TREC run file to write")
     parser.add_argument("--k", type=int, default=100, help="documents per question (default 100)")
     parser.add_argument("--n", default=None, help="query vectors per question: an int, or auto (the stop head's)")

@@ -129,7 +129,8 @@ def test_the_search_command_stops_on_bad_input_with_its_message(model_folder, sh
         main([*args, "--index", str(other.directory)])
     table = tmp_path / "questions.csv"
     table.write_text("qid,question\n")
-    with pytest.raises(SystemExit, match=r"questions are read from \.txt \(one per line\) or \.jsonl"):
+    files = r"questions are read from these files: \.txt: .*\.jsonl: .*\.tsv: qid<TAB>question"
+    with pytest.raises(SystemExit, match=files):
         main([*args[:2], "--questions", str(table), *args[4:], "--index", str(shards.directory)])
     repeated = tmp_path / "repeated.jsonl"
     repeated.write_text('{"qid": "a", "question": "x"}\n{"qid": "a", "question": "y"}\n')

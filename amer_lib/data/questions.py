@@ -115,9 +115,23 @@ def read_questions(path: str | Path) -> list[MultiAnswerQuestion]:
     return questions
 
 
+QUESTION_FILES = (
+    ".txt: one question per line, its qid its line number in the file (blank lines skipped, not counted out)",
+    ".jsonl: objects with qid and question (the library's), or BEIR's queries.jsonl (_id and text)",
+    ".tsv: qid<TAB>question, as TREC and MS MARCO topic files",
+)
+
+
+def _question_record(record, where: str) -> tuple[str, str]:
+    if isinstance(record, dict) and {"qid", "question"} <= set(record):
+        return str(record["qid"]), record["question"]
+    if isinstance(record, dict) and {"_id", "text"} <= set(record):  # BEIR's queries.jsonl
+        return str(record["_id"]), record["text"]
+    raise DataFormatError(f"{where} is neither an object with a qid and a question nor BEIR's (_id and text)")
+
+
 def read_question_texts(path: str | Path) -> tuple[list[str], list[str]]:
-    """Questions without gold, `(qids, questions)`: a `.txt` file holds one per line (its qid the
-    line number; blank lines are skipped), a `.jsonl` file objects with `qid` and `question`."""
+    """Questions without gold, `(qids, questions)`, from any of `QUESTION_FILES`."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist")
@@ -125,13 +139,20 @@ def read_question_texts(path: str | Path) -> tuple[list[str], list[str]]:
         with open_text(path) as lines:
             numbered = [(str(n), line.strip()) for n, line in enumerate(decoded_lines(lines, path), 1) if line.strip()]
     elif path.suffix == ".jsonl":
+        numbered = [_question_record(record, f"{path}:{number}") for number, record in json_lines(path)]
+    elif path.suffix == ".tsv":
         numbered = []
-        for number, record in json_lines(path):
-            if not isinstance(record, dict) or not {"qid", "question"} <= set(record):
-                raise DataFormatError(f"{path}:{number} is not an object with a qid and a question")
-            numbered.append((str(record["qid"]), record["question"]))
+        with open_text(path) as lines:
+            for number, line in enumerate(decoded_lines(lines, path), 1):
+                if not line.strip():
+                    continue
+                fields = line.rstrip("\r\n").split("\t")
+                if len(fields) != 2 or not fields[0].strip():
+                    found = f"{len(fields)} tab-separated fields" if len(fields) != 2 else "no qid"
+                    raise DataFormatError(f"{path}:{number} has {found}; expected qid<TAB>question")
+                numbered.append((fields[0].strip(), fields[1].strip()))
     else:
-        raise ValueError(f"{path}: questions are read from .txt (one per line) or .jsonl (qid, question) files")
+        raise ValueError(f"{path}: questions are read from these files: {'; '.join(QUESTION_FILES)}")
     qids = [qid for qid, _ in numbered]
     repeated = sorted(qid for qid, times in Counter(qids).items() if times > 1)
     if repeated:

@@ -19,6 +19,7 @@ from amer_lib.data.questions import (
     read_ambigqa,
     read_nq_open_multi,
     read_qampari,
+    read_question_texts,
     read_questions,
     write_questions,
 )
@@ -353,3 +354,28 @@ def test_the_document_store_refuses_a_corpus_with_a_repeated_id(tmp_path, monkey
     assert list(tmp_path.iterdir()) == [path]  # nothing half written
     path.write_text("id\ttext\ttitle\n7\tone\tA\n8\ttwo\tB\n9\tthree\tC\n10\tfive\tE\n")
     assert len(DocumentStore.of_corpus(path, tmp_path / "store", {"file": 2}, progress=False)) == 4
+
+
+def test_questions_without_gold_in_the_fields_query_files():
+    """Genuine records: BEIR's Climate-FEVER queries.jsonl (`_id`, `text`, and metadata left unread)
+    and MS MARCO's queries.dev.small.tsv (`qid<TAB>text`, one text with a leading space)."""
+    qids, texts = read_question_texts(PUBLISHED / "beir_climate_fever_queries.head.jsonl")
+    assert qids == ["0", "5", "6"] and texts[0] == "Global warming is driving polar bears toward extinction"
+    assert texts[1].startswith("The sun has gone into \u2018lockdown\u2019")
+    qids, texts = read_question_texts(PUBLISHED / "msmarco_queries.dev.small.head.tsv")
+    assert len(qids) == 10 and (qids[0], texts[0]) == ("1048585", "what is paula deen's brother")
+    assert (qids[1], texts[1]) == ("2", "Androgen receptor define")
+
+
+def test_question_files_that_are_not_one_say_where(tmp_path):
+    three = tmp_path / "topics.tsv"
+    three.write_text("1\tfirst\n2\tsecond\textra\n")
+    with pytest.raises(DataFormatError, match=r"topics.tsv:2 has 3 tab-separated fields; expected qid<TAB>question"):
+        read_question_texts(three)
+    neither = tmp_path / "q.jsonl"
+    neither.write_text('{"id": "1", "query": "x"}\n')
+    with pytest.raises(DataFormatError, match=r"q.jsonl:1 is neither an object with a qid and a question nor BEIR's"):
+        read_question_texts(neither)
+    lines = tmp_path / "q.txt"
+    lines.write_text("first\n\nthird\n")
+    assert read_question_texts(lines) == (["1", "3"], ["first", "third"])  # qids: line numbers in the file
