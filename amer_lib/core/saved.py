@@ -24,9 +24,10 @@ import json
 from pathlib import Path
 
 import torch
+import yaml
 from safetensors.torch import load_file, save_file
 
-from amer_lib.core.backbones import PrefixLMBert, frozen_weights_dtype, load_backbone, require_weights
+from amer_lib.core.backbones import PrefixLMBert, frozen_weights_dtype, get_backbone, load_backbone, require_weights
 from amer_lib.core.model import AMERQueryEncoder
 from amer_lib.io import atomic_folder
 
@@ -143,9 +144,34 @@ def read_config(folder: str | Path) -> dict:
     return config
 
 
+def card_metadata(config: dict) -> dict:
+    """The model card's YAML header, as the Hugging Face Hub reads it (library, base model, tags,
+    datasets, metrics)."""
+    spec = get_backbone(config["backbone"])
+    metadata = {
+        "library_name": "amer_lib",
+        "pipeline_tag": "feature-extraction",
+        "tags": ["amer", "multi-vector-retrieval", "dense-retrieval", f"finetune-{config['finetune']}"],
+    }
+    if base := spec.model_id or (spec.packaged and spec.packaged.upstream):
+        metadata["base_model"] = base
+    if datasets := config["recipe"].get("datasets"):
+        metadata["datasets"] = list(datasets)
+    measured = [key for key in config["facts"] if key.startswith("test ")]
+    if measured:
+        metadata["metrics"] = sorted({key.split()[1].split("@")[0].lower() for key in measured})
+    return metadata
+
+
 def model_card(config: dict) -> str:
-    """The folder's README: what the model is, what it was trained against, and the facts given."""
+    """The folder's README: its YAML header (`card_metadata`), what the model is, what it was
+    trained against, and the facts given."""
+    header = yaml.safe_dump(card_metadata(config), sort_keys=False).rstrip()
     lines = [
+        "---",
+        header,
+        "---",
+        "",
         "# AMER query encoder",
         "",
         "An Autoregressive Multi-Embedding Retriever's query encoder (amer_lib): for one question it",

@@ -8,6 +8,7 @@ import stat
 
 import pytest
 import torch
+import yaml
 
 from amer_lib.core.backbones import LoraSettings, add_lora, get_backbone, load_backbone
 from amer_lib.core.model import AMERQueryEncoder
@@ -43,7 +44,7 @@ def test_a_fully_fine_tuned_model_comes_back_with_the_same_generations_and_a_car
             n_queries=3,
             stop={"threshold": 0.5, "max_n": 6},
             backbone_overrides=TINY,
-            facts={"seed": 3},
+            facts={"seed": 3, "test MRecall@10 (%)": 50.0},
         )
     finally:
         os.umask(umask)
@@ -63,6 +64,10 @@ def test_a_fully_fine_tuned_model_comes_back_with_the_same_generations_and_a_car
     config = read_config(folder)
     assert config["finetune"] == "full" and config["n_queries"] == 3 and config["document_encoder"] is None
     assert config["stop"] == {"threshold": 0.5, "max_n": 6} and config["prompt"] is None
+    card = (folder / "README.md").read_text()
+    header = yaml.safe_load(card.split("---\n")[1])  # the Hub's model-card metadata
+    assert header["library_name"] == "amer_lib" and "base_model" not in header  # a random backbone has none
+    assert header["metrics"] == ["mrecall"] and "multi-vector-retrieval" in header["tags"]
     assert (
         "generates 3 query vectors" in (folder / "README.md").read_text()
         and "- seed: 3" in (folder / "README.md").read_text()
@@ -77,6 +82,8 @@ def test_lora_adapters_are_saved_in_peft_format_and_loaded_over_the_frozen_backb
     assert (folder / "adapter" / "adapter_config.json").exists() and not (folder / "backbone.safetensors").exists()
     assert (folder / "adapter" / "adapter_model.safetensors").stat().st_size < 20_000_000  # adapters, not MiniLM
     assert torch.allclose(generated(from_pretrained(folder)), generated(model), atol=1e-6)
+    header = yaml.safe_load((folder / "README.md").read_text().split("---\n")[1])
+    assert header["base_model"] == "sentence-transformers/all-MiniLM-L6-v2" and "finetune-lora" in header["tags"]
 
 
 def test_a_mixed_precision_lora_model_comes_back_in_bfloat16_and_generates_as_before(tmp_path):
