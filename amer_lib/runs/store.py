@@ -3,9 +3,10 @@
 A run has a name (`linear_multi_amer_seed0`, `wordnet_kinds_single_seed1`). Its results JSON is
 `results_dir/NAME.json`, read back instead of running again when the parameters that shape the
 run match; its TREC run file sits beside it; its checkpoints are in `runs_dir/NAME-DIGEST/`
-(`checkpoint.pt` to resume, `best.pt` the one kept), DIGEST a hash of the same parameters, so a
-run asked for again beside other choices (more datasets, seeds or settings) resumes it, and a run
-with other parameters never resumes another's checkpoint.
+(`checkpoint.pt` to resume, removed once the results are written; `best.pt` the one kept),
+DIGEST a hash of the same parameters, so a run asked for again beside other choices (more
+datasets, seeds or settings) resumes it, and a run with other parameters never resumes another's
+checkpoint.
 """
 
 from __future__ import annotations
@@ -74,9 +75,12 @@ class RunStore:
         return result if self.run_params(result.get("params", {})) == self.run_params(params.as_dict()) else None
 
     def write(self, params: Config, name: str, result: dict, facts: dict | None = None) -> dict:
-        """Write the run's results (with `facts` and the store's identity fields) atomically; returns them."""
+        """Write the run's results (with `facts` and the store's identity fields) atomically, then
+        remove its resume checkpoint (optimizer state and all: hundreds of MB a run), which a
+        finished run no longer needs; `best.pt` stays. Returns the results."""
         result = {**result, **(facts or {}), **self.identity}
         write_json(self.result_path(params, name), result)
+        (self.run_dir(params, name, facts) / "checkpoint.pt").unlink(missing_ok=True)
         return result
 
     def write_params(self, params: Config, tag: str = "") -> Path:

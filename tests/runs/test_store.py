@@ -84,3 +84,15 @@ def test_loading_a_run_that_was_never_made_says_which_notebook_makes_it(tmp_path
     store.write(params, "a_amer_seed0", {"params": params.as_dict()})
     with pytest.raises(FileNotFoundError, match="best.pt is missing.*to train the run again"):
         store.best_checkpoint(params, "a_amer_seed0")
+
+
+def test_a_finished_runs_resume_checkpoint_goes_and_its_best_weights_stay(tmp_path):
+    params = notebook_config("04_real_data", results_dir=str(tmp_path / "results"), runs_dir=str(tmp_path / "runs"))
+    facts = {"n_queries": 5}
+    folder = REAL_RUNS.run_dir(params, "a_seed0", facts)
+    folder.mkdir(parents=True)
+    (folder / "checkpoint.pt").write_bytes(b"optimizer state")
+    (folder / "best.pt").write_bytes(b"weights")
+    REAL_RUNS.write(params, "a_seed0", {"params": params.as_dict()}, facts)
+    assert not (folder / "checkpoint.pt").exists() and (folder / "best.pt").read_bytes() == b"weights"
+    assert REAL_RUNS.best_checkpoint(params, "a_seed0", facts)[1] == folder / "best.pt"
