@@ -49,3 +49,11 @@ def cpu_threads(threads: int):
         yield
     finally:
         torch.set_num_threads(before)
+
+
+def with_threads(runner, config, *arguments, **options):
+    """`runner(config, *arguments, **options)` on `config.threads` CPU threads (a training run, in
+    a worker process or in this one): the same run gives the same numbers whichever machine and
+    however many workers."""
+    with cpu_threads(config.threads):
+        return runner(config, *arguments, **options)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from functools import partial
 
 from amer_lib.core import distributed
-from amer_lib.core.device import cpu_threads
+from amer_lib.core.device import with_threads
 from amer_lib.progress import tqdm
 from amer_lib.runs import torchrun
 from amer_lib.runs.parallel import run_parallel
@@ -49,10 +49,3 @@ def run_jobs(
         for i, result in zip(todo, done):
             results[i] = result
     return results
-
-
-def with_threads(runner: Callable, config, *arguments, **options):
-    """`runner(config, *arguments, **options)` on `config.threads` CPU threads (in a worker process
-    or in this one): the same run gives the same numbers whichever machine and however many workers."""
-    with cpu_threads(config.threads):
-        return runner(config, *arguments, **options)

@@ -2,7 +2,7 @@
 
 On a 2-core CPU two single-threaded trainings of a small model finish sooner than two
 consecutive two-threaded ones: the steps are too small to keep two threads busy. Each job sets its
-own threads (`dispatch.with_threads`): they are part of what a run computes, not of the machine.
+own threads (`core.device.with_threads`): they are part of what a run computes, not of the machine.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from pathlib import Path
 import torch.distributed as dist
 
 from amer_lib.core.config import Config
+from amer_lib.core.device import with_threads
 from amer_lib.core.distributed import is_main, setup
 from amer_lib.io import write_json
 
@@ -83,8 +84,6 @@ def main(argv: list[str] | None = None) -> None:
     spec = json.loads(Path(args.spec).read_text())
     device = setup(RANK_TIMEOUT)
     try:
-        from amer_lib.runs.dispatch import with_threads  # dispatch imports this module
-
         params = _imported(spec["config"]).from_dict(spec["params"])
         runner = _imported(spec["runner"])
         with_threads(runner, params, *spec["job"], progress=not args.quiet and is_main(), device=device)
