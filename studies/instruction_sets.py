@@ -55,6 +55,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="output path without suffix (.json and .md)")
     parser.add_argument("--isa", choices=tuple(SETS), help=argparse.SUPPRESS)  # a child process
     args = parser.parse_args()
+    out = args.out.resolve() if args.out else None  # before the change of folder below
     os.chdir(ROOT / "notebooks")  # the notebooks' relative paths
     if args.isa:
         print(json.dumps(train(args.isa)))
@@ -70,8 +71,8 @@ def main() -> None:
         done = subprocess.run(command, env={**os.environ, **environment}, capture_output=True, text=True, check=True)
         runs[isa] = json.loads(done.stdout.strip().splitlines()[-1])
         print(isa, runs[isa], flush=True)
-    write_json(args.out.with_suffix(".json"), runs)
-    write_text(args.out.with_suffix(".md"), report(runs))
+    write_json(out.with_suffix(".json"), runs)
+    write_text(out.with_suffix(".md"), report(runs))
 
 
 def report(runs: dict) -> str:
