@@ -484,3 +484,15 @@ def test_the_search_cost_is_the_benchmarks():
         f"over the offline corpus (30,000 documents, exact search) take {amer['search_s']} s with AMER's 5 vectors, "
         f"{amer['ms_per_question']} ms per question ({amer['search_s'] / single['search_s']:.2f}x single-query's time)"
     ) in quoted
+
+
+def test_the_instruction_set_prose_is_the_studys():
+    import json
+
+    runs = json.loads((ROOT / "studies" / "instruction_sets.json").read_text())
+    usage = " ".join((ROOT / "docs" / "usage.md").read_text().split())
+    mrecall = ", ".join(f"{runs[isa]['mrecall@100']:.2f}" for isa in ("AVX512", "AVX2")) + " and "
+    assert f"MRecall@100 read {mrecall}{runs['DEFAULT']['mrecall@100']:.2f}" in usage
+    reference = runs["AVX512"]["val_loss"]
+    most = max(abs(a - b) for run in runs.values() for a, b in zip(run["val_loss"], reference))
+    assert f"(at most {most:.3f})" in usage
