@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -92,6 +93,18 @@ _STAGED_AT: dict[Path, float] = {}  # when each stage of this process was made: 
 PROVENANCE = "provenance.json"
 COMMAND_VARIABLE = "AMER_COMMAND"  # what started the run: the Makefile's figure targets set it
 PROVENANCE_PACKAGES = ("torch", "transformers", "sentence-transformers", "faiss-cpu", "faiss-gpu", "numpy", "scipy")
+
+
+def end_with_parent(parent: int) -> None:
+    """In a child process: a daemon thread that ends it once `parent` is gone, so that a killed
+    notebook leaves no worker behind (training workers, forked BM25 searchers)."""
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
 
 
 def _process_alive(pid: str) -> bool:

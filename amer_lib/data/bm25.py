@@ -24,15 +24,13 @@ import json
 import multiprocessing
 import os
 import tempfile
-import threading
-import time
 from collections.abc import Iterable, Iterator
 from itertools import islice
 from pathlib import Path
 
 import numpy as np
 
-from amer_lib.io import atomic_folder
+from amer_lib.io import atomic_folder, end_with_parent
 from amer_lib.progress import tqdm
 
 STOPWORDS = "en"
@@ -217,7 +215,7 @@ class Bm25Index:
 
         with tempfile.TemporaryDirectory(prefix="amer-bm25-") as folder:
             n_documents = write_index(texts, Path(folder), total, progress)
-            return cls(bm25s.BM25.load(folder, mmap=False), n_documents)
+            return cls(bm25s.BM25.load(folder, mmap=False, show_progress=False), n_documents)
 
     @classmethod
     def of_corpus(
@@ -245,7 +243,7 @@ class Bm25Index:
         saved = json.loads(manifest.read_text())
         if saved["key"] != key:
             return None
-        return cls(bm25s.BM25.load(str(directory), mmap=True), saved["n_documents"])
+        return cls(bm25s.BM25.load(str(directory), mmap=True, show_progress=False), saved["n_documents"])
 
     def top_k(self, queries: list[str], k: int, progress: bool = True, processes: int = 1) -> np.ndarray:
         """Rows `[len(queries), min(k, documents)]` of the best documents of each query: bm25s's
@@ -263,7 +261,8 @@ class Bm25Index:
             gc.freeze()  # the children's garbage collector leaves the parent's objects (a corpus) unwritten
             context = multiprocessing.get_context("fork")
             try:
-                with context.Pool(min(processes, len(chunks)), initializer=_end_with, initargs=(os.getpid(),)) as pool:
+                workers = min(processes, len(chunks))
+                with context.Pool(workers, initializer=end_with_parent, initargs=(os.getpid(),)) as pool:
                     found = list(tqdm(pool.imap(_searched_top_k, [(chunk, k) for chunk in chunks]), **bar))
             finally:
                 gc.unfreeze()
@@ -288,14 +287,3 @@ _SEARCHED: Bm25Index | None = None  # the index a forked search process reads
 
 def _searched_top_k(job: tuple[list[str], int]) -> np.ndarray:
     return _SEARCHED._top_k(*job)
-
-
-def _end_with(parent: int) -> None:
-    """A search process ends when its parent is gone (a killed notebook leaves none behind)."""
-
-    def watch():
-        while os.getppid() == parent:
-            time.sleep(1.0)
-        os._exit(1)
-
-    threading.Thread(target=watch, daemon=True).start()

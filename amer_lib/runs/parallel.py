@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
 
+from amer_lib.io import end_with_parent
 from amer_lib.progress import announce_cost, tqdm
 
 
@@ -47,13 +47,7 @@ def _start_worker(parent: int, steps) -> None:
     killed parent."""
     global _STEPS
     _STEPS = steps
-    threading.Thread(target=_exit_without_parent, args=(parent,), daemon=True).start()
-
-
-def _exit_without_parent(parent: int) -> None:
-    while os.getppid() == parent:
-        time.sleep(1.0)
-    os._exit(1)
+    end_with_parent(parent)
 
 
 def _call_reporting(function: Callable, args: tuple):
