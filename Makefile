@@ -44,12 +44,17 @@ test: $(VENV)/.installed-test
 	$(PY) -m ruff format --check .
 	$(PY) -m pytest -q -m "$(PYTEST_MARKERS)"
 
+# The figure targets hold the CPU kernels to AVX2 and a notebook's own process to one thread
+# (amer_lib.io.KERNEL_VARIABLES says why), so that their numbers repeat to the last digit on any
+# x86-64 CPU with AVX2; on this machine AVX2 costs about 1.7x AVX-512's time for a matrix product
+FIGURE_KERNELS := OMP_NUM_THREADS=1 ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_CBWR=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2 OPENBLAS_CORETYPE=Haswell FAISS_SIMD_LEVEL=AVX2
+
 # each notebook's provenance.json names the target that ran it
 figures: export AMER_COMMAND := make figures
 figures: $(VENV)/.installed-notebooks
 	mkdir -p build/executed
 	for nb in $(NOTEBOOKS); do \
-		$(PY) -m papermill notebooks/$$nb.ipynb build/executed/$$nb.ipynb -k python3 || exit 1; \
+		$(FIGURE_KERNELS) $(PY) -m papermill notebooks/$$nb.ipynb build/executed/$$nb.ipynb -k python3 || exit 1; \
 	done
 	$(PY) -m amer_lib.report.results_page  # figures/RESULTS.md and the README's verdict table
 
@@ -57,7 +62,7 @@ figures: $(VENV)/.installed-notebooks
 figures-mlp-sweep: export AMER_COMMAND := make figures-mlp-sweep
 figures-mlp-sweep: $(VENV)/.installed-notebooks
 	mkdir -p build/executed
-	$(PY) -m papermill notebooks/02_synthetic.ipynb build/executed/02_synthetic_mlp_sweep.ipynb -k python3 -f params/02_synthetic/mlp_sweep.yaml
+	$(FIGURE_KERNELS) $(PY) -m papermill notebooks/02_synthetic.ipynb build/executed/02_synthetic_mlp_sweep.ipynb -k python3 -f params/02_synthetic/mlp_sweep.yaml
 
 # the compound benchmark (notebooks 03, 01, 04, 06 and 07 with params/*/compound.yaml): over an hour on 2 cores
 # after make figures (notebooks 06 and 07 read notebook 02's default runs)
@@ -66,7 +71,7 @@ figures-compound: export AMER_COMMAND := make figures-compound
 figures-compound: $(VENV)/.installed-notebooks
 	mkdir -p build/executed
 	for nb in $(COMPOUND_NOTEBOOKS); do \
-		$(PY) -m papermill notebooks/$$nb.ipynb build/executed/$${nb}_compound.ipynb -k python3 -f params/$$nb/compound.yaml || exit 1; \
+		$(FIGURE_KERNELS) $(PY) -m papermill notebooks/$$nb.ipynb build/executed/$${nb}_compound.ipynb -k python3 -f params/$$nb/compound.yaml || exit 1; \
 	done
 
 benchmark: $(VENV)/.installed-test

@@ -94,6 +94,33 @@ PROVENANCE = "provenance.json"
 COMMAND_VARIABLE = "AMER_COMMAND"  # what started the run: the Makefile's figure targets set it
 PROVENANCE_PACKAGES = ("torch", "transformers", "sentence-transformers", "faiss-cpu", "faiss-gpu", "numpy", "scipy")
 
+# The CPU kernels' instruction set and the notebook process's threads, held by the Makefile's figure
+# targets (FIGURE_KERNELS) so that the committed figures come out to the last digit on any x86-64
+# CPU with AVX2, whatever its own best set and its cores: the same run trained with AVX-512 and with
+# AVX2 kernels ends one MRecall point apart (studies/instruction_sets.md). Each variable is read
+# when its library loads.
+KERNEL_VARIABLES = {
+    "OMP_NUM_THREADS": "1",  # a notebook's own process (generation in 05-07, FAISS); trainings set `threads`
+    "ATEN_CPU_CAPABILITY": "avx2",  # torch's own vectorised kernels
+    "ONEDNN_MAX_CPU_ISA": "AVX2",  # oneDNN (torch's mkldnn)
+    "MKL_CBWR": "AVX2",  # MKL, torch's BLAS: conditional numerical reproducibility
+    "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+    "OPENBLAS_CORETYPE": "Haswell",  # OpenBLAS (numpy's, FAISS's BLAS)
+    "FAISS_SIMD_LEVEL": "AVX2",  # FAISS's dynamically dispatched kernels
+}
+
+
+def cpu_kernels() -> dict:
+    """The instruction sets this process's kernels run with, and the variables that hold them."""
+    import faiss
+
+    faiss_level = faiss.SIMDConfig.get_level_name() if hasattr(faiss, "SIMDConfig") else "unknown"
+    return {
+        "torch": torch.backends.cpu.get_cpu_capability(),
+        "faiss": faiss_level,
+        "environment": {name: os.environ.get(name) for name in KERNEL_VARIABLES},
+    }
+
 
 def end_with_parent(parent: int) -> None:
     """In a child process: a daemon thread that ends it once `parent` is gone, so that a killed
@@ -138,7 +165,7 @@ def publish(staged: str | Path) -> list[Path]:
 
 def provenance(staged: Path) -> dict:
     """What made a folder's outputs: the code's commit, the command, the threads, the versions of
-    the packages that compute, the CPU and the wall time since `stage`."""
+    the packages that compute, the CPU and its kernels' instruction sets, the wall time since `stage`."""
     from importlib.metadata import PackageNotFoundError, version
 
     versions = {"python": platform.python_version()}
@@ -154,6 +181,7 @@ def provenance(staged: Path) -> dict:
         "torch_threads": torch.get_num_threads(),
         "cpu_count": os.cpu_count(),
         "cpu": _cpu_model(),
+        "kernels": cpu_kernels(),
         "versions": versions,
         "wall_seconds": None if began is None else round(time.time() - began, 1),
         "finished_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -152,3 +152,32 @@ def test_refused_input_names_the_problem_and_leaves_the_checkout_as_it_was(tmp_p
         assert run.returncode != 0 and message in run.stdout + run.stderr, (run.stdout + run.stderr)[-2000:]
     assert _status(tracked) == before
     assert not (tmp_path / "prepared").exists() and not (tmp_path / "p4").exists()
+
+
+def _makefile_kernels() -> dict:
+    [line] = [x for x in (ROOT / "Makefile").read_text().splitlines() if x.startswith("FIGURE_KERNELS :=")]
+    return dict(pair.split("=", 1) for pair in line.split(":=", 1)[1].split())
+
+
+def test_the_figure_targets_hold_every_kernel_variable_provenance_records():
+    from amer_lib.io import KERNEL_VARIABLES
+
+    assert _makefile_kernels() == KERNEL_VARIABLES
+
+
+@pytest.mark.skipif(
+    "avx2" not in Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else True,
+    reason="an x86-64 CPU with AVX2",
+)
+def test_a_process_under_the_figure_kernels_reports_avx2_in_its_provenance(tmp_path):
+    code = "import json; from amer_lib.io import cpu_kernels; print(json.dumps(cpu_kernels()))"
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, **_makefile_kernels()},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    kernels = json.loads(done.stdout)
+    assert kernels["torch"] == "AVX2" and kernels["faiss"] == "AVX2"
+    assert kernels["environment"] == _makefile_kernels()
