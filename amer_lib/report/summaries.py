@@ -87,6 +87,28 @@ def summary(
     return rows
 
 
+def per_seed(results: list[dict]) -> list[dict]:
+    """One row per run (dataset, system, seed): MRecall@100 in % on the whole test set and its
+    low-similarity third, and for a trained run its kept step and validation loss there; the numbers
+    behind every mean of `summary`, which `make check-figures` compares to the last digit."""
+    rows = []
+    for run in sorted(results, key=lambda r: (r["dataset"], r["system"] != "single", r["system"], r["seed"])):
+        scores = np.array(run["mrecall"], dtype=float)
+        low_sim = low_similarity_subset(np.array(run["target_similarity"]))
+        rows.append(
+            {
+                "dataset": run["dataset"],
+                "system": run["system"],
+                "seed": run["seed"],
+                "whole": round(float(100 * scores.mean()), 4),
+                "low_sim": round(float(100 * scores[low_sim].mean()), 4),
+                "best_step": run.get("best_step"),
+                "best_val_loss": None if run.get("best_val_loss") is None else round(float(run["best_val_loss"]), 6),
+            }
+        )
+    return rows
+
+
 def backbone_summaries(figures_dir: str | Path) -> dict[str, list[dict]]:
     """Notebook 04's summaries in `figures_dir` (`summary_<tag>.json`, one per run of the notebook;
     in a `stage` folder, the run's own beside the published ones), grouped by backbone: each

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from amer_lib.report.summaries import significance_count, summary, verdicts
+from amer_lib.report.summaries import per_seed, significance_count, summary, verdicts
 from amer_lib.report.tables import percent_change, real_results_table, relative_gain_table
 
 
@@ -37,6 +37,31 @@ def test_summary_by_hand():
     assert amer["whole_delta"] == pytest.approx((75 - 175 / 3) / (175 / 3))
     # low-similarity set: AMER better on both questions on every resample
     assert amer["low_sim_p"] == 0.0 and 0.0 < amer["whole_p"] < 0.5
+
+
+def test_per_seed_rows_hold_each_runs_scores_by_hand():
+    trained = {**run("amer", 1, [1, 1, 0, 0, 1, 0], SIMILARITY), "best_step": 200, "best_val_loss": 3.1234567}
+    rows = per_seed([trained, run("single", 0, [1, 0, 1, 0, 1, 0], SIMILARITY)])
+    assert rows == [
+        {
+            "dataset": "d",
+            "system": "single",
+            "seed": 0,
+            "whole": 50.0,
+            "low_sim": 0.0,
+            "best_step": None,
+            "best_val_loss": None,
+        },
+        {
+            "dataset": "d",
+            "system": "amer",
+            "seed": 1,
+            "whole": 50.0,
+            "low_sim": 50.0,
+            "best_step": 200,
+            "best_val_loss": 3.123457,
+        },
+    ]  # low-similarity third: questions 1 and 3
 
 
 def test_results_table_layout():
