@@ -3,6 +3,7 @@
 # make install  set up .venv only (amer_lib with the notebook extras: jupyterlab, papermill)
 # make figures-mlp-sweep  figures/02_synthetic_mlp_sweep (notebook 02's MLP sweep; about an hour more)
 # make figures-compound   the compound benchmark's figures (notebooks 03, 01, 04, 06, 07; over an hour more)
+# make check-figures      a cheap subset of figures/ rerun from nothing and compared to the last digit
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -12,7 +13,7 @@ TORCH_SPEC ?= torch==2.13.0
 TORCH_PIP_FLAGS ?=
 NOTEBOOKS ?= 02_synthetic 03_real_data_prep 01_failure_analysis 04_real_data 05_ablations 06_diversity_analysis 07_beyond
 
-.PHONY: install test figures figures-mlp-sweep figures-compound benchmark benchmark-scale clean-venv
+.PHONY: install test figures figures-mlp-sweep figures-compound check-figures benchmark benchmark-scale clean-venv
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -73,6 +74,16 @@ figures-compound: $(VENV)/.installed-notebooks
 	for nb in $(COMPOUND_NOTEBOOKS); do \
 		$(FIGURE_KERNELS) $(PY) -m papermill notebooks/$$nb.ipynb build/executed/$${nb}_compound.ipynb -k python3 -f params/$$nb/compound.yaml || exit 1; \
 	done
+
+# notebook 02's linear Multi setting and notebook 04's seed 0 on wordnet_senses, from nothing (the
+# benchmark prepared and encoded again) into build/check-figures, compared with figures/ to the last digit
+check-figures: export AMER_COMMAND := make check-figures
+check-figures: $(VENV)/.installed-notebooks
+	rm -rf build/check-figures
+	mkdir -p build/check-figures/executed
+	$(FIGURE_KERNELS) $(PY) -m papermill notebooks/02_synthetic.ipynb build/check-figures/executed/02_synthetic.ipynb -k python3 -f params/02_synthetic/check_figures.yaml
+	$(FIGURE_KERNELS) $(PY) -m papermill notebooks/04_real_data.ipynb build/check-figures/executed/04_real_data.ipynb -k python3 -f params/04_real_data/check_figures.yaml
+	$(PY) -m amer_lib.report.check_figures build/check-figures/figures figures
 
 benchmark: $(VENV)/.installed-test
 	$(PY) benchmarks/bench_core.py --out benchmarks/RESULTS.md

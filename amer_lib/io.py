@@ -273,10 +273,12 @@ def write_trec_qrels(path: Path, relevant: dict[str, list[str]]) -> None:
                 out.write(f"{trec_id(qid)} 0 {trec_id(doc_id)} 1\n")
 
 
-def write_trec_run(path: Path, qids: list[str], ranked_ids: list[list[str]], tag: str, depth: int) -> None:
+def write_trec_run(path: Path, qids: list[str], ranked_ids: list[list[str]], tag: str, depth: int, scores=None) -> None:
     """`qid Q0 docid rank score tag` per retrieved document of top-`depth` lists. A merged list
-    has no native score, so score = depth - rank + 1."""
+    has no native score, so by default score = depth - rank + 1; `scores` ([Q, depth] floats) writes
+    those instead (six decimals), which trec_eval and ir_measures rank by, not by the rank column."""
     with atomic_path(path) as tmp, open(tmp, "w") as out:
-        for qid, ids in zip(qids, ranked_ids):
+        for q, (qid, ids) in enumerate(zip(qids, ranked_ids)):
             for rank, doc_id in enumerate(ids, 1):
-                out.write(f"{trec_id(qid)} Q0 {trec_id(doc_id)} {rank} {depth - rank + 1} {trec_id(tag)}\n")
+                score = depth - rank + 1 if scores is None else f"{scores[q][rank - 1]:.6f}"
+                out.write(f"{trec_id(qid)} Q0 {trec_id(doc_id)} {rank} {score} {trec_id(tag)}\n")

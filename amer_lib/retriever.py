@@ -32,6 +32,7 @@ from amer_lib.io import write_trec_run
 from amer_lib.progress import tqdm
 from amer_lib.runs.query_encoders import generated_until_stop, generated_vectors, token_prompts
 
+TREC_SCORES = ("rank", "cosine")  # what a TREC run's score column holds (`SearchResults.write_trec`)
 GENERATION_BATCH = 128  # questions per forward pass, as in the notebooks' evaluation
 
 
@@ -43,7 +44,9 @@ class SearchResults:
 
     doc_ids: list[list[str]]
     scores: np.ndarray  # [Q, k] cosine to the vector that found the document; NaN past the list
-    vectors: np.ndarray  # [Q, k] which of the question's vectors found it (0-based); -1 past the list
+    # [Q, k] which of the question's vectors found it, counted from 1 as the paper's e_1 ... e_n
+    # (vector j is `query_vectors(...)[0][q, j - 1]`); 0 past the list
+    vectors: np.ndarray
     counts: np.ndarray  # [Q]
 
     def ranking(self, question: int) -> pd.DataFrame:
@@ -53,14 +56,20 @@ class SearchResults:
             {
                 "rank": range(1, found + 1),
                 "document": self.doc_ids[question],
-                "vector": self.vectors[question, :found] + 1,  # counted from 1, as the paper does
+                "vector": self.vectors[question, :found],
                 "cosine": self.scores[question, :found].round(4),
             }
         )
 
-    def write_trec(self, path: str | Path, qids: list[str], tag: str) -> None:
-        """A TREC run file of the lists (score = k - rank + 1: a merged list has no native score)."""
-        write_trec_run(Path(path), qids, self.doc_ids, tag, self.scores.shape[1])
+    def write_trec(self, path: str | Path, qids: list[str], tag: str, scores: str = "rank") -> None:
+        """A TREC run file of the lists. `scores`: "rank" (k - rank + 1: a merged list has no native
+        score, so the file's order is the merge's) or "cosine" (each document's cosine to the vector
+        that found it; trec_eval then reorders a question's documents by cosine, ties by document id
+        in reverse order, which is not the merged order)."""
+        if scores not in TREC_SCORES:
+            raise ValueError(f"unknown TREC scores {scores!r}; valid: {', '.join(TREC_SCORES)}")
+        cosines = self.scores if scores == "cosine" else None
+        write_trec_run(Path(path), qids, self.doc_ids, tag, self.scores.shape[1], cosines)
 
 
 class AMERRetriever:
@@ -145,7 +154,7 @@ class AMERRetriever:
         ranked = merger(rows, scores, k)
         found, cosines = found_by(rows, scores, ranked)
         doc_ids = [[self.doc_ids[r] for r in row if r >= 0] for row in ranked]
-        return SearchResults(doc_ids, cosines, found, counts)
+        return SearchResults(doc_ids, cosines, found + 1, counts)  # found_by's -1 past the list becomes 0
 
 
 def open_index(

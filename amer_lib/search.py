@@ -8,9 +8,11 @@ lines skipped but counted), a `.jsonl` file of objects with `qid` and `question`
 question files; their answers and targets are not read) or BEIR's `queries.jsonl` (`_id`, `text`),
 or a `.tsv` topic file (`qid<TAB>question`, as TREC's and MS MARCO's). `--index`: a prepared
 benchmark's folder or an embeddings folder encoded by the model's document encoder
-(`amer_lib.retriever.open_index`). The run's scores are k - rank + 1 (100, 99, ...), not cosines:
-trec_eval and ir_measures order a query's documents by score, and a merged list's order is not its
-cosines' order (`AMERRetriever.search` returns the cosines).
+(`amer_lib.retriever.open_index`). The run's scores are k - rank + 1 (100, 99, ...) by default:
+trec_eval and ir_measures order a question's documents by score (ties by document id, in reverse
+order), and a merged list's order is not its cosines' order. `--scores cosine` writes each
+document's cosine to the vector that found it instead (evaluated, the documents are then reordered
+by cosine).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import time
 from amer_lib.core.device import DEVICES
 from amer_lib.core.merge import MERGES
 from amer_lib.data.questions import read_question_texts
-from amer_lib.retriever import AMERRetriever
+from amer_lib.retriever import TREC_SCORES, AMERRetriever
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -36,6 +38,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--k", type=int, default=100, help="documents per question (default 100)")
     parser.add_argument("--n", default=None, help="query vectors per question: an int, or auto (the stop head's)")
     parser.add_argument("--merge", default="round_robin", choices=list(MERGES), help="how the lists are merged")
+    parser.add_argument(
+        "--scores",
+        default="rank",
+        choices=TREC_SCORES,
+        help="the TREC score column: k - rank + 1 (default) or the cosine",
+    )
     parser.add_argument("--tag", default=None, help="the run's tag in the TREC file (default: the model folder's name)")
     parser.add_argument("--device", default="auto", choices=DEVICES, help="the query encoder's (auto: the GPU if any)")
     args = parser.parse_args(argv)
@@ -61,7 +69,7 @@ def search(args: argparse.Namespace) -> None:
     loaded = time.perf_counter()
     results = retriever.search(questions, k=args.k, n=args.n, merge=args.merge, progress=True)
     tag = args.tag or retriever.folder.name
-    results.write_trec(args.out, qids, tag)
+    results.write_trec(args.out, qids, tag, args.scores)
     print(
         f"{args.out}: {len(qids)} questions, top {args.k} each, {results.counts.mean():.2f} vectors per question; "
         f"model loaded in {loaded - began:.1f} s, searched in {time.perf_counter() - loaded:.1f} s",

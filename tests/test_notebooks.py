@@ -262,6 +262,11 @@ def test_real_data_notebook(real_runs):
         50 * (history["val_mrecall"] + seed0["val_mrecall"]), abs=0.01
     )
     assert (tables / "learning_curves_minilm_wordnet_senses+wordnet_kinds.png").exists()
+    per_seed = pd.read_csv(tables / "per_seed_minilm_wordnet_senses+wordnet_kinds.csv")
+    assert len(per_seed) == 2 * 4 * 2  # every run, baselines included
+    [row] = per_seed.query("dataset == 'wordnet_kinds' and system == 'amer' and seed == 1").to_dict("records")
+    assert row["whole"] == round(100 * np.mean(run["mrecall"]), 4) and row["best_step"] == run["best_step"]
+    assert row["best_val_loss"] == round(run["best_val_loss"], 6)
     table = (tables / "full_results_minilm.md").read_text()
     assert "| wordnet_kinds | +PRF keywords (RM3-style, no LLM) |" in table and "| wordnet_kinds | AMER |" in table
     tuning = pd.read_csv(tables / "tuning_minilm_wordnet_senses+wordnet_kinds.csv")

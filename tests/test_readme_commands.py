@@ -89,7 +89,7 @@ def run(command: str, tmp_path: Path) -> subprocess.CompletedProcess:
 
 def test_the_readme_shows_the_commands_this_module_runs():
     commands = readme_commands()
-    assert len(commands) == 10, commands
+    assert len(commands) == 9, commands
     assert sum("-f params/02_synthetic/mlp_sweep.yaml" in c for c in commands) == 1
 
 
@@ -139,15 +139,13 @@ def test_your_own_data_from_two_files_to_results_and_ir_measures(tmp_path):
 
 
 def use_a_trained_amer(tmp_path: Path, trained: dict) -> None:
-    """The README's "Use a trained AMER": the own-data run exported, new plain-text questions
-    searched by the command and in Python."""
-    export, search = [
-        c for c in readme_commands() if c.startswith(("python -m amer_lib.export 04", "python -m amer_lib.search"))
-    ]
-    for command in (export, search):
-        result = run(command, tmp_path)
-        assert result.returncode == 0, result.stderr[-3000:]
-    card = json.loads((tmp_path / "models" / "kinds_mine_amer" / "amer.json").read_text())
+    """The README's "Use a trained AMER": the own-data run notebook 04 exported, new plain-text
+    questions searched by the command and in Python."""
+    [search] = [c for c in readme_commands() if c.startswith("python -m amer_lib.search")]
+    result = run(search, tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    model = tmp_path / "results" / "own_data" / "04" / "models" / "kinds_mine_amer_seed0"
+    card = json.loads((model / "amer.json").read_text())
     assert card["facts"]["test MRecall@100 (%)"] == round(100 * np.mean(trained["mrecall"]), 2)
     lines = [
         line.split() for line in (tmp_path / "results" / "own_data" / "new_questions.trec").read_text().splitlines()
@@ -155,12 +153,12 @@ def use_a_trained_amer(tmp_path: Path, trained: dict) -> None:
     assert [qid for qid, *_ in lines] == ["1"] * 100 + ["2"] * 100 + [
         "4"
     ] * 100  # line numbers; the blank line 3 skipped
-    assert {tag for *_, tag in lines} == {"kinds_mine_amer"}
+    assert {tag for *_, tag in lines} == {"kinds_mine_amer_seed0"}
     code = readme_python().replace('"models/', f'"{tmp_path}/models/').replace('"results/', f'"{tmp_path}/results/')
     code += "print(len(results.doc_ids[0]), sorted(set(results.vectors[0].tolist())))\n"
     printed = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert printed.returncode == 0, printed.stderr[-3000:]
-    assert printed.stdout.split("\n")[-2] == f"100 {list(range(card['n_queries']))}"
+    assert printed.stdout.split("\n")[-2] == f"100 {list(range(1, card['n_queries'] + 1))}"  # counted from 1
 
 
 def test_the_export_command_names_every_notebook_it_exports(tmp_path):

@@ -63,9 +63,10 @@ def test_the_lists_are_the_round_robin_merge_of_each_vectors_exact_search(model_
     expected = round_robin_merge(exact, 10)
     assert results.doc_ids == [[shards.ids[r] for r in row] for row in expected]
     rows = np.array([[shards.row_of[d] for d in ids] for ids in results.doc_ids])
-    by_finder = cosines[np.arange(3)[:, None], results.vectors, rows]  # each document's cosine to its finder
+    by_finder = cosines[np.arange(3)[:, None], results.vectors - 1, rows]  # each document's cosine to its finder
     assert np.allclose(results.scores, by_finder, atol=1e-5)
-    assert set(results.vectors.ravel()) == {0, 1}
+    assert set(results.vectors.ravel()) == {1, 2}  # counted from 1, as the ranking table shows them
+    assert results.ranking(0)["vector"].tolist() == results.vectors[0].tolist()
 
 
 def test_n_is_the_folders_an_int_or_the_stop_heads_count(model_folder, shards):
@@ -73,7 +74,7 @@ def test_n_is_the_folders_an_int_or_the_stop_heads_count(model_folder, shards):
     assert retriever.query_vectors(QUESTIONS, n=3)[0].shape == (3, 3, 16)
     auto = retriever.search(QUESTIONS, k=10, n="auto")
     assert ((auto.counts >= 1) & (auto.counts <= 4)).all()
-    assert (auto.vectors < auto.counts[:, None]).all()  # only the vectors kept were searched
+    assert (auto.vectors <= auto.counts[:, None]).all()  # only the vectors kept were searched
     for bad in (0, "3", 2.0):
         with pytest.raises(ValueError, match="n must be a positive int, 'auto' or None"):
             retriever.search(QUESTIONS, n=bad)
@@ -140,3 +141,30 @@ def test_the_search_command_stops_on_bad_input_with_its_message(model_folder, sh
     main([*args, "--index", str(shards.directory), "--n", "3", "--k", "5"])
     lines = [line.split() for line in (tmp_path / "run.trec").read_text().splitlines()]
     assert [line[:2] for line in lines] == [["1", "Q0"]] * 5 and {line[5] for line in lines} == {"amer"}
+
+
+def test_the_run_file_holds_ranks_or_the_cosines_and_trec_eval_reorders_by_cosine(model_folder, shards, tmp_path):
+    import ir_measures
+
+    retriever = AMERRetriever.from_pretrained(model_folder, index=shards)
+    results = retriever.search(QUESTIONS, k=10)
+    results.write_trec(tmp_path / "rank.trec", ["a", "b", "c"], "t")
+    results.write_trec(tmp_path / "cosine.trec", ["a", "b", "c"], "t", scores="cosine")
+    rank = [line.split() for line in (tmp_path / "rank.trec").read_text().splitlines()]
+    cosine = [line.split() for line in (tmp_path / "cosine.trec").read_text().splitlines()]
+    assert [r[:4] for r in rank] == [c[:4] for c in cosine]  # the same documents in the merged order
+    assert [float(r[4]) for r in rank[:10]] == list(range(10, 0, -1))
+    assert np.allclose([float(c[4]) for c in cosine], results.scores.ravel(), atol=5e-7)
+    # evaluated, the cosine file's documents are reordered by cosine: the merged list's first
+    # document counts at its rank by cosine (here not the first: the merge is not the cosines' order)
+    first = results.doc_ids[0][0]
+    by_cosine = np.argsort(-np.round(results.scores[0], 6), kind="stable").tolist().index(0) + 1
+    assert by_cosine > 1
+    qrels = [ir_measures.Qrel("a", first, 1)]
+    runs = {name: list(ir_measures.read_trec_run(str(tmp_path / f"{name}.trec"))) for name in ("rank", "cosine")}
+    measured = {
+        name: ir_measures.calc_aggregate([ir_measures.RR], qrels, run)[ir_measures.RR] for name, run in runs.items()
+    }
+    assert measured["rank"] == 1.0 and measured["cosine"] == pytest.approx(1 / by_cosine)
+    with pytest.raises(ValueError, match="unknown TREC scores 'cos'; valid: rank, cosine"):
+        results.write_trec(tmp_path / "x.trec", ["a", "b", "c"], "t", scores="cos")

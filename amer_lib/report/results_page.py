@@ -10,6 +10,7 @@ The paper's own numbers are quotes of the paper, kept here beside the claim they
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 from amer_lib.io import write_text
@@ -317,6 +318,29 @@ SECTIONS = [
 ]
 
 
+def provenance_table(figures: Path = FIGURES) -> str:
+    """Each folder's `provenance.json`: the commit of the code that made it, the Makefile target, the
+    CPU kernels' instruction set and threads, the wall time; above it, the one commit they share or
+    a warning that they do not."""
+    rows, commits = [], set()
+    for path in sorted(figures.glob("*/provenance.json")):
+        made = json.loads(path.read_text())
+        commits.add(made["commit"])
+        kernels = made.get("kernels", {})
+        isa = f"torch {kernels.get('torch', '?')}, FAISS {kernels.get('faiss', '?')}"
+        minutes = "" if made.get("wall_seconds") is None else f"{made['wall_seconds'] / 60:.1f}"
+        rows.append(f"| `{path.parent.name}` | `{made['command']}` | {isa} | {made['torch_threads']} | {minutes} |")
+    if not rows:
+        return "No folder holds a `provenance.json`.\n"
+    if len(commits) == 1:
+        [commit] = commits
+        head = f"Every folder was made by the code at commit `{commit}`, on {made['cpu']}:"
+    else:
+        head = f"**The folders were made at {len(commits)} different commits** ({', '.join(sorted(commits))}):"
+    header = "| folder | made by | kernels | threads | minutes |\n|---|---|---|---|---|"
+    return "\n".join([head, "", header, *rows]) + "\n"
+
+
 def results_page(figures: Path = FIGURES) -> str:
     """Every committed table and figure, under the paper's numbering, each image with its caption."""
     parts = [
@@ -326,6 +350,8 @@ def results_page(figures: Path = FIGURES) -> str:
         "and machine. How to read them, and why they differ from the paper's: `docs/results.md`.\n",
         "## The paper's claims\n",
         verdict_table(figures),
+        "## Provenance\n",
+        provenance_table(figures),
     ]
     for heading, tables, images in SECTIONS:
         parts.append(f"## {heading}\n")

@@ -81,3 +81,32 @@ def test_each_verdict_follows_the_numbers_not_a_fixed_string():
     assert _verdict_table3(table3).startswith("same direction in 2 of 4 columns")
     farther = [{"dataset": "x", "same_question_cos": "0.1", "random_pair_cos": "0.2"}]
     assert _verdict_similarity(farther) == "does not reproduce"
+
+
+def test_the_provenance_table_names_the_one_commit_or_warns_of_several(tmp_path):
+    import json
+
+    from amer_lib.report.results_page import provenance_table
+
+    def made(folder, commit, seconds):
+        (tmp_path / folder).mkdir()
+        provenance = {
+            "commit": commit,
+            "command": "make figures",
+            "torch_threads": 1,
+            "cpu": "Xeon",
+            "wall_seconds": seconds,
+        }
+        provenance["kernels"] = {"torch": "AVX2", "faiss": "AVX2"}
+        (tmp_path / folder / "provenance.json").write_text(json.dumps(provenance))
+
+    made("02_synthetic", "abc", 1530.0)
+    made("01_failure_analysis", "abc", None)
+    table = provenance_table(tmp_path)
+    assert table.startswith("Every folder was made by the code at commit `abc`, on Xeon:")
+    assert table.splitlines()[4:] == [
+        "| `01_failure_analysis` | `make figures` | torch AVX2, FAISS AVX2 | 1 |  |",
+        "| `02_synthetic` | `make figures` | torch AVX2, FAISS AVX2 | 1 | 25.5 |",
+    ]
+    made("07_beyond", "def", 60.0)
+    assert provenance_table(tmp_path).startswith("**The folders were made at 2 different commits** (abc, def):")
