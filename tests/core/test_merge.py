@@ -206,8 +206,14 @@ def test_ranx_fusion_of_rows_that_kept_different_vectors_is_each_rows_own(name):
         assert fused[row].tolist() == alone[0].tolist(), row
 
 
-def test_merge_options_are_bound_by_name():
-    ids = np.array([[[1, 2, 3, 4], [5, 6, 7, 8]]])
-    scores = np.array([[[0.9, 0.3, 0.29, 0.28], [0.5, 0.5, 0.5, 0.5]]])
-    bound = get_merge("coverage", temperature=1.0, diversity=0.0)
-    assert bound(ids, scores, 8).tolist() == coverage_merge(ids, scores, 8, temperature=1.0, diversity=0.0).tolist()
+def test_merge_options_are_bound_by_name_and_change_the_list():
+    """Worked by hand. At the defaults (temperature 0.05, diversity 1) vector 1's top document 4 is
+    surer (P = 0.997) than vector 0's (document 1, P = 0.731), so it goes first, and once vector 1 is
+    covered vector 0's second document follows; with temperature 1 and diversity 0 the documents are
+    ranked by their mean softmax probability alone: 1 (0.208), 4 (0.207), 2 (0.198), 5, 6, 3."""
+    ids = np.array([[[1, 2, 3], [4, 5, 6]]])
+    scores = np.array([[[0.9, 0.85, 0.1], [0.5, 0.2, 0.1]]])
+    assert get_merge("coverage")(ids, scores, 6).tolist() == [[4, 1, 2, 5, 6, 3]]
+    assert get_merge("coverage", temperature=1.0, diversity=0.0)(ids, scores, 6).tolist() == [[1, 4, 2, 5, 6, 3]]
+    with pytest.raises(TypeError, match="weight"):
+        get_merge("coverage", weight="uniform")(ids, scores, 6)  # a misspelt option is not dropped

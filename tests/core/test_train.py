@@ -257,3 +257,106 @@ def test_the_stop_head_learns_how_many_targets_an_input_has():
 
 
 STOP_STEPS = 300
+
+
+@pytest.mark.parametrize("p", [0.0, 0.5, 0.8])
+def test_scheduled_sampling_feeds_the_models_output_at_the_drawn_rate(p):
+    """Each (example, position) is fed the model's own output with probability p: the mean of 8,000
+    draws lies within 0.03 of p (over five standard deviations at p = 0.5)."""
+    from amer_lib.core.train import draw_batch
+
+    inputs = torch.zeros(2000, DIM)
+    data = VectorData(inputs, torch.randn(2000, 5, DIM), torch.ones(2000, 5, dtype=torch.bool))
+    config = TrainConfig(**TRAIN_CONFIG)
+    batch = draw_batch(data, torch.arange(2000), torch.randn(10, DIM), config, p, torch.Generator().manual_seed(0))
+    assert batch.sample_mask.shape == (2000, 4)
+    assert abs(batch.sample_mask.float().mean().item() - p) < 0.03
+
+
+def scripted_validation(monkeypatch, losses):
+    """`validation_loss` replaced by `losses`, one per call in order: the validation curve chosen."""
+    import amer_lib.core.train as train_module
+
+    calls = iter(losses)
+    monkeypatch.setattr(train_module, "validation_loss", lambda *args, **kwargs: next(calls))
+
+
+def test_a_resume_keeps_the_best_weights_saved_before_the_crash(tmp_path, monkeypatch):
+    """Validation losses rise after step 4, so the best step (4) lies before the crash (in step 9,
+    after the step-8 checkpoint): the resumed run ends on best.pt's weights, as the uninterrupted one."""
+    data, pool = make_problem()
+    config = TrainConfig(**TRAIN_CONFIG)  # 12 steps, validation and checkpoint every 4
+    scripted_validation(monkeypatch, [1.0, 2.0, 3.0])
+    uninterrupted = make_model()
+    expected = train(uninterrupted, data, data, pool, config, run_dir=tmp_path / "a", progress=False)
+    assert expected.best_step == 4
+
+    scripted_validation(monkeypatch, [1.0, 2.0, 3.0])  # the crashed run's two, then the resumed run's one
+    crashing = CrashingData(data, crash_at=9)  # the 9th step's targets: after the step-8 checkpoint
+    with pytest.raises(Crash):
+        train(make_model(), crashing, data, pool, config, run_dir=tmp_path / "b", progress=False)
+    best = torch.load(tmp_path / "b" / "best.pt", weights_only=True)
+    resumed = make_model(seed=5)
+    result = train(resumed, data, data, pool, config, run_dir=tmp_path / "b", progress=False)
+    assert result.best_step == 4 and result.history == expected.history
+    weights = state(resumed)
+    assert best and set(best) <= set(weights) and all(torch.equal(best[name], weights[name]) for name in best)
+    assert all(torch.equal(x, y) for x, y in zip(state(uninterrupted).values(), state(resumed).values()))
+
+
+KILLED_CHILD = """
+import sys, time
+from pathlib import Path
+import torch
+torch.set_num_threads(1)
+from stand_ins import TRAIN_CONFIG, make_model, make_problem
+from amer_lib.core.train import TrainConfig, train
+
+run_dir, marker = Path(sys.argv[1]), Path(sys.argv[2])
+steps = iter(range(1, 100))
+
+def on_step():
+    done = next(steps)
+    if done == 6:  # after the step-4 checkpoint: wait here to be killed
+        marker.write_text("6")
+        time.sleep(60)
+
+data, pool = make_problem()
+train(make_model(), data, data, pool, TrainConfig(**TRAIN_CONFIG), run_dir=run_dir, progress=False, on_step=on_step)
+"""
+
+
+def test_a_training_process_killed_with_sigkill_resumes_to_the_uninterrupted_end(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from amer_lib.core.device import cpu_threads
+
+    tests = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests), os.environ.get("PYTHONPATH", "")])}
+    marker = tmp_path / "at_step_6"
+    child = subprocess.Popen([sys.executable, "-c", KILLED_CHILD, str(tmp_path / "b"), str(marker)], env=env)
+    try:
+        deadline = time.time() + 120
+        while not marker.exists() and child.poll() is None and time.time() < deadline:
+            time.sleep(0.1)
+        assert marker.exists(), "the child never reached step 6"
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.kill()
+        child.wait()
+    assert child.returncode == -signal.SIGKILL
+    assert torch.load(tmp_path / "b" / "checkpoint.pt", weights_only=False)["step"] == 4
+    data, pool = make_problem()
+    config = TrainConfig(**TRAIN_CONFIG)
+    with cpu_threads(1):
+        uninterrupted = make_model()
+        expected = train(uninterrupted, data, data, pool, config, run_dir=tmp_path / "a", progress=False)
+        resumed = make_model(seed=5)
+        result = train(resumed, data, data, pool, config, run_dir=tmp_path / "b", progress=False)
+    assert result.history == expected.history
+    assert all(torch.equal(x, y) for x, y in zip(state(uninterrupted).values(), state(resumed).values()))
