@@ -51,6 +51,22 @@ def test_left_padded_text_prompt_gives_the_same_outputs_as_unpadded(tiny_encoder
     assert torch.allclose(alone[0], batch[0], atol=1e-5)
 
 
+def test_a_left_padded_batch_decodes_with_its_cache_as_each_row_recomputed_alone(tiny_encoder):
+    """The KV cache over a left-padded batch (rows of 5, 3 and 2 tokens) against recomputing the
+    whole prefix at every step, for the batch and for each row alone without padding."""
+    ids = torch.tensor([[1, 2, 3, 4, 5], [0, 0, 5, 6, 7], [0, 0, 0, 8, 9]])
+    mask = torch.tensor([[1, 1, 1, 1, 1], [0, 0, 1, 1, 1], [0, 0, 0, 1, 1]])
+    cached = tiny_encoder.generate(tiny_encoder.prompt_from_tokens(ids, mask), 4)
+    recomputed = tiny_encoder.generate(tiny_encoder.prompt_from_tokens(ids, mask), 4, use_cache=False)
+    assert torch.allclose(cached, recomputed, atol=1e-5)
+    for row in range(3):
+        alone = ids[row][mask[row].bool()][None]
+        unpadded = tiny_encoder.generate(
+            tiny_encoder.prompt_from_tokens(alone, torch.ones_like(alone)), 4, use_cache=False
+        )
+        assert torch.allclose(cached[row], unpadded[0], atol=1e-5), row
+
+
 def test_single_query_is_the_n1_case(tiny_encoder):
     prompt = tiny_encoder.prompt_from_vectors(torch.randn(3, 12))
     with torch.no_grad():
