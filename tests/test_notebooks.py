@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from amer_lib.core.metrics import low_similarity_subset
+from amer_lib.core.metrics import low_similarity_subset, paired_bootstrap
 from amer_lib.report.record import recorded
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -97,7 +97,9 @@ def test_synthetic_notebook_smoke(tmp_path):
     assert sweep.loc[1, "mrecall@10"] == round(100 * main["metrics"]["mrecall@10"], 1)  # d = 16, depth 2: the main run
     amer = json.loads((tmp_path / "results" / "linear_single_amer_seed0.json").read_text())
     assert amer["params"]["steps"] == 4 and amer["n_queries"] == 5 and "git_commit" in amer
-    assert 0.0 <= amer["metrics"]["mrecall@100"] <= 1.0
+    table = pd.read_csv(figures / "results.csv").query("transform == 'linear' and setting == 'single'")
+    [row] = table[table["system"] == "amer"].to_dict("records")
+    assert row["mrecall@100"] == round(amer["metrics"]["mrecall@100"], 4)  # the table is the run's, rounded
     exported = json.loads((tmp_path / "results" / "models" / "linear_single_amer_seed0" / "amer.json").read_text())
     assert exported["facts"]["test mrecall@10 (%)"] == round(100 * amer["metrics"]["mrecall@10"], 2)
 
@@ -249,12 +251,12 @@ def test_real_data_notebook(real_runs):
     assert exported["n_queries"] == senses["n_queries"] == 2
     ranking = pd.DataFrame(recorded(tmp_path / "04_real_data" / "out.ipynb")["exported_ranking"])
     assert ranking["rank"].tolist() == list(range(1, 11)) and set(ranking["vector"]) == {1, 2}
-    assert ranking["document"].is_unique and ranking["cosine"].between(-1, 1).all()
+    assert ranking["document"].is_unique  # the cosines are checked against brute force in tests/test_retriever.py
     tables = tmp_path / "figures04"
     assert (tables / "figure4.png").exists()
     curves = pd.read_csv(tables / "learning_curves_minilm_wordnet_senses+wordnet_kinds.csv")
     assert curves.groupby(["dataset", "system"])["step"].apply(list).tolist() == [[1, 2]] * 4  # eval_every 1, 2 steps
-    assert (curves["seeds"] == 2).all() and curves["whole_mean"].between(0, 100).all()
+    assert (curves["seeds"] == 2).all()
     history = run["history"][-1]  # the last validation's retrieval, recomputed from the curve table
     kinds_amer = curves[(curves["dataset"] == "wordnet_kinds") & (curves["system"] == "amer") & (curves["step"] == 2)]
     seed0 = json.loads((results / "wordnet_kinds_amer_seed0.json").read_text())["history"][-1]
@@ -276,7 +278,13 @@ def test_real_data_notebook(real_runs):
         ["wordnet_kinds", 1e-3, 2],
         ["wordnet_kinds", 3e-4, 2],
     ]
-    assert tuning["val_mrecall"].between(0, 100).all() and set(tuning["best_step"]) <= {1, 2}
+    for row in tuning.to_dict("records"):  # each row: its tuned run's checkpoint of lowest validation loss
+        tuned = json.loads((results / "tuning" / f"lr{row['lr']}" / f"{row['dataset']}_amer_seed0.json").read_text())
+        kept = min(tuned["history"], key=lambda h: h["val_loss"])
+        assert row["best_step"] == kept["step"] == tuned["best_step"]
+        assert row["val_mrecall"] == round(100 * kept["val_mrecall"], 2) and row["val_loss"] == round(
+            kept["val_loss"], 4
+        )
     # the recorded summary, recomputed from the results files: mean over seeds of the per-question scores
     summary = {(r["dataset"], r["system"]): r for r in recorded(tmp_path / "04_real_data" / "out.ipynb")["summary"]}
     for dataset in ("wordnet_senses", "wordnet_kinds"):
@@ -292,7 +300,10 @@ def test_real_data_notebook(real_runs):
         single, amer = (100 * np.mean([r["mrecall"] for r in runs[s]]) for s in ("single", "amer"))
         expected = (amer - single) / single if single else float("nan")
         assert summary[dataset, "amer"]["whole_delta"] == pytest.approx(expected, abs=1e-9, nan_ok=True)
-        assert 0 <= summary[dataset, "amer"]["whole_p"] <= 1
+        single_scores, amer_scores = (np.mean([r["mrecall"] for r in runs[s]], axis=0) for s in ("single", "amer"))
+        resamples = yaml.safe_load((results / "params_minilm_wordnet_senses+wordnet_kinds.yaml").read_text())
+        test = paired_bootstrap(single_scores, amer_scores, resamples["bootstrap_resamples"], 0)
+        assert summary[dataset, "amer"]["whole_p"] == test["p_value"]  # paired over the seed-averaged questions
     table2 = (tables / "table2.csv").read_text()
     assert "+PRF keywords (RM3-style, no LLM)" in table2 and "not run" not in table2
     # the written TREC runs and qrels, read by ir_measures as the README shows, give the library's Recall@100
@@ -380,7 +391,9 @@ def test_diversity_notebook(real_runs, synthetic_runs):
         ("synthetic, linear", 0),
         ("synthetic, mlp", 0),
     ]  # notebook 02's AMER runs as the reference
-    assert all(len(r["per_question_output_cos"]) == 12 and -1 <= r["output_cos"] <= 1 for r in outputs[:4])
+    for r in outputs[:4]:
+        assert len(r["per_question_output_cos"]) == 12
+        assert r["output_cos"] == pytest.approx(np.mean(r["per_question_output_cos"]))
     assert len(outputs[-1]["per_question_output_cos"]) == 20  # the tiny synthetic task's test inputs
     similarity = (figures06 / "similarity_and_gain.csv").read_text()
     for source in ("synthetic, linear", "synthetic, mlp", "wordnet_senses", "wordnet_kinds"):
@@ -390,7 +403,7 @@ def test_diversity_notebook(real_runs, synthetic_runs):
     record = {r["data"]: r for r in recorded(tmp_path / "06" / "out.ipynb")["figure6"]}
     for row in figure6.itertuples():  # the table is the recorded values, rounded
         assert row.same_question_cos == pytest.approx(record[row.data]["same_question_cos"], abs=0.0005)
-        assert -1 <= record[row.data]["random_pair_cos"] <= 1
+        assert row.random_pair_cos == pytest.approx(record[row.data]["random_pair_cos"], abs=0.0005)
     assert ((figure6["same_question_distance"] - (1 - figure6["same_question_cos"])).abs() <= 0.0015).all()
     seen = json.loads((figures06 / "seen_and_unseen.json").read_text())
     assert len(seen) == 2 * 2 * 2 * 2  # datasets x seeds x systems x (train, test)
@@ -427,8 +440,14 @@ def test_beyond_notebook(real_runs, synthetic_runs):
     varying = pd.read_csv(figures07 / "varying_task.csv")
     assert varying["n"].tolist() == [f"n = {n}" for n in range(1, 9)] + ["stop head", "true m (told)"]
     assert varying["n"].tolist() == [r["n"] for r in values["varying_task"]]
-    assert 0 <= values["varying_stop_accuracy"]["exact"] <= values["varying_stop_accuracy"]["within_one"] <= 1
-    assert 0 <= values["varying_stop_vs_fixed"]["p_value"] <= 1
+    varying_runs = [json.loads(p.read_text()) for p in sorted((tmp_path / "results07").rglob("*.json"))]
+    varying_runs = [r for r in varying_runs if "predicted_counts" in r]
+    true = np.concatenate([r["true_counts"] for r in varying_runs])
+    predicted = np.concatenate([r["predicted_counts"] for r in varying_runs])
+    assert len(varying_runs) >= 1 and values["varying_stop_accuracy"] == {
+        "exact": pytest.approx(np.mean(true == predicted)),
+        "within_one": pytest.approx(np.mean(np.abs(true - predicted) <= 1)),
+    }
     # the real benchmark: the paper's system is notebook 04's AMER, read back score for score
     assert values["reproduces_notebook04"] is True
     rows = {(r["dataset"], r["system"]): r for r in values["beyond_real"]}
@@ -443,7 +462,6 @@ def test_beyond_notebook(real_runs, synthetic_runs):
             assert rows[dataset, f"n{n}/round_robin"]["vectors"] == n
         for mode in ("stop_head", "similarity", "true_m"):
             assert 1 <= rows[dataset, f"{mode}/combsum"]["vectors"] <= 5
-            assert 0 <= rows[dataset, f"{mode}/coverage"]["whole_p"] <= 1
     table = pd.read_csv(figures07 / "beyond_real.csv")
     assert table.loc[0, "Whole Set Δ"] == "+0.00%" and "Vectors" in table.columns
     every = pd.read_csv(figures07 / "beyond_real_every_merge.csv")
@@ -486,7 +504,7 @@ def test_the_compound_notebooks_record_the_oracle_comparison_their_runs_give(tmp
     k1_single, k1_oracle = rows["compound_k1", "single"], rows["compound_k1", "decomposition_oracle"]
     assert k1_oracle["mrecall_mean"] == k1_single["mrecall_mean"]  # on one component the oracle is single-query
     [roles] = values["compound_vector_roles"]
-    assert roles["dataset"] == "compound_k2" and roles["seeds"] == 2 and 0 <= roles["all_components_served"] <= 100
+    assert roles["dataset"] == "compound_k2" and roles["seeds"] == 2
     table = pd.read_csv(tmp_path / "figures04" / "compound_oracle_minilm_compound_k1+compound_k2.csv")
     assert table["System"].tolist() == ["Single-Query", "AMER", "Decomposition oracle"] * 2
 

@@ -172,9 +172,39 @@ def test_the_documented_commands_run_as_typed_from_the_repository_root():
         [sys.executable, "-m", "amer_lib.params", "04_real_data"], cwd=ROOT, capture_output=True, text=True
     )
     assert listing.returncode == 0 and "mmr_query (str) = " in listing.stdout
-    # in sync already (the test above), so --write rewrites nothing
+    # --write runs on this checkout only when it would rewrite nothing: a drifted notebook stops the
+    # test here, before the command could change the checkout (run the command yourself then)
+    drifted = [
+        notebook
+        for notebook in CONFIGS
+        if _parameters_source(ROOT / "notebooks" / f"{notebook}.ipynb") != parameters_cell(notebook)
+    ]
+    assert not drifted, f"{drifted} drifted: run python -m amer_lib.params --write"
     written = subprocess.run([sys.executable, "-m", "amer_lib.params", "--write"], cwd=ROOT, capture_output=True)
     assert written.returncode == 0 and written.stdout == b""
+
+
+def _parameters_source(path) -> str:
+    cell = next(c for c in json.loads(path.read_text())["cells"] if "parameters" in c["metadata"].get("tags", []))
+    return "".join(cell["source"])
+
+
+def test_write_rewrites_only_the_drifted_parameters_cell(tmp_path):
+    import shutil
+
+    from amer_lib.params import write_parameters_cells
+
+    for notebook in CONFIGS:
+        shutil.copy(ROOT / "notebooks" / f"{notebook}.ipynb", tmp_path)
+    drifted = tmp_path / "04_real_data.ipynb"
+    document = json.loads(drifted.read_text())
+    cell = next(c for c in document["cells"] if "parameters" in c["metadata"].get("tags", []))
+    cell["source"] = ["steps = 7\n"]
+    drifted.write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n")
+    untouched = (tmp_path / "02_synthetic.ipynb").read_bytes()
+    assert write_parameters_cells(tmp_path) == [drifted]
+    assert _parameters_source(drifted) == parameters_cell("04_real_data")
+    assert (tmp_path / "02_synthetic.ipynb").read_bytes() == untouched
 
 
 def test_a_mistyped_faiss_factory_stops_before_any_work():

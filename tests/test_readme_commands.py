@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 from conftest import documentation
@@ -110,8 +111,12 @@ def test_notebook02_commands_run(tmp_path):
     assert params["settings"] == ["ood"] and params["steps"] == 500  # -p with a list, read as YAML
     result = run(sweep, tmp_path / "s")
     assert result.returncode == 0, result.stderr[-3000:]
-    rows = (tmp_path / "s" / "02" / "figures" / "mlp_sweep.csv").read_text().splitlines()
-    assert rows[0].startswith("d,depth,training data,system") and len(rows) > 1
+    sweep = pd.read_csv(tmp_path / "s" / "02" / "figures" / "mlp_sweep.csv")
+    # the file's sweep at the tiny dims (16, 8) and depth 2: three systems per d, then the authors' bug per d
+    assert sweep[["d", "depth", "training data", "system"]].values.tolist() == [
+        *[[d, 2, "MLP targets", s] for d in (16, 8) for s in ("single", "amer", "oracle")],
+        *[[d, 2, "linear targets (authors' bug)", "single"] for d in (16, 8)],
+    ]
 
 
 def test_your_own_data_from_two_files_to_results_and_ir_measures(tmp_path):
@@ -130,12 +135,37 @@ def test_your_own_data_from_two_files_to_results_and_ir_measures(tmp_path):
     assert amer["n_queries"] == n and len(amer["mrecall"]) == 12
     table = (tmp_path / "results" / "own_data" / "figures04" / "full_results_minilm.md").read_text()
     assert "| kinds_mine | AMER |" in table
+    trec = tmp_path / "results" / "own_data" / "04" / "kinds_mine_amer_seed0.trec"
     printed = run(score, tmp_path)
     assert printed.returncode == 0, printed.stderr
     measured = dict(line.split("\t") for line in printed.stdout.strip().splitlines())
     assert float(measured["R@100"]) == pytest.approx(np.mean(amer["recall"]), abs=1e-4)  # one gold document per answer
-    assert 0 <= float(measured["nDCG@10"]) <= 1
+    assert float(measured["nDCG@10"]) == pytest.approx(
+        plain_ndcg10(prepared / "qrels" / "kinds_mine_test.qrels", trec), abs=1e-4
+    )
     use_a_trained_amer(tmp_path, amer)
+
+
+def plain_ndcg10(qrels: Path, run: Path) -> float:
+    """nDCG@10 with binary gains written out: per question, sum 1 / log2(rank + 1) over the relevant
+    documents in the top 10 (ranked by score, ties by document id descending, as trec_eval), over
+    the same sum for the best possible top 10; the mean over the run's questions."""
+    relevant: dict[str, set[str]] = {}
+    for line in qrels.read_text().splitlines():
+        qid, _, doc, grade = line.split()
+        if int(grade) > 0:
+            relevant.setdefault(qid, set()).add(doc)
+    ranked: dict[str, list[tuple[float, str]]] = {}
+    for line in run.read_text().splitlines():
+        qid, _, doc, _, score, _ = line.split()
+        ranked.setdefault(qid, []).append((float(score), doc))
+    values = []
+    for qid, docs in ranked.items():
+        top = [doc for _, doc in sorted(docs, reverse=True)[:10]]
+        dcg = sum(1 / np.log2(rank + 1) for rank, doc in enumerate(top, 1) if doc in relevant.get(qid, ()))
+        ideal = sum(1 / np.log2(rank + 1) for rank in range(1, min(10, len(relevant.get(qid, ()))) + 1))
+        values.append(dcg / ideal if ideal else 0.0)
+    return float(np.mean(values))
 
 
 def use_a_trained_amer(tmp_path: Path, trained: dict) -> None:

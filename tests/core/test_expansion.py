@@ -58,10 +58,10 @@ class _Endpoint(BaseHTTPRequestHandler):
     """Answers the first request properly, then malformed JSON."""
 
     served = 0
+    requests: list[dict] = []  # what the client sent, checked by the test in its own thread
 
     def do_POST(self):
-        request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        assert request["messages"][0]["content"].startswith(KEYWORD_PROMPT[:40])
+        type(self).requests.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
         type(self).served += 1
         body = (
             json.dumps({"choices": [{"message": {"content": "k1, k2"}}]})
@@ -78,6 +78,7 @@ class _Endpoint(BaseHTTPRequestHandler):
 
 
 def test_malformed_endpoint_answer_names_the_endpoint_and_keeps_the_cache(tmp_path):
+    _Endpoint.served, _Endpoint.requests = 0, []
     server = HTTPServer(("127.0.0.1", 0), _Endpoint)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_port}/v1"
@@ -91,6 +92,11 @@ def test_malformed_endpoint_answer_names_the_endpoint_and_keeps_the_cache(tmp_pa
             )
     finally:
         server.shutdown()
+    # the chat request: the model asked for and the keyword prompt of each question, in order
+    assert [r["model"] for r in _Endpoint.requests] == ["local-model", "local-model"]
+    assert [r["messages"][-1]["content"] for r in _Endpoint.requests] == [
+        KEYWORD_PROMPT.format(question=q) for q in ("q1", "q2")
+    ]
     cache = GenerationCache(tmp_path / "c.jsonl")
     assert cache.get("local-model", KEYWORD_PROMPT.format(question="q1")) == "k1, k2"
     assert cache.get("local-model", KEYWORD_PROMPT.format(question="q2")) is None

@@ -95,10 +95,18 @@ def test_long_work_is_announced_with_its_measured_cost(capsys):
     assert capsys.readouterr().out == message + "\n"
 
 
-def test_single_query_training_runs_with_one_output():
+def test_single_query_training_runs_with_one_output_and_keeps_its_best_weights():
+    """The returned model holds the weights of the lowest validation loss: scoring it again gives
+    that loss, and it emits one vector per input."""
+    from amer_lib.core.train import validation_loss
+
     data, pool = make_problem()
-    result = train(make_model(), data, data, pool, TrainConfig(**{**TRAIN_CONFIG, "n_outputs": 1}), progress=False)
-    assert len(result.history) == 3
+    config = TrainConfig(**{**TRAIN_CONFIG, "n_outputs": 1, "lr": 3e-3})
+    model = make_model()
+    result = train(model, data, data, pool, config, progress=False)
+    assert result.best_val_loss == min(h["val_loss"] for h in result.history)
+    assert validation_loss(model, data, pool, config) == pytest.approx(result.best_val_loss, abs=1e-6)
+    assert model.generate(model.prompt_from_vectors(data.inputs[:3]), 1).shape == (3, 1, DIM)
 
 
 def test_corrupted_checkpoint_is_named(tmp_path):

@@ -209,9 +209,15 @@ def test_a_byte_that_is_not_utf8_names_file_and_line(tmp_path, reader):
 
 
 def test_gzipped_corpus(tmp_path):
+    """A gzipped TSV reads as its rows split by hand: id, text, title."""
     path = tmp_path / "corpus.tsv.gz"
     path.write_bytes(gzip.compress((FIXTURES / "corpus.tsv").read_bytes()))
-    assert Corpus.read(path).ids == Corpus.read(FIXTURES / "corpus.tsv").ids
+    rows = [line.split("\t") for line in (FIXTURES / "corpus.tsv").read_text(encoding="utf-8").splitlines()[1:]]
+    corpus = Corpus.read(path)
+    assert corpus.ids == [row[0] for row in rows] and len(rows) > 2
+    for row in (0, len(rows) - 1):
+        document = corpus.document(row)
+        assert (document.id, document.title, document.text) == (rows[row][0], rows[row][2], rows[row][1])
 
 
 def test_duplicate_document_ids_are_an_error(tmp_path):

@@ -44,11 +44,15 @@ def test_count_matrix_by_hand():
     assert matrix.tolist() == [[1, 0, 0], [0, 0.5, 0.5], [0, 0, 0]]
 
 
-def test_predicted_count_figure_is_written(tmp_path):
+def test_predicted_count_figure_shows_the_count_matrix_in_percent(tmp_path):
     from amer_lib.report.plots import predicted_count_figure
 
-    predicted_count_figure([1, 2, 3, 3], [1, 2, 2, 3], 3, tmp_path / "counts")
-    assert (tmp_path / "counts.png").stat().st_size > 0 and (tmp_path / "counts.pdf").stat().st_size > 0
+    fig = predicted_count_figure([1, 2, 3, 3], [1, 2, 2, 3], 3, tmp_path / "counts")
+    # each row: the inputs with m targets, split by the n emitted (m = 3: one given 2, one given 3)
+    cells = [text.get_text() for text in fig.axes[0].texts]
+    assert cells == ["100", "0", "0", "0", "100", "0", "0", "50", "50"]
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["1", "2", "3"]
+    assert (tmp_path / "counts.png").exists() and (tmp_path / "counts.pdf").exists()
 
 
 def test_every_merge_has_a_colour_and_a_label_in_the_figures():
@@ -75,6 +79,7 @@ def test_stop_head_against_the_fixed_n_of_no_less_search_by_hand():
     assert result["p_value"] == 0
 
 
+@pytest.mark.slow  # 45-50 s on 2 cores
 def test_an_exported_run_with_its_stop_head_asks_for_the_counts_notebook_07_scored(tmp_path):
     """Notebook 04's AMER run with the stop head notebook 07 fits on it, exported: the folder's
     n = "auto" gives each test question the count notebook 07 scored for it."""

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 import torch
 from conftest import ROOT
 from stand_ins import tiny_wordnet_runs
@@ -25,6 +26,7 @@ def command(*args: str) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
 
 
+@pytest.mark.slow  # 45-50 s on 2 cores
 def test_an_exported_run_searches_as_the_notebook_evaluated_it(tmp_path):
     params = tiny_wordnet_runs(tmp_path, systems=["amer"])
     [result] = run_all(params, progress=False)

@@ -79,7 +79,7 @@ def test_each_verdict_follows_the_numbers_not_a_fixed_string():
         row("AMER (always predicted)", "0%", "-1%", "+1%", "+1%"),
     ]
     assert _verdict_table3(table3).startswith("same direction in 2 of 4 columns")
-    farther = [{"dataset": "x", "same_question_cos": "0.1", "random_pair_cos": "0.2"}]
+    farther = [{"data": "x", "source": "real", "same_question_cos": "0.1", "random_pair_cos": "0.2"}]
     assert _verdict_similarity(farther) == "does not reproduce"
 
 
