@@ -1,0 +1,108 @@
+"""Mutation score of the core modules: mutmut (from PyPI, not a dependency of amer_lib) mutates one
+module at a time in a copy of the committed tree and runs the fast tests that cover each mutated
+function (mutmut's per-function test map). Writes the counts per module and every surviving
+mutant's name to a JSON file; `studies/mutation_score.md` reads the survivors.
+
+    pip install mutmut==3.8.1
+    python benchmarks/mutation_score.py --out benchmarks/mutation_score.json [--modules metrics merge]
+
+A mutant "survives" when every test that runs the mutated function passes; "no tests" counts
+functions no selected test runs. The score is killed / (killed + survived), as mutmut reports it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MODULES = ("loss", "metrics", "merge", "train", "model")
+TESTS = ["tests/core", "tests/runs/test_train_config.py"]  # the core's own tests and the params-to-schedule one
+
+
+def committed_tree(destination: Path) -> None:
+    """The repository at HEAD (tracked files only) under `destination`."""
+    archive = subprocess.run(["git", "archive", "HEAD"], cwd=ROOT, capture_output=True, check=True).stdout
+    destination.mkdir(parents=True)
+    subprocess.run(["tar", "-x", "-C", str(destination)], input=archive, check=True)
+
+
+def configure(tree: Path, module: str) -> None:
+    config = {
+        "source_paths": [f"amer_lib/core/{module}.py"],
+        "also_copy": ["amer_lib", "tests"],
+        "pytest_add_cli_args_test_selection": TESTS,
+        "pytest_add_cli_args": ["-m", "not slow", "-p", "no:cacheprovider"],
+    }
+    lines = ["", "[tool.mutmut]"] + [f"{key} = {json.dumps(value)}" for key, value in config.items()]
+    with open(tree / "pyproject.toml", "a") as out:
+        out.write("\n".join(lines) + "\n")
+
+
+def mutmut(tree: Path, *args: str) -> str:
+    command = [str(Path(sys.executable).parent / "mutmut"), *args]
+    done = subprocess.run(command, cwd=tree, capture_output=True, text=True, env={**os.environ, "NO_COLOR": "1"})
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed in {tree}:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    return done.stdout
+
+
+def score(module: str) -> dict:
+    """One module's counts and surviving mutants, from a fresh copy of HEAD."""
+    with tempfile.TemporaryDirectory(prefix=f"mutation-{module}-") as scratch:
+        tree = Path(scratch) / "tree"
+        shared = ROOT.parent / "shared"
+        committed_tree(tree)
+        if shared.exists():
+            os.symlink(shared, Path(scratch) / "shared")
+        configure(tree, module)
+        began = time.time()
+        mutmut(tree, "run")
+        mutmut(tree, "export-cicd-stats")
+        stats = json.loads((tree / "mutants" / "mutmut-cicd-stats.json").read_text())
+        listing = mutmut(tree, "results")
+        survivors = [line.split(":")[0].strip() for line in listing.splitlines() if line.strip().endswith("survived")]
+        killed, survived = stats["killed"], stats["survived"]
+        return {
+            "killed": killed,
+            "survived": survived,
+            "no_tests": stats["no_tests"],
+            "timeout": stats["timeout"],
+            "total": stats["total"],
+            "score": round(killed / (killed + survived), 4) if killed + survived else None,
+            "seconds": round(time.time() - began, 1),
+            "survivors": survivors,
+        }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, required=True, help="the JSON file to write (updated per module)")
+    parser.add_argument("--modules", nargs="+", choices=MODULES, default=list(MODULES))
+    args = parser.parse_args()
+    if shutil.which("git") is None:
+        sys.exit("git is needed (the committed tree is what is mutated)")
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    from amer_lib.io import write_json
+
+    results = json.loads(args.out.read_text()) if args.out.exists() else {}
+    for module in args.modules:
+        results[module] = {"commit": commit, **score(module)}
+        row = results[module]
+        print(
+            f"{module}: {row['killed']} killed, {row['survived']} survived, {row['no_tests']} without tests, "
+            f"score {row['score']} ({row['seconds']:.0f} s)",
+            flush=True,
+        )
+        write_json(args.out, results)
+
+
+if __name__ == "__main__":
+    main()
