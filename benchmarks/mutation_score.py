@@ -37,7 +37,18 @@ def committed_tree(destination: Path) -> None:
 def configure(tree: Path, module: str) -> None:
     config = {
         "source_paths": [f"amer_lib/core/{module}.py"],
-        "also_copy": ["amer_lib", "tests"],
+        "also_copy": [
+            "amer_lib",
+            "tests",
+            "benchmarks",
+            "params",
+            "notebooks",
+            "docs",
+            "studies",
+            "figures",
+            "README.md",
+            "Makefile",
+        ],
         "pytest_add_cli_args_test_selection": TESTS,
         "pytest_add_cli_args": ["-m", "not slow", "-p", "no:cacheprovider"],
     }

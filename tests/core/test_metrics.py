@@ -84,3 +84,24 @@ def test_same_vs_random_cosine_by_hand():
     assert mixed["same_question_cos"] == pytest.approx(0.0) and 0.3 < mixed["random_pair_cos"] < 0.7
     with pytest.raises(ValueError, match="at least 2 questions"):
         same_vs_random_cosine([e[[0, 1]]])
+
+
+def test_each_refused_input_names_what_is_wrong():
+    """The messages in full (a mutated message or list would pass a bare `raises`)."""
+    from amer_lib.core.metrics import mean_pairwise_cosine, mean_pairwise_distance
+
+    no_clusters = [[[1]]] + [[] for _ in range(12)]  # queries 1-12 empty: the message lists the first ten
+    with pytest.raises(ValueError, match=r"^queries \[1, 2, 3, 4, 5, 6, 7, 8, 9, 10\] have no gold clusters$"):
+        pad_clusters(no_clusters)
+    gold = np.array([[[1, -1]], [[-1, -1]]])
+    with pytest.raises(ValueError, match=r"^queries \[1\] have no gold clusters$"):
+        recall_at_k(np.array([[1], [2]]), gold, 1)
+    with pytest.raises(ValueError, match=r"^3 retrieved lists for 2 queries$"):
+        mrecall_at_k(np.zeros((3, 1), dtype=int), gold, 1)
+    with pytest.raises(ValueError, match=r"^question 1 has 1 target\(s\); pairwise similarity needs at least 2$"):
+        mean_pairwise_cosine([np.eye(2), np.ones((1, 2))])
+    with pytest.raises(ValueError, match=r"^question 0 has 1 target\(s\); a distance needs at least two$"):
+        mean_pairwise_distance([np.ones((1, 2))], "euclidean")
+    with pytest.raises(ValueError, match=r"^unknown distance 'l1'; valid: cosine, euclidean$"):
+        mean_pairwise_distance([np.eye(2)], "l1")
+    assert pad_clusters([[[5]], [[1, 2], [3]]]).dtype == np.int64
