@@ -1,6 +1,6 @@
 """Mutation score of the core modules: mutmut (from PyPI, not a dependency of amer_lib) mutates one
-module at a time in a copy of the committed tree and runs the fast tests that cover each mutated
-function (mutmut's per-function test map). Writes the counts per module and every surviving
+module at a time in a copy of the committed tree and runs the module's own unit tests (`TESTS`)
+that call each mutated function (mutmut's per-function test map). Writes the counts per module and every surviving
 mutant's name to a JSON file; `studies/mutation_score.md` reads the survivors.
 
     pip install mutmut==3.8.1
@@ -23,8 +23,15 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-MODULES = ("loss", "metrics", "merge", "train", "model")
-TESTS = ["tests/core", "tests/runs/test_train_config.py"]  # the core's own tests and the params-to-schedule one
+# each module's own unit tests (a mutant runs those of them that call the mutated function)
+TESTS = {
+    "loss": ["tests/core/test_loss.py", "tests/core/test_stopping.py"],
+    "metrics": ["tests/core/test_metrics.py", "tests/core/test_properties.py"],
+    "merge": ["tests/core/test_merge.py", "tests/core/test_properties.py"],
+    "train": ["tests/core/test_train.py", "tests/runs/test_train_config.py"],
+    "model": ["tests/core/test_model.py", "tests/core/test_stopping.py"],
+}
+MODULES = tuple(TESTS)
 
 
 def committed_tree(destination: Path) -> None:
@@ -49,7 +56,7 @@ def configure(tree: Path, module: str) -> None:
             "README.md",
             "Makefile",
         ],
-        "pytest_add_cli_args_test_selection": TESTS,
+        "pytest_add_cli_args_test_selection": TESTS[module],
         "pytest_add_cli_args": ["-m", "not slow", "-p", "no:cacheprovider"],
     }
     lines = ["", "[tool.mutmut]"] + [f"{key} = {json.dumps(value)}" for key, value in config.items()]
