@@ -105,3 +105,76 @@ def test_each_refused_input_names_what_is_wrong():
     with pytest.raises(ValueError, match=r"^unknown distance 'l1'; valid: cosine, euclidean$"):
         mean_pairwise_distance([np.eye(2)], "l1")
     assert pad_clusters([[[5]], [[1, 2], [3]]]).dtype == np.int64
+
+
+def test_mean_pairwise_distance_by_hand():
+    """A 3-4-5 triangle: Euclidean pairs 5, 4, 3 (mean 4); a two-target question's one pair; the
+    cosine distance is one minus the mean pairwise cosine."""
+    from amer_lib.core.metrics import mean_pairwise_distance
+
+    triangle = np.array([[0, 0], [3, 4], [0, 4]])  # integers: read as floats
+    pair = np.array([[1.0, 0.0], [0.0, 2.0]])
+    assert mean_pairwise_distance([triangle, pair], "euclidean").tolist() == pytest.approx([4.0, 5**0.5])
+    unit = np.array([[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]])  # cosines 0.6, 0, 0.8: mean 1.4 / 3
+    assert mean_pairwise_distance([unit, pair], "cosine").tolist() == pytest.approx([1 - 1.4 / 3, 1.0])
+
+
+def test_the_low_similarity_third_breaks_ties_by_question_order():
+    """40 questions with three similarity values: the 13 lowest are the eight at 0.0 and then the
+    first five at 0.1 in question order (a stable sort; numpy's default sort picks others here)."""
+    from amer_lib.core.metrics import low_similarity_subset
+
+    levels = [1, 0, 0, 0, 0, 2, 1, 1, 0, 1, 2, 1, 1, 2, 2, 2, 1, 2, 2, 1]
+    levels += [2, 2, 2, 1, 2, 0, 1, 2, 2, 1, 1, 0, 1, 1, 2, 2, 0, 2, 1, 1]
+    similarity = np.array(levels) / 10
+    zeros = [i for i, v in enumerate(levels) if v == 0]
+    ones = [i for i, v in enumerate(levels) if v == 1][: 13 - len(zeros)]
+    assert low_similarity_subset(similarity).tolist() == sorted(zeros + ones)
+
+
+def test_paired_bootstrap_defaults_bools_and_its_refusal():
+    from amer_lib.core.metrics import paired_bootstrap
+
+    rng = np.random.default_rng(1)
+    baseline, system = rng.random(30) < 0.4, rng.random(30) < 0.6  # per-question hits as bools
+    default = paired_bootstrap(baseline, system)
+    assert default == paired_bootstrap(baseline.astype(float), system.astype(float), 10_000, 0)
+    assert (default["n_resamples"], default["seed"]) == (10_000, 0)
+    assert default != paired_bootstrap(baseline, system, 10_000, 1)
+    with pytest.raises(
+        ValueError, match=r"^paired scores must be two 1-D arrays of one length, got \(3,\) and \(4,\)$"
+    ):
+        paired_bootstrap(np.zeros(3), np.zeros(4))
+
+
+def test_same_vs_random_cosine_defaults_are_ten_thousand_pairs_from_seed_0():
+    from amer_lib.core.metrics import same_vs_random_cosine
+
+    rng = np.random.default_rng(2)
+    vectors = [v / np.linalg.norm(v, axis=1, keepdims=True) for v in rng.standard_normal((5, 3, 4))]
+    assert same_vs_random_cosine(vectors) == same_vs_random_cosine(vectors, 10_000, 0)
+    assert same_vs_random_cosine(vectors) != same_vs_random_cosine(vectors, 10_000, 1)
+    assert same_vs_random_cosine(vectors) != same_vs_random_cosine(vectors, 9_999, 0)
+
+
+def test_padding_is_minus_one_and_a_long_list_of_empty_questions_is_cut_at_ten():
+    from amer_lib.core.metrics import recall_at_k
+
+    assert pad_clusters([[[5]], [[1, 2], [3]]]).tolist() == [[[5, -1], [-1, -1]], [[1, 2], [3, -1]]]
+    gold = np.full((13, 1, 1), -1)
+    gold[0] = 1
+    with pytest.raises(ValueError, match=r"^queries \[1, 2, 3, 4, 5, 6, 7, 8, 9, 10\] have no gold clusters$"):
+        recall_at_k(np.ones((13, 1), dtype=int), gold, 1)
+
+
+def test_random_pairs_draw_every_pair_of_questions_alike():
+    """Four questions, one direction each: 0 and 2 share e1, 1 and 3 share e2. Of the three other
+    questions a random partner is the one with the same direction a third of the time, so the
+    random-pair cosine is 1/3 (a sampler that kept one offset for all pairs would give 0 or 1)."""
+    from amer_lib.core.metrics import same_vs_random_cosine
+
+    e1, e2 = np.array([1.0, 0.0]), np.array([0.0, 1.0])
+    vectors = [np.stack([e, e]) for e in (e1, e2, e1, e2)]
+    result = same_vs_random_cosine(vectors)
+    assert result["same_question_cos"] == 1.0
+    assert abs(result["random_pair_cos"] - 1 / 3) < 0.02  # 10,000 pairs: about four standard deviations
