@@ -1,7 +1,8 @@
 """`make check-figures`: a cheap subset of the committed figures rerun from nothing (notebook 02's
 linear Multi setting, notebook 04's seed 0 on wordnet_senses; `params/*/check_figures.yaml`)
 compared with the committed files to the last digit. Every row the rerun wrote must be in the
-committed table with the same text in every compared column.
+committed table with the same value in every compared column: the same text, or the same number
+(`300.0` and `300`).
 
     python -m amer_lib.report.check_figures build/check-figures/figures figures
 """
@@ -45,6 +46,17 @@ def _one(folder: Path, pattern: str) -> Path:
     return found[0]
 
 
+def _same_value(committed: str, rerun: str) -> bool:
+    """The same text, or the same number written two ways (`300.0` in a column that also holds
+    blanks, `300` in one that does not)."""
+    if committed == rerun:
+        return True
+    try:
+        return float(committed) == float(rerun)
+    except ValueError:
+        return False
+
+
 def compare(check: Check, rerun_dir: Path, committed_dir: Path) -> list[str]:
     """The differences between one rerun table and the committed one: a line per missing row or
     differing value (empty: they agree to the last digit)."""
@@ -64,7 +76,7 @@ def compare(check: Check, rerun_dir: Path, committed_dir: Path) -> list[str]:
         for column in columns:
             if column not in kept.index:
                 differences.append(f"{committed_path}: no column {column!r}")
-            elif kept[column] != row[column]:
+            elif not _same_value(kept[column], row[column]):
                 differences.append(f"{where} {column}: committed {kept[column]}, rerun {row[column]}")
     return differences
 

@@ -217,3 +217,51 @@ def test_merge_options_are_bound_by_name_and_change_the_list():
     assert get_merge("coverage", temperature=1.0, diversity=0.0)(ids, scores, 6).tolist() == [[1, 4, 2, 5, 6, 3]]
     with pytest.raises(TypeError, match="weight"):
         get_merge("coverage", weight="uniform")(ids, scores, 6)  # a misspelt option is not dropped
+
+
+def test_coverage_at_a_tiny_temperature_stays_finite_and_serves_the_surer_vector_first():
+    """Vector 0 spreads over three documents of equal cosine (P = 1/3 each), vector 1 has one
+    (P = 1): document 4 gains 0.5 against 0.17, then vector 0's in order. At temperature 0.001 the
+    logits reach 900, which only the subtraction of each list's top keeps finite."""
+    ids = np.array([[[1, 2, 3], [4, -1, -1]]])
+    scores = np.array([[[0.9, 0.9, 0.9], [0.9, -1.0, -1.0]]])
+    assert coverage_merge(ids, scores, 4, temperature=0.001).tolist() == [[4, 1, 2, 3]]
+
+
+def test_vector_weights_by_hand():
+    """Uniform: 1 / (vectors searched); top_score: the softmax over the vectors of their best
+    logits, computed per row even when the logits are too large for exp."""
+    from amer_lib.core.merge import _vector_weights
+
+    tops = np.array([[800.0, 799.0, -np.inf], [1.0, 1.0, 0.0]])
+    assert np.allclose(_vector_weights(tops, "uniform"), [[0.5, 0.5, 0.0], [1 / 3, 1 / 3, 1 / 3]])
+    e = np.e
+    expected = [[e / (e + 1), 1 / (e + 1), 0.0], [e / (2 * e + 1), e / (2 * e + 1), 1 / (2 * e + 1)]]
+    assert np.allclose(_vector_weights(tops, "top_score"), expected)
+
+
+def test_ranx_fuses_rows_of_two_vectors_and_document_0():
+    """RRF over two lists sharing document 0 puts it first (1/62 + 1/61 against 1/61); the
+    round-robin order of the same lists is [2, 0]. A list holding only document 0 still counts as
+    searched. CombSUM of two lists breaks its tie in round-robin order."""
+    ids = np.array([[[2, 0], [0, -1]]])
+    scores = np.array([[[0.9, 0.5], [0.8, -1.0]]])
+    assert ranx_fusion(ids, scores, 2, "rrf").tolist() == [[0, 2]]
+    ids = np.array([[[1, 2], [3, 2]]])
+    scores = np.array([[[0.9, 0.8], [0.5, 0.85]]])  # min-max: 1 -> 1, 2 -> 0 + 1, 3 -> 0
+    assert ranx_fusion(ids, scores, 3, "sum", "min-max").tolist() == [[1, 2, 3]]
+    assert round_robin_merge(ids, 3).tolist() == [[1, 3, 2]]
+
+
+def test_max_score_ranks_negative_cosines_by_their_maximum():
+    ids = np.array([[[1, 2], [3, 4]]])
+    scores = np.array([[[-0.1, -0.5], [-0.2, -0.3]]])
+    assert max_score_merge(ids, scores, 4).tolist() == [[1, 3, 4, 2]]
+
+
+def test_found_by_names_the_vector_of_document_0():
+    ids = np.array([[[5, 0], [0, 7]]])
+    scores = np.array([[[0.9, 0.4], [0.8, 0.3]]])
+    vectors, cosines = found_by(ids, scores, np.array([[5, 0, 7, -1]]))
+    assert vectors.tolist() == [[0, 1, 1, -1]]  # document 0: vector 1 ranks it first
+    assert np.allclose(cosines[0, :3], [0.9, 0.8, 0.3]) and np.isnan(cosines[0, 3])

@@ -178,3 +178,14 @@ def test_random_pairs_draw_every_pair_of_questions_alike():
     result = same_vs_random_cosine(vectors)
     assert result["same_question_cos"] == 1.0
     assert abs(result["random_pair_cos"] - 1 / 3) < 0.02  # 10,000 pairs: about four standard deviations
+
+
+def test_evaluate_scores_every_cut_off_and_mean_scores_averages_them():
+    from amer_lib.core.metrics import evaluate, mean_scores
+
+    gold = pad_clusters([[[1], [2]], [[3]]])
+    ranked = np.array([[1] + [9] * 99 + [2], [3] + [9] * 100])  # query 0's second cluster only at rank 101
+    scores = evaluate(ranked, gold)
+    assert list(scores) == ["mrecall@10", "recall@10", "mrecall@100", "recall@100"]
+    assert scores["recall@100"].tolist() == [0.5, 1.0] and scores["mrecall@10"].tolist() == [0.0, 1.0]
+    assert mean_scores(scores) == {"mrecall@10": 0.5, "recall@10": 0.75, "mrecall@100": 0.5, "recall@100": 0.75}

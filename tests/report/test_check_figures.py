@@ -24,7 +24,7 @@ def folders(tmp_path, rerun: pd.DataFrame):
 
 
 def test_a_rerun_of_some_rows_with_other_wall_times_matches(tmp_path):
-    rerun = COMMITTED.iloc[:2].assign(train_seconds=["80.1", "512.0"])
+    rerun = COMMITTED.iloc[:2].assign(train_seconds=["80.1", "512.0"], **{"mrecall@10": ["0", "1"]})  # 0.0 as 0
     assert check_all(*folders(tmp_path, rerun), checks=(CHECK,)) == []
 
 
