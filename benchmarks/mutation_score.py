@@ -66,7 +66,10 @@ def configure(tree: Path, module: str) -> None:
 
 def mutmut(tree: Path, *args: str) -> str:
     command = [str(Path(sys.executable).parent / "mutmut"), *args]
-    done = subprocess.run(command, cwd=tree, capture_output=True, text=True, env={**os.environ, "NO_COLOR": "1"})
+    # one thread: mutmut limits each mutant's CPU seconds, and idle OpenMP threads spinning on a
+    # busy machine would spend them (the loss module's first run timed out 106 of 158 mutants so)
+    environment = {**os.environ, "NO_COLOR": "1", "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(command, cwd=tree, capture_output=True, text=True, env=environment)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed in {tree}:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
     return done.stdout
