@@ -146,3 +146,34 @@ def test_stop_loss_by_hand():
     terms += [-math.log(1 - torch.sigmoid(torch.tensor(x)).item()) for x in (-1.0, 0.5)]
     terms += [-math.log(torch.sigmoid(torch.tensor(3.0)).item())]
     assert stop_loss(logits, torch.tensor([1, 3])).item() == pytest.approx(sum(terms) / 4, rel=1e-6)
+
+
+def test_a_ranks_share_of_the_queries_is_scored_against_its_own_positives():
+    """Examples 2-3 of a batch of 4 (first = 2): the plain and the matched loss of that share are
+    the full batch's per-example losses of those examples, at any temperature."""
+    torch.manual_seed(6)
+    q, p, n = torch.randn(4, 8), torch.randn(4, 8), torch.randn(4, 8)
+    per_example = [info_nce(q[b : b + 1], p, n, 0.1, first=b).item() for b in range(4)]
+    assert info_nce(q, p, n, 0.1).item() == pytest.approx(sum(per_example) / 4, rel=1e-6)
+    assert info_nce(q[2:], p, n, 0.1, first=2).item() == pytest.approx(sum(per_example[2:]) / 2, rel=1e-6)
+    qm, pm, nm = torch.randn(4, 3, 6), torch.randn(4, 3, 6), torch.randn(4, 3, 6)
+    mask = torch.tensor([[1, 1, 1], [1, 0, 0], [1, 1, 0], [1, 1, 1]], dtype=torch.bool)
+    share = matched_info_nce(qm[2:], pm, nm, mask, temperature=0.1, first=2).item()
+    expected = brute_force_matched(qm, pm, nm, mask, tau=0.1)  # the mean over all four examples
+    rest = matched_info_nce(qm[:2], pm, nm, mask, temperature=0.1, first=0).item()
+    assert (share + rest) / 2 == pytest.approx(expected, rel=1e-5)
+
+
+def test_fed_target_pairs_for_more_examples_than_queries():
+    """Four examples, two queries (one fed position): example e fed gold target 0 unless sampled."""
+    sample_mask = torch.tensor([[False], [True], [False], [True]])
+    forbidden = fed_target_pairs(sample_mask, 2, 3)
+    assert forbidden.shape == (4, 2, 3)
+    assert forbidden[:, 1, 0].tolist() == [True, False, True, False] and not forbidden[:, 0].any()
+
+
+def test_an_example_without_targets_is_named_by_its_batch_position():
+    q = torch.randn(2, 2, 4)
+    mask = torch.tensor([[True, True], [True, False], [False, False], [True, True]])
+    with pytest.raises(ValueError, match=r"^examples at batch positions \[2\] have no targets$"):
+        matched_info_nce(q, torch.randn(4, 2, 4), torch.randn(4, 2, 4), mask, first=1)
