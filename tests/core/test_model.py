@@ -191,3 +191,63 @@ def test_figure2_draws_training_and_inference_from_the_layout(tmp_path):
     assert (tmp_path / "figure2.png").exists() and (tmp_path / "figure2.pdf").exists()
     with pytest.raises(ValueError, match="2 prompt labels for a layout with 3 prompt positions"):
         figure2(sequence_layout(3, 4), prompt_labels=["a", "b"])
+
+
+def test_the_projections_have_no_bias_and_a_prefix_lm_is_read_from_its_backbone():
+    from amer_lib.core.model import AMERQueryEncoder
+
+    torch.manual_seed(0)
+    backbone = load_backbone("tiny", config_overrides=dict(hidden_size=16, intermediate_size=32))
+    encoder = AMERQueryEncoder(backbone, 8)
+    assert encoder.input_projection.bias is None and encoder.output_projection.bias is None
+    assert encoder.prefix_lm is False
+    backbone.is_prefix_lm = True
+    assert AMERQueryEncoder(backbone, 8).prefix_lm is True
+
+
+def test_forward_refuses_what_it_cannot_run_with_the_fix(tiny_encoder):
+    prompt = tiny_encoder.prompt_from_vectors(torch.randn(2, 12))
+    with pytest.raises(ValueError, match=r"^n_outputs must be >= 1, got 0$"):
+        tiny_encoder(prompt, 0)
+    with pytest.raises(ValueError, match=r"^3 outputs need teacher_inputs with at least 2 vectors$"):
+        tiny_encoder(prompt, 3, torch.randn(2, 1, 12))
+    with pytest.raises(ValueError, match=r"^2 outputs need teacher_inputs with at least 1 vectors$"):
+        tiny_encoder(prompt, 2)
+    with pytest.raises(ValueError, match=r"^this encoder has no stop head: build it with stop_head=True$"):
+        tiny_encoder(prompt, 1, with_stop=True)
+
+
+def test_two_outputs_fed_their_own_first_output_are_the_generated_two(tiny_encoder):
+    """n = 2 with the one fed position sampled (the model's own output) is generation; with a
+    longer teacher only its first n - 1 vectors are read."""
+    prompt = tiny_encoder.prompt_from_vectors(torch.randn(3, 12))
+    teacher = torch.randn(3, 4, 12)
+    with torch.no_grad():
+        sampled = tiny_encoder(prompt, 2, teacher, torch.ones(3, 4, dtype=torch.bool))
+        forced = tiny_encoder(prompt, 2, teacher)
+        forced_short = tiny_encoder(prompt, 2, teacher[:, :1])
+    assert torch.allclose(sampled, tiny_encoder.generate(prompt, 2), atol=1e-5)
+    assert torch.allclose(forced, forced_short, atol=1e-6) and not torch.allclose(forced, sampled, atol=1e-3)
+
+
+def test_a_left_padded_teacher_forced_pass_equals_each_row_alone(tiny_encoder):
+    ids = torch.tensor([[1, 2, 3, 4], [0, 0, 5, 6]])
+    mask = torch.tensor([[1, 1, 1, 1], [0, 0, 1, 1]])
+    teacher = torch.randn(2, 2, 12)
+    with torch.no_grad():
+        batch = tiny_encoder(tiny_encoder.prompt_from_tokens(ids, mask), 3, teacher)
+        alone = tiny_encoder(
+            tiny_encoder.prompt_from_tokens(ids[1:, 2:], torch.ones(1, 2, dtype=torch.long)), 3, teacher[1:]
+        )
+    assert torch.allclose(batch[1], alone[0], atol=1e-5)
+
+
+def test_recomputed_scheduled_sampling_equals_the_cached_pass(tiny_encoder):
+    prompt = tiny_encoder.prompt_from_vectors(torch.randn(3, 12))
+    teacher = torch.randn(3, 3, 12)
+    sample_mask = torch.tensor([[True, False, True], [False, True, False], [True, True, False]])
+    with torch.no_grad():
+        cached = tiny_encoder._decode(prompt, 4, teacher, sample_mask)
+        recomputed = tiny_encoder._decode(prompt, 4, teacher, sample_mask, use_cache=False)
+        forced = tiny_encoder(prompt, 4, teacher)
+    assert torch.allclose(cached, recomputed, atol=1e-5) and not torch.allclose(cached, forced, atol=1e-3)
