@@ -251,3 +251,28 @@ def test_recomputed_scheduled_sampling_equals_the_cached_pass(tiny_encoder):
         recomputed = tiny_encoder._decode(prompt, 4, teacher, sample_mask, use_cache=False)
         forced = tiny_encoder(prompt, 4, teacher)
     assert torch.allclose(cached, recomputed, atol=1e-5) and not torch.allclose(cached, forced, atol=1e-3)
+
+
+def test_scheduled_sampling_feeds_the_own_output_exactly_where_the_mask_says(tiny_encoder):
+    """Position 1 sampled, positions 2 and 3 gold: the same as a teacher-forced pass whose first
+    fed vector is replaced by the model's own first output."""
+    prompt = tiny_encoder.prompt_from_vectors(torch.randn(2, 12))
+    teacher = torch.randn(2, 3, 12)
+    with torch.no_grad():
+        mixed = tiny_encoder(prompt, 4, teacher, torch.tensor([[True, False, False]] * 2))
+        first = tiny_encoder(prompt, 1)
+        expected = tiny_encoder(prompt, 4, torch.cat([first, teacher[:, 1:]], dim=1))
+    assert torch.allclose(mixed, expected, atol=1e-5)
+
+
+def test_the_stop_logits_of_a_sampled_pass_are_read_from_its_hidden_states():
+    from amer_lib.core.model import AMERQueryEncoder
+
+    torch.manual_seed(0)
+    encoder = AMERQueryEncoder(load_backbone("tiny", config_overrides=dict(hidden_size=32)), 12, stop_head=True).eval()
+    prompt = encoder.prompt_from_vectors(torch.randn(2, 12))
+    with torch.no_grad():
+        outputs, logits = encoder(prompt, 3, torch.randn(2, 2, 12), torch.ones(2, 2, dtype=torch.bool), with_stop=True)
+        generated, hidden = encoder.generate_with_states(prompt, 3)
+    assert torch.allclose(outputs, generated, atol=1e-5)
+    assert torch.allclose(logits, encoder.stop_head(hidden).squeeze(-1), atol=1e-5)
