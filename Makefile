@@ -57,13 +57,14 @@ figures: $(VENV)/.installed-notebooks
 	for nb in $(NOTEBOOKS); do \
 		$(FIGURE_KERNELS) $(PY) -m papermill notebooks/$$nb.ipynb build/executed/$$nb.ipynb -k python3 || exit 1; \
 	done
-	$(PY) -m amer_lib.report.results_page  # figures/RESULTS.md and the README's verdict table
+	$(PY) -m amer_lib.report.results_page --if-complete  # RESULTS.md and the README's verdicts, once every folder is there
 
 # notebook 02 with params/02_synthetic/mlp_sweep.yaml: its default runs are read back from figures' cache
 figures-mlp-sweep: export AMER_COMMAND := make figures-mlp-sweep
 figures-mlp-sweep: $(VENV)/.installed-notebooks
 	mkdir -p build/executed
 	$(FIGURE_KERNELS) $(PY) -m papermill notebooks/02_synthetic.ipynb build/executed/02_synthetic_mlp_sweep.ipynb -k python3 -f params/02_synthetic/mlp_sweep.yaml
+	$(PY) -m amer_lib.report.results_page --if-complete
 
 # the compound benchmark (notebooks 03, 01, 04, 06 and 07 with params/*/compound.yaml): over an hour on 2 cores
 # after make figures (notebooks 06 and 07 read notebook 02's default runs)
@@ -74,6 +75,7 @@ figures-compound: $(VENV)/.installed-notebooks
 	for nb in $(COMPOUND_NOTEBOOKS); do \
 		$(FIGURE_KERNELS) $(PY) -m papermill notebooks/$$nb.ipynb build/executed/$${nb}_compound.ipynb -k python3 -f params/$$nb/compound.yaml || exit 1; \
 	done
+	$(PY) -m amer_lib.report.results_page --if-complete
 
 # notebook 02's linear Multi setting and notebook 04's seed 0 on wordnet_senses, from nothing (the
 # benchmark prepared and encoded again) into build/check-figures, compared with figures/ to the last digit

@@ -374,10 +374,39 @@ def readme_with_verdicts(readme: str, figures: Path = FIGURES) -> str:
     return readme[:start] + "\n" + verdict_table(figures) + readme[end:]
 
 
-def main() -> None:
-    write_text(FIGURES / "RESULTS.md", results_page())
+# the Makefile target that writes each folder the page reads
+MADE_BY = {"_compound": "make figures-compound", "_mlp_sweep": "make figures-mlp-sweep"}
+
+
+def missing_files(figures: Path = FIGURES) -> list[str]:
+    """The files the page and the verdict table read that `figures` lacks (paths under it)."""
+    needed = shown_files() | {name for _, _, name, *_ in CLAIMS}
+    return sorted(name for name in needed if not (figures / name).exists())
+
+
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--if-complete", action="store_true", help="skip, saying why, while a folder the page reads is missing"
+    )
+    args = parser.parse_args(argv)
+    missing = missing_files(FIGURES)
+    if missing:
+        folders = sorted({name.split("/")[0] for name in missing})
+        targets = sorted(
+            {t for suffix, t in MADE_BY.items() for f in folders if f.endswith(suffix)} or {"make figures"}
+        )
+        message = f"figures/RESULTS.md not rewritten: {', '.join(folders)} missing; {' and '.join(targets)} make them"
+        if args.if_complete:
+            print(message, file=sys.stderr)
+            return
+        sys.exit(message)
+    write_text(FIGURES / "RESULTS.md", results_page(FIGURES))
     readme = Path("README.md")
-    write_text(readme, readme_with_verdicts(readme.read_text()))
+    write_text(readme, readme_with_verdicts(readme.read_text(), FIGURES))
 
 
 if __name__ == "__main__":

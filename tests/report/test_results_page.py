@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import sys
 
+import pytest
 from conftest import ROOT
 
 from amer_lib.report.results_page import readme_with_verdicts, results_page
@@ -110,3 +111,22 @@ def test_the_provenance_table_names_the_one_commit_or_warns_of_several(tmp_path)
     ]
     made("07_beyond", "def", 60.0)
     assert provenance_table(tmp_path).startswith("**The folders were made at 2 different commits** (abc, def):")
+
+
+def test_a_missing_folder_stops_the_page_with_the_target_that_makes_it(tmp_path, monkeypatch, capsys):
+    """Regenerating from an empty figures/: `make figures` ends before the compound and sweep
+    folders exist, so the page is not rewritten, and says which target makes what is missing."""
+    import shutil
+
+    import amer_lib.report.results_page as page
+
+    figures = tmp_path / "figures"
+    shutil.copytree(page.FIGURES, figures)
+    shutil.rmtree(figures / "04_real_data_compound")
+    monkeypatch.setattr(page, "FIGURES", figures)
+    before = (figures / "RESULTS.md").read_text()
+    page.main(["--if-complete"])
+    assert "04_real_data_compound missing; make figures-compound make them" in capsys.readouterr().err
+    assert (figures / "RESULTS.md").read_text() == before
+    with pytest.raises(SystemExit, match="04_real_data_compound missing"):
+        page.main([])
