@@ -46,8 +46,8 @@ test: $(VENV)/.installed-test
 	$(PY) -m pytest -q -m "$(PYTEST_MARKERS)"
 
 # The figure targets hold the CPU kernels to AVX2 and a notebook's own process to one thread
-# (amer_lib.io.KERNEL_VARIABLES says why), so that their numbers repeat to the last digit on any
-# x86-64 CPU with AVX2; on this machine AVX2 costs about 1.7x AVX-512's time for a matrix product
+# (amer_lib.io.KERNEL_VARIABLES says why), so that their numbers do not depend on the CPU's own best
+# instruction set; on this machine AVX2 costs about 1.7x AVX-512's time for a matrix product
 FIGURE_KERNELS := OMP_NUM_THREADS=1 ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_CBWR=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2 OPENBLAS_CORETYPE=Haswell FAISS_SIMD_LEVEL=AVX2
 
 # each notebook's provenance.json names the target that ran it

@@ -13,6 +13,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -95,10 +96,11 @@ COMMAND_VARIABLE = "AMER_COMMAND"  # what started the run: the Makefile's figure
 PROVENANCE_PACKAGES = ("torch", "transformers", "sentence-transformers", "faiss-cpu", "faiss-gpu", "numpy", "scipy")
 
 # The CPU kernels' instruction set and the notebook process's threads, held by the Makefile's figure
-# targets (FIGURE_KERNELS) so that the committed figures come out to the last digit on any x86-64
-# CPU with AVX2, whatever its own best set and its cores: the same run trained with AVX-512 and with
-# AVX2 kernels ends one MRecall point apart (studies/instruction_sets.md). Each variable is read
-# when its library loads.
+# targets (FIGURE_KERNELS) so that the figures do not depend on a CPU's own best set or its cores:
+# the same run trained with AVX-512 and with AVX2 kernels ends one MRecall point apart
+# (studies/instruction_sets.md). Checked on one machine so far (make check-figures in a fresh
+# clone); any x86-64 CPU with AVX2 should take the same paths. Each variable is read when its
+# library loads.
 KERNEL_VARIABLES = {
     "OMP_NUM_THREADS": "1",  # a notebook's own process (generation in 05-07, FAISS); trainings set `threads`
     "ATEN_CPU_CAPABILITY": "avx2",  # torch's own vectorised kernels
@@ -273,7 +275,14 @@ def write_trec_qrels(path: Path, relevant: dict[str, list[str]]) -> None:
                 out.write(f"{trec_id(qid)} 0 {trec_id(doc_id)} 1\n")
 
 
-def write_trec_run(path: Path, qids: list[str], ranked_ids: list[list[str]], tag: str, depth: int, scores=None) -> None:
+def write_trec_run(
+    path: Path,
+    qids: list[str],
+    ranked_ids: list[list[str]],
+    tag: str,
+    depth: int,
+    scores: Sequence[Sequence[float]] | None = None,
+) -> None:
     """`qid Q0 docid rank score tag` per retrieved document of top-`depth` lists. A merged list
     has no native score, so by default score = depth - rank + 1; `scores` ([Q, depth] floats) writes
     those instead (six decimals), which trec_eval and ir_measures rank by, not by the rank column."""

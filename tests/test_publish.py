@@ -165,10 +165,10 @@ def test_the_figure_targets_hold_every_kernel_variable_provenance_records():
     assert _makefile_kernels() == KERNEL_VARIABLES
 
 
-@pytest.mark.skipif(
-    "avx2" not in Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else True,
-    reason="an x86-64 CPU with AVX2",
-)
+CPUINFO = Path("/proc/cpuinfo")
+
+
+@pytest.mark.skipif(not CPUINFO.exists() or "avx2" not in CPUINFO.read_text(), reason="an x86-64 CPU with AVX2")
 def test_a_process_under_the_figure_kernels_reports_avx2_in_its_provenance(tmp_path):
     code = "import json; from amer_lib.io import cpu_kernels; print(json.dumps(cpu_kernels()))"
     done = subprocess.run(

@@ -116,7 +116,7 @@ def read_questions(path: str | Path) -> list[MultiAnswerQuestion]:
 
 
 QUESTION_FILES = (
-    ".txt: one question per line, its qid its line number in the file (blank lines skipped, not counted out)",
+    ".txt: one question per line, its qid its line number in the file (blank lines skipped but counted)",
     ".jsonl: objects with qid and question (the library's), or BEIR's queries.jsonl (_id and text)",
     ".tsv: qid<TAB>question, as TREC and MS MARCO topic files",
 )

@@ -41,7 +41,8 @@ def _one(folder: Path, pattern: str) -> Path:
     found = sorted(folder.glob(pattern))
     if len(found) != 1:
         raise FileNotFoundError(
-            f"{folder}/{pattern} matches {len(found)} files ({[p.name for p in found]}); expected one"
+            f"{folder}/{pattern} matches {len(found)} files ({[p.name for p in found]}); expected one "
+            "(a committed folder made before the code wrote it needs regenerating: make figures)"
         )
     return found[0]
 
@@ -57,36 +58,35 @@ def _same_value(committed: str, rerun: str) -> bool:
         return False
 
 
-def compare(check: Check, rerun_dir: Path, committed_dir: Path) -> list[str]:
-    """The differences between one rerun table and the committed one: a line per missing row or
-    differing value (empty: they agree to the last digit)."""
+def compare(check: Check, rerun_dir: Path, committed_dir: Path) -> tuple[int, list[str]]:
+    """The rows of one rerun table and their differences from the committed one: a line per
+    missing column, missing row or differing value (none: they agree to the last digit)."""
     rerun = pd.read_csv(rerun_dir / check.rerun, dtype=str, keep_default_na=False)
+    if rerun.empty:
+        return 0, [f"{check.rerun}: the rerun wrote no rows"]
     committed_path = _one(committed_dir, check.committed)
     committed = pd.read_csv(committed_path, dtype=str, keep_default_na=False).set_index(list(check.keys))
     columns = [c for c in rerun.columns if c not in check.keys and c not in check.ignored]
-    if rerun.empty:
-        return [f"{check.rerun}: the rerun wrote no rows"]
-    differences = []
+    differences = [f"{committed_path}: no column {c!r}" for c in columns if c not in committed.columns]
+    columns = [c for c in columns if c in committed.columns]
     for row in rerun.to_dict("records"):
         key = tuple(row[k] for k in check.keys)
+        where = f"{committed_path} {dict(zip(check.keys, key))}"
         if key not in committed.index:
-            differences.append(f"{committed_path}: no row {dict(zip(check.keys, key))}")
+            differences.append(f"{where}: no such row")
             continue
-        kept, where = committed.loc[key], f"{committed_path} {dict(zip(check.keys, key))}"
-        for column in columns:
-            if column not in kept.index:
-                differences.append(f"{committed_path}: no column {column!r}")
-            elif not _same_value(kept[column], row[column]):
-                differences.append(f"{where} {column}: committed {kept[column]}, rerun {row[column]}")
-    return differences
+        kept = committed.loc[key]
+        differences += [
+            f"{where} {c}: committed {kept[c]}, rerun {row[c]}" for c in columns if not _same_value(kept[c], row[c])
+        ]
+    return len(rerun), differences
 
 
 def check_all(rerun_dir: str | Path, committed_dir: str | Path, checks: tuple[Check, ...] | None = None) -> list[str]:
     """Every check's (by default `CHECKS`) differences, after printing what was compared."""
     differences = []
     for check in CHECKS if checks is None else checks:
-        found = compare(check, Path(rerun_dir), Path(committed_dir))
-        rows = len(pd.read_csv(Path(rerun_dir) / check.rerun))
+        rows, found = compare(check, Path(rerun_dir), Path(committed_dir))
         print(f"{check.rerun}: {rows} row(s) against {check.committed}: {'same' if not found else 'DIFFERENT'}")
         differences += found
     return differences
@@ -97,7 +97,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("rerun_dir", type=Path, help="the rerun's figures folder (build/check-figures/figures)")
     parser.add_argument("committed_dir", type=Path, help="the committed figures folder (figures)")
     args = parser.parse_args(argv)
-    differences = check_all(args.rerun_dir, args.committed_dir)
+    try:
+        differences = check_all(args.rerun_dir, args.committed_dir)
+    except FileNotFoundError as error:  # no rerun yet, or a committed folder without the table
+        sys.exit(f"error: {error}")
     for line in differences:
         print(line, file=sys.stderr)
     if differences:

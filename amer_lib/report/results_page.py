@@ -323,10 +323,11 @@ def provenance_table(figures: Path = FIGURES) -> str:
     """Each folder's `provenance.json`: the commit of the code that made it, the Makefile target, the
     CPU kernels' instruction set and threads, the wall time; above it, the one commit they share or
     a warning that they do not."""
-    rows, commits = [], set()
+    rows, commits, cpus = [], set(), set()
     for path in sorted(figures.glob("*/provenance.json")):
         made = json.loads(path.read_text())
         commits.add(made["commit"])
+        cpus.add(made["cpu"])
         kernels = made.get("kernels", {})
         isa = f"torch {kernels.get('torch', '?')}, FAISS {kernels.get('faiss', '?')}"
         minutes = "" if made.get("wall_seconds") is None else f"{made['wall_seconds'] / 60:.1f}"
@@ -335,7 +336,7 @@ def provenance_table(figures: Path = FIGURES) -> str:
         return "No folder holds a `provenance.json`.\n"
     if len(commits) == 1:
         [commit] = commits
-        head = f"Every folder was made by the code at commit `{commit}`, on {made['cpu']}:"
+        head = f"Every folder was made by the code at commit `{commit}`, on {' and '.join(sorted(cpus))}:"
     else:
         head = f"**The folders were made at {len(commits)} different commits** ({', '.join(sorted(commits))}):"
     header = "| folder | made by | kernels | threads | minutes |\n|---|---|---|---|---|"
@@ -374,8 +375,12 @@ def readme_with_verdicts(readme: str, figures: Path = FIGURES) -> str:
     return readme[:start] + "\n" + verdict_table(figures) + readme[end:]
 
 
-# the Makefile target that writes each folder the page reads
+# the Makefile target that writes each folder the page reads, by the folder's suffix
 MADE_BY = {"_compound": "make figures-compound", "_mlp_sweep": "make figures-mlp-sweep"}
+
+
+def made_by(folder: str) -> str:
+    return next((target for suffix, target in MADE_BY.items() if folder.endswith(suffix)), "make figures")
 
 
 def missing_files(figures: Path = FIGURES) -> list[str]:
@@ -396,9 +401,7 @@ def main(argv: list[str] | None = None) -> None:
     missing = missing_files(FIGURES)
     if missing:
         folders = sorted({name.split("/")[0] for name in missing})
-        targets = sorted(
-            {t for suffix, t in MADE_BY.items() for f in folders if f.endswith(suffix)} or {"make figures"}
-        )
+        targets = sorted({made_by(folder) for folder in folders})
         message = f"figures/RESULTS.md not rewritten: {', '.join(folders)} missing; {' and '.join(targets)} make them"
         if args.if_complete:
             print(message, file=sys.stderr)

@@ -34,7 +34,7 @@ def test_one_digit_off_and_a_row_the_committed_table_lacks_are_both_named(tmp_pa
     differences = check_all(*folders(tmp_path, rerun), checks=(CHECK,))
     assert len(differences) == 2
     assert differences[0].endswith("{'transform': 'linear', 'system': 'amer'} mrecall@10: committed 1.0, rerun 0.999")
-    assert differences[1].endswith("no row {'transform': 'cubic', 'system': 'single'}")
+    assert differences[1].endswith("{'transform': 'cubic', 'system': 'single'}: no such row")
 
 
 def test_the_command_fails_on_a_difference(tmp_path, monkeypatch, capsys):
