@@ -102,6 +102,7 @@ def matched_info_nce(
     forbidden: torch.Tensor | None = None,
     first: int = 0,
     reduction: str = "mean",
+    spread_weight: float = 0.0,
 ) -> torch.Tensor:
     """Hungarian-matched InfoNCE.
 
@@ -113,7 +114,8 @@ def matched_info_nce(
     an example with more targets weighs more) and "mean" averages them (the authors' code); the
     loss averages the examples.
     `forbidden [b, n, M]` excludes pairs from the matching (see `fed_target_pairs`); a perfect
-    matching must remain.
+    matching must remain. `spread_weight` > 0 adds that multiple of `spread_penalty` (beyond the
+    paper).
     """
     own_mask = target_mask[first : first + queries.shape[0]]
     counts = own_mask.sum(-1)
@@ -130,7 +132,30 @@ def matched_info_nce(
     )
     matched = block.gather(-1, torch.as_tensor(assignment, device=block.device)[..., None]).squeeze(-1)
     per_example = -(matched * own_mask).sum(-1)
-    return (per_example if reduction == "sum" else per_example / counts).mean()
+    loss = (per_example if reduction == "sum" else per_example / counts).mean()
+    if spread_weight > 0:
+        own = positives[first : first + queries.shape[0]]
+        matched_targets = own.gather(1, torch.as_tensor(assignment, device=own.device)[..., None].expand_as(own))
+        loss = loss + spread_weight * spread_penalty(queries, matched_targets, own_mask)
+    return loss
+
+
+def spread_penalty(queries: torch.Tensor, matched_targets: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Beyond the paper: how much closer an example's query vectors are to each other than the
+    targets they are matched to. For each pair of valid queries i < j, `relu(cos(q_i, q_j) -
+    cos(t_i, t_j))` with `t_i` query i's matched target, averaged over the example's pairs, then
+    over the examples with two or more targets. queries and matched_targets `[b, M, d]`, mask
+    `[b, M]` (valid first). Zero when every pair is at least as far apart as its targets."""
+    q, t = F.normalize(queries.float(), dim=-1), F.normalize(matched_targets.float(), dim=-1)
+    excess = torch.relu(q @ q.transpose(1, 2) - t @ t.transpose(1, 2))
+    upper = torch.ones_like(excess[0], dtype=torch.bool).triu(1)
+    pairs = mask[:, :, None] & mask[:, None, :] & upper
+    per_pair = pairs.sum((1, 2))
+    several = per_pair > 0
+    if not bool(several.any()):
+        return excess.sum() * 0.0
+    per_example = (excess * pairs).sum((1, 2))[several] / per_pair[several]
+    return per_example.mean()
 
 
 def stop_loss(stop_logits: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:

@@ -73,6 +73,8 @@ class TrainConfig:
     single_target_step: bool = False  # multi-vector runs: an extra single-query step per iteration
     stop_weight: float = 0.0  # > 0: the stop head's loss (`loss.stop_loss`) joins the matched loss
     matched_loss: str = "mean"  # an example's matched terms: "mean" (the authors' code) or "sum" (Equation 2)
+    hard_negative_share: float = 0.0  # beyond the paper: share of negatives drawn from the data's mined ones
+    spread_weight: float = 0.0  # beyond the paper: weight of `loss.spread_penalty` (vectors as apart as targets)
 
     def __post_init__(self):
         if self.sampling not in SAMPLING_MODES:
@@ -82,6 +84,10 @@ class TrainConfig:
         for name in ("n_outputs", "steps", "batch_size", "eval_every", "checkpoint_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("hard_negative_share", "spread_weight"):
+            if not 0.0 <= getattr(self, name) <= (1.0 if name == "hard_negative_share" else float("inf")):
+                bound = "between 0 and 1" if name == "hard_negative_share" else ">= 0"
+                raise ValueError(f"{name} must be {bound}, got {getattr(self, name)}")
         if self.micro_batch_size < 0:
             raise ValueError(f"micro_batch_size must be >= 0 (0: the whole batch at once), got {self.micro_batch_size}")
 
@@ -191,10 +197,24 @@ def draw_batch(
     negative_ids = torch.randint(len(negative_pool), (batch, max_targets), generator=generator)
     # a pool kept in the shards' float16 is made float32 here, batch by batch
     negatives = negative_pool[negative_ids.to(negative_pool.device)].to(device, targets.dtype)
+    if config.hard_negative_share > 0:  # drawn only then: a run without them keeps the paper's draws
+        negatives = with_hard_negatives(negatives, data.hard_negatives(indices), config.hard_negative_share, generator)
     sample_mask = None
     if config.n_outputs > 1:
         sample_mask = (torch.rand(batch, max_targets - 1, generator=generator) < p).to(device)
     return Batch(indices, targets, mask, negatives, sample_mask)
+
+
+def with_hard_negatives(
+    negatives: torch.Tensor, hard: torch.Tensor, share: float, generator: torch.Generator
+) -> torch.Tensor:
+    """`negatives [B, M, d]` with each one replaced, with probability `share`, by one of its
+    example's mined hard negatives `hard [B, H, d]` drawn uniformly."""
+    batch, slots, _ = negatives.shape
+    swap = (torch.rand(batch, slots, generator=generator) < share).to(negatives.device)
+    pick = torch.randint(hard.shape[1], (batch, slots), generator=generator).to(hard.device)
+    mined = hard.gather(1, pick[..., None].expand(-1, -1, hard.shape[-1])).to(negatives.device, negatives.dtype)
+    return torch.where(swap[..., None], mined, negatives)
 
 
 def batch_loss(
@@ -216,7 +236,15 @@ def batch_loss(
     sample_mask = batch.sample_mask[rows]
     forbidden = fed_target_pairs(sample_mask, n, n) if config.exclude_fed_targets else None
     matched = lambda outputs: matched_info_nce(
-        outputs, targets, negatives, mask, config.temperature, forbidden, rows.start, config.matched_loss
+        outputs,
+        targets,
+        negatives,
+        mask,
+        config.temperature,
+        forbidden,
+        rows.start,
+        config.matched_loss,
+        config.spread_weight,
     )
     if config.stop_weight <= 0:
         return matched(model(prompt, n, targets[rows], sample_mask))

@@ -33,6 +33,13 @@ class PaddedTargetData:
     def targets(self, indices: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self.target_vectors[indices], self.mask[indices]
 
+    def hard_negatives(self, indices: torch.Tensor) -> torch.Tensor:
+        """Each example's mined hard negatives `[B, H, d]` (`MinedTextData`)."""
+        raise ValueError(
+            f"{type(self).__name__} holds no mined hard negatives: hard_negative_share > 0 needs MinedTextData "
+            "(amer_lib.data.hard_negatives)"
+        )
+
     def subset(self, indices: torch.Tensor):
         return type(self)(*(t[indices] for t in self._tensors()))
 
@@ -63,6 +70,17 @@ class TextData(PaddedTargetData):
 
     def prompt(self, model: AMERQueryEncoder, indices: torch.Tensor) -> Prompt:
         return token_prompt(model, self.input_ids[indices], self.attention_mask[indices])
+
+
+@dataclass
+class MinedTextData(TextData):
+    """`TextData` with each question's mined hard negatives `hard_vectors [N, H, d]`
+    (`amer_lib.data.hard_negatives`), beyond the paper."""
+
+    hard_vectors: torch.Tensor
+
+    def hard_negatives(self, indices: torch.Tensor) -> torch.Tensor:
+        return self.hard_vectors[indices]
 
 
 def token_prompt(model: AMERQueryEncoder, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> Prompt:

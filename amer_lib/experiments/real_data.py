@@ -77,7 +77,9 @@ def run_one(
     device = device or resolve_device(params.device)
     n_queries = context.n_queries(dataset, system)
     train_questions, val_questions = context.benchmark.training_split(dataset, seed)
-    data = context.text_data(train_questions + val_questions).to(device)
+    questions = train_questions + val_questions
+    mined = params.hard_negative_share > 0
+    data = (context.mined_text_data(questions, params.encoder) if mined else context.text_data(questions)).to(device)
     train_idx, val_idx = torch.arange(len(train_questions)), torch.arange(len(train_questions), len(data))
     model = build_query_encoder(params, seed, context.shards.dim, device)
     config = train_config(params, n_queries, seed, group_by_targets=True)

@@ -10,8 +10,10 @@ import torch
 from amer_lib.core.backbones import get_backbone, load_tokenizer
 from amer_lib.core.metrics import KS, K, evaluate, mean_pairwise_cosine, pad_clusters
 from amer_lib.core.model import AMERQueryEncoder
+from amer_lib.data import hard_negatives
 from amer_lib.data.benchmark import Benchmark
-from amer_lib.data.datasets import TextData, target_tensor
+from amer_lib.data.datasets import MinedTextData, TextData, target_tensor
+from amer_lib.data.encoders import DocumentEncoder
 from amer_lib.data.prompts import PromptTemplate
 from amer_lib.data.questions import MultiAnswerQuestion
 from amer_lib.io import git_commit, write_trec_run
@@ -73,6 +75,17 @@ class RunContext:
         ids, mask = self.prompt.tokenize(self.tokenizer, texts)
         targets, target_mask = target_tensor(questions, lambda docs: self.shards.rows(self.rows(docs)))
         return TextData(ids, mask, targets, target_mask)
+
+    def mined_text_data(self, questions: list[MultiAnswerQuestion], encoder: str) -> MinedTextData:
+        """`text_data` with each question's hard negatives mined by the off-the-shelf `encoder` (the
+        one that embedded the corpus), kept in the benchmark's folder for the runs after this one."""
+        corpus_encoder = self.shards.directory.name
+        if encoder != corpus_encoder:
+            raise ValueError(f"hard negatives are mined with the corpus encoder {corpus_encoder!r}, not {encoder!r}")
+        folder = self.benchmark.directory / "hard_negatives"
+        rows = hard_negatives.cached_mine(folder, questions, DocumentEncoder(encoder), self.shards)
+        hard = torch.from_numpy(self.shards.rows(rows.reshape(-1)).reshape(*rows.shape, -1))
+        return MinedTextData(*self.text_data(questions)._tensors(), hard)
 
     def query_vectors(
         self,

@@ -11,6 +11,7 @@ from amer_lib.core.loss import (
     info_nce,
     matched_info_nce,
     own_positive_block,
+    spread_penalty,
     stop_loss,
 )
 
@@ -177,3 +178,48 @@ def test_an_example_without_targets_is_named_by_its_batch_position():
     mask = torch.tensor([[True, True], [True, False], [False, False], [True, True]])
     with pytest.raises(ValueError, match=r"^examples at batch positions \[2\] have no targets$"):
         matched_info_nce(q, torch.randn(4, 2, 4), torch.randn(4, 2, 4), mask, first=1)
+
+
+def cosine(a, b):
+    return float(a @ b) / math.sqrt(float(a @ a) * float(b @ b))
+
+
+def test_spread_penalty_by_hand():
+    e1, e2, e3 = torch.eye(3)
+    # two queries on one line (cosine 1) for targets at right angles (cosine 0): 1 per pair
+    assert spread_penalty(torch.stack([e1, e1])[None], torch.stack([e1, e2])[None], torch.ones(1, 2, dtype=bool)) == 1
+    # queries farther apart than their targets cost nothing
+    assert spread_penalty(torch.stack([e1, -e1])[None], torch.stack([e1, e2])[None], torch.ones(1, 2, dtype=bool)) == 0
+    # three queries: pairs (0, 1) 1 - 0, (0, 2) 0 - 0.5 -> 0, (1, 2) 0 - 0.87 -> 0: mean 1/3; a padded
+    # fourth is left out
+    queries = torch.stack([e1, e1, e2, e1])[None]
+    targets = torch.stack([e1, e3, torch.tensor([0.5, 0.0, math.sqrt(0.75)]), e2])[None]
+    mask = torch.tensor([[True, True, True, False]])
+    assert spread_penalty(queries, targets, mask).item() == pytest.approx(1 / 3)
+    # an example with one target has no pair and does not dilute the mean
+    two = torch.cat([queries, torch.stack([e1, e1, e1, e1])[None]])
+    both = torch.cat([mask, torch.tensor([[True, False, False, False]])])
+    assert spread_penalty(two, torch.cat([targets, targets]), both).item() == pytest.approx(1 / 3)
+    assert spread_penalty(two[1:], targets, both[1:]).item() == 0
+
+
+def test_matched_loss_with_spread_adds_the_penalty_of_the_brute_force_matching():
+    torch.manual_seed(1)
+    batch, m, d, tau, weight = 3, 3, 5, 0.05, 0.7
+    q, p, n = torch.randn(batch, m, d), torch.randn(batch, m, d), torch.randn(batch, m, d)
+    mask = torch.ones(batch, m, dtype=torch.bool)
+    mask[2, 2:] = False
+    log_probs = own_positive_block(candidate_log_probs(q, p, n, mask, tau), m)
+    penalties = []
+    for b in range(batch):
+        count = int(mask[b].sum())
+        orders = itertools.permutations(range(count))
+        best = max(orders, key=lambda s: sum(float(log_probs[b, i, s[i]]) for i in range(count)))
+        pairs = [
+            max(0.0, cosine(q[b, i], q[b, j]) - cosine(p[b, best[i]], p[b, best[j]]))
+            for i in range(count)
+            for j in range(i + 1, count)
+        ]
+        penalties.append(sum(pairs) / len(pairs))
+    expected = brute_force_matched(q, p, n, mask, tau) + weight * sum(penalties) / batch
+    assert matched_info_nce(q, p, n, mask, tau, spread_weight=weight).item() == pytest.approx(expected, rel=1e-5)

@@ -368,3 +368,34 @@ def test_a_training_process_killed_with_sigkill_resumes_to_the_uninterrupted_end
         result = train(resumed, data, data, pool, config, run_dir=tmp_path / "b", progress=False)
     assert result.history == expected.history
     assert all(torch.equal(x, y) for x, y in zip(state(uninterrupted).values(), state(resumed).values()))
+
+
+def test_hard_negatives_replace_the_drawn_share_with_the_examples_own_mined_ones():
+    from amer_lib.core.train import with_hard_negatives
+
+    batch, slots, mined, dim = 400, 8, 5, 4
+    negatives = torch.zeros(batch, slots, dim)
+    hard = torch.arange(1, batch * mined + 1, dtype=torch.float).reshape(batch, mined, 1).expand(-1, -1, dim)
+    generator = torch.Generator().manual_seed(0)
+    assert torch.equal(with_hard_negatives(negatives, hard, 0.0, generator), negatives)
+    for share in (0.3, 1.0):
+        drawn = with_hard_negatives(negatives, hard, share, generator)[..., 0]
+        swapped = drawn > 0
+        assert abs(swapped.float().mean().item() - share) < 0.02  # 3200 draws: 4 standard errors at 0.3
+        example = ((drawn - 1) // mined).long()  # which example's list each mined value came from
+        rows = torch.arange(batch)[:, None].expand(-1, slots)
+        assert torch.equal(example[swapped], rows[swapped])
+        assert set(((drawn[swapped] - 1) % mined).long().tolist()) == set(range(mined))  # every mined one drawn
+
+
+def test_hard_negatives_need_data_that_holds_them_and_a_share_between_0_and_1():
+    from amer_lib.core.train import draw_batch
+
+    data, pool = make_problem()
+    config = TrainConfig(**{**TRAIN_CONFIG, "hard_negative_share": 0.5})
+    with pytest.raises(ValueError, match="VectorData holds no mined hard negatives"):
+        draw_batch(data, torch.arange(4), pool, config, 0.0, torch.Generator().manual_seed(0))
+    with pytest.raises(ValueError, match="hard_negative_share must be between 0 and 1, got 1.5"):
+        TrainConfig(**{**TRAIN_CONFIG, "hard_negative_share": 1.5})
+    with pytest.raises(ValueError, match="spread_weight must be >= 0, got -1"):
+        TrainConfig(**{**TRAIN_CONFIG, "spread_weight": -1.0})

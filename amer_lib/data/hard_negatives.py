@@ -1,0 +1,95 @@
+"""Hard negatives, beyond the paper (which trains with random corpus negatives only).
+
+For each training question, the documents the off-the-shelf encoder ranks highest for it that are
+not gold: the passages a retriever confuses with the answers. A compound question
+(`amer_lib.data.compound`) is searched whole and by each of its components, and the lists are
+interleaved round-robin, so every component contributes its own near misses. The training loop
+(`core.train.draw_batch`) swaps a share of each batch's random negatives for these.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from amer_lib.core.search import ShardedFlatIndex
+from amer_lib.data import compound
+from amer_lib.data.questions import MultiAnswerQuestion
+from amer_lib.io import atomic_path
+
+PER_QUESTION = 16  # mined negatives kept per question
+DEPTH = 100  # searched per query text: the gold documents (at most 8 answers here) leave more than enough
+
+
+def query_texts(question: MultiAnswerQuestion) -> list[str]:
+    """What is searched for a question: its text, then (a compound) each component's text."""
+    if compound.components_in(question.qid.partition(":")[0]) is None:
+        return [question.question]
+    by_qid = _components()
+    return [question.question, *(by_qid[qid].question for qid in compound.components_of(question))]
+
+
+@lru_cache(maxsize=1)
+def _components() -> dict[str, MultiAnswerQuestion]:
+    return compound.component_questions()
+
+
+def interleave(rankings: list[np.ndarray], gold: set[int], count: int) -> list[int]:
+    """The first `count` distinct rows of the rankings read round-robin (rank 1 of each list, then
+    rank 2, ...), gold rows and the padding row -1 left out."""
+    kept: list[int] = []
+    for rank in range(max(len(r) for r in rankings)):
+        for ranking in rankings:
+            row = int(ranking[rank]) if rank < len(ranking) else -1
+            if row >= 0 and row not in gold and row not in kept:
+                kept.append(row)
+                if len(kept) == count:
+                    return kept
+    return kept
+
+
+def mine(
+    questions: list[MultiAnswerQuestion],
+    encoder,
+    shards,
+    count: int = PER_QUESTION,
+    depth: int = DEPTH,
+    batch_size: int = 64,
+) -> np.ndarray:
+    """`[N, count]` corpus rows: each question's hardest non-gold documents for `encoder`
+    (`data.encoders.DocumentEncoder`) over `shards`, searched exactly."""
+    texts = [query_texts(q) for q in questions]
+    flat = [t for ts in texts for t in ts]
+    _, ranked = ShardedFlatIndex(shards).search(encoder.encode_queries(flat, batch_size), depth)
+    rows, cursor = np.empty((len(questions), count), dtype=np.int64), 0
+    for i, (question, ts) in enumerate(zip(questions, texts)):
+        gold = {shards.row_of[d] for docs in question.targets for d in docs if d in shards.row_of}
+        kept = interleave(list(ranked[cursor : cursor + len(ts)]), gold, count)
+        cursor += len(ts)
+        if len(kept) < count:
+            raise ValueError(
+                f"question {question.qid!r}: only {len(kept)} non-gold documents in the top {depth} "
+                f"of its {len(ts)} search(es), {count} wanted; search deeper"
+            )
+        rows[i] = kept
+    return rows
+
+
+def cached_mine(
+    folder: str | Path, questions: list[MultiAnswerQuestion], encoder, shards, count: int = PER_QUESTION
+) -> np.ndarray:
+    """`mine`, kept in `folder` under a name that hashes the questions, the encoder and `count`
+    (a benchmark's runs of several seeds mine once), written atomically."""
+    key = json.dumps([encoder.spec.name, count, DEPTH, [q.qid for q in questions]])
+    path = Path(folder) / f"{encoder.spec.name}_{hashlib.sha256(key.encode()).hexdigest()[:12]}.npy"
+    if path.exists():
+        return np.load(path)
+    rows = mine(questions, encoder, shards, count)
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as out:
+            np.save(out, rows)
+    return rows
