@@ -223,3 +223,13 @@ def test_matched_loss_with_spread_adds_the_penalty_of_the_brute_force_matching()
         penalties.append(sum(pairs) / len(pairs))
     expected = brute_force_matched(q, p, n, mask, tau) + weight * sum(penalties) / batch
     assert matched_info_nce(q, p, n, mask, tau, spread_weight=weight).item() == pytest.approx(expected, rel=1e-5)
+
+
+def test_two_ranks_shares_of_the_spread_loss_average_to_the_whole_batchs():
+    torch.manual_seed(2)
+    q, p, n = torch.randn(4, 3, 5), torch.randn(4, 3, 5), torch.randn(4, 3, 5)
+    mask = torch.ones(4, 3, dtype=torch.bool)
+    mask[1, 2:] = False
+    whole = matched_info_nce(q, p, n, mask, spread_weight=0.5)
+    shares = [matched_info_nce(q[r : r + 2], p, n, mask, first=r, spread_weight=0.5) for r in (0, 2)]
+    assert whole.item() == pytest.approx(sum(s.item() for s in shares) / 2, rel=1e-6)

@@ -161,6 +161,8 @@ def test_torchrun_trains_a_notebook04_run(tmp_path):
             "sampling": "scheduled",
             "exclude_fed_targets": True,
             "single_target_step": False,
+            "hard_negative_share": 0.0,
+            "spread_weight": 0.5,  # the penalty of each rank's own examples, read at their batch offset
             "eval_every": 1,
             "search_depth": 100,
             "bootstrap_resamples": 10,
