@@ -406,7 +406,8 @@ def _adamw(model: torch.nn.Module, config: TrainConfig):
         weight_decay=config.weight_decay,
         fused=_device_type(model) in ("cpu", "cuda"),
     )
-    return params, optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, config.lr_factor)
+    # a plain function, whose state LambdaLR does not save (a bound method's attributes it pickles)
+    return params, optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: config.lr_factor(step))
 
 
 def _resume(
