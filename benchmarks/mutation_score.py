@@ -1,7 +1,7 @@
 """Mutation score of the core modules: mutmut (from PyPI, not a dependency of amer_lib) mutates one
 module at a time in a copy of the committed tree and runs the module's own unit tests (`TESTS`)
 that call each mutated function (mutmut's per-function test map). Writes the counts per module and every surviving
-mutant's name to a JSON file; `studies/mutation_score.md` reads the survivors.
+mutant with its changed lines to a JSON file; `studies/mutation_score.md` reads the survivors.
 
     pip install mutmut==3.8.1
     python benchmarks/mutation_score.py --out benchmarks/mutation_score.json [--modules metrics merge]
@@ -75,6 +75,11 @@ def mutmut(tree: Path, *args: str) -> str:
     return done.stdout
 
 
+def changed_lines(diff: str) -> list[str]:
+    """The removed and added lines of `mutmut show`'s diff of one mutant (file headers left out)."""
+    return [line for line in diff.splitlines() if line[:1] in "-+" and line[:3] not in ("---", "+++")]
+
+
 def score(module: str) -> dict:
     """One module's counts and surviving mutants, from a fresh copy of HEAD."""
     with tempfile.TemporaryDirectory(prefix=f"mutation-{module}-") as scratch:
@@ -90,6 +95,7 @@ def score(module: str) -> dict:
         stats = json.loads((tree / "mutants" / "mutmut-cicd-stats.json").read_text())
         listing = mutmut(tree, "results")
         survivors = [line.split(":")[0].strip() for line in listing.splitlines() if line.strip().endswith("survived")]
+        changes = {name: changed_lines(mutmut(tree, "show", name)) for name in survivors}
         killed, survived = stats["killed"], stats["survived"]
         return {
             "killed": killed,
@@ -99,7 +105,7 @@ def score(module: str) -> dict:
             "total": stats["total"],
             "score": round(killed / (killed + survived), 4) if killed + survived else None,
             "seconds": round(time.time() - began, 1),
-            "survivors": survivors,
+            "survivors": changes,
         }
 
 
