@@ -13,7 +13,7 @@ import csv
 import json
 from pathlib import Path
 
-from amer_lib.io import write_text
+from amer_lib.io import PROVENANCE, write_text
 
 FIGURES = Path("figures")  # the command runs from the repository root, as every command shown does
 BEGIN, END = "<!-- begin verdicts (python -m amer_lib.report.results_page) -->", "<!-- end verdicts -->"
@@ -45,7 +45,8 @@ def _single_query(rows: list[dict]) -> str:
 
 def _amer_synthetic(rows: list[dict]) -> str:
     values = _mrecall10(rows, "linear", "amer") + _mrecall10(rows, "mlp", "amer")
-    return f"{min(values):.1f}-{max(values):.1f}% MRecall@10 in the six settings"
+    low, high = f"{min(values):.1f}", f"{max(values):.1f}"
+    return f"{low}% MRecall@10 in all six settings" if low == high else f"{low}-{high}% MRecall@10 in the six settings"
 
 
 def _table_row(rows: list[dict], system: str) -> str:
@@ -243,6 +244,7 @@ SECTIONS = [
         [
             "04_real_data/table2.md",
             "04_real_data/full_results_minilm.md",
+            "04_real_data/per_seed_minilm_wordnet_senses+wordnet_kinds.md",
             "04_real_data/learning_curves_minilm_wordnet_senses+wordnet_kinds.md",
         ],
         [
@@ -267,6 +269,7 @@ SECTIONS = [
         [
             ("06_diversity_analysis/figure5.png", "Figure 5: similarity among AMER's output vectors and among targets"),
             ("06_diversity_analysis/figure6.png", "Figure 6: same-question against random-pair target distance"),
+            ("06_diversity_analysis/similarity_and_gain.png", "AMER's gain against target similarity, by data source"),
         ],
     ),
     (
@@ -291,6 +294,7 @@ SECTIONS = [
             "04_real_data_compound/full_results_minilm.md",
             COMPOUND.replace(".csv", ".md"),
             f"04_real_data_compound/compound_vector_roles_{COMPOUND_RUNS}.md",
+            f"04_real_data_compound/per_seed_{COMPOUND_RUNS}.md",
             f"04_real_data_compound/learning_curves_{COMPOUND_RUNS}.md",
             *[
                 f"06_diversity_analysis_compound/{name}"
@@ -323,8 +327,13 @@ def provenance_table(figures: Path = FIGURES) -> str:
     """Each folder's `provenance.json`: the commit of the code that made it, the Makefile target, the
     CPU kernels' instruction set and threads, the wall time; above it, the one commit they share or
     a warning that they do not."""
-    rows, commits, cpus = [], set(), set()
-    for path in sorted(figures.glob("*/provenance.json")):
+    rows, commits, cpus, unrecorded = [], set(), set(), []
+    for folder in sorted(p for p in figures.iterdir() if p.is_dir()):
+        path = folder / PROVENANCE
+        if not path.exists():
+            unrecorded.append(folder.name)
+            rows.append(f"| `{folder.name}` | not recorded (made before provenance was kept) | | | |")
+            continue
         made = json.loads(path.read_text())
         commits.add(made["commit"])
         cpus.add(made["cpu"])
@@ -332,9 +341,14 @@ def provenance_table(figures: Path = FIGURES) -> str:
         isa = f"torch {kernels.get('torch', '?')}, FAISS {kernels.get('faiss', '?')}"
         minutes = "" if made.get("wall_seconds") is None else f"{made['wall_seconds'] / 60:.1f}"
         rows.append(f"| `{path.parent.name}` | `{made['command']}` | {isa} | {made['torch_threads']} | {minutes} |")
-    if not rows:
+    if not commits:
         return "No folder holds a `provenance.json`.\n"
-    if len(commits) == 1:
+    if unrecorded:
+        head = (
+            f"**{len(unrecorded)} folder(s) hold no `provenance.json`** ({', '.join(unrecorded)}); the others were "
+            f"made at commit(s) {', '.join(f'`{c}`' for c in sorted(commits))}:"
+        )
+    elif len(commits) == 1:
         [commit] = commits
         head = f"Every folder was made by the code at commit `{commit}`, on {' and '.join(sorted(cpus))}:"
     else:
