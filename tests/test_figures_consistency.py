@@ -63,3 +63,18 @@ def test_notebook06s_synthetic_gain_is_notebook02s_multi_setting(folder):
     for transform in ("linear", "mlp"):
         amer, single = (float(synthetic[transform, "multi", s]["mrecall@100"]) for s in ("amer", "single"))
         assert gains[f"synthetic, {transform}"] == pytest.approx(100 * (amer - single), abs=0.05)
+
+
+def test_the_compound_notebook07s_synthetic_task_is_notebook07s():
+    assert rows("07_beyond_compound/varying_task.csv") == rows("07_beyond/varying_task.csv")
+
+
+def test_the_compound_notebook07s_paper_system_is_the_compound_notebook04s_amer():
+    full = {r["Dataset"]: r for r in rows("04_real_data_compound/full_results_minilm.csv") if r["System"] == "AMER"}
+    paper = {
+        r["Dataset"]: r for r in rows("07_beyond_compound/beyond_real.csv") if "(paper), round-robin" in r["System"]
+    }
+    assert set(paper) == set(full) == {"compound_k1", "compound_k2", "compound_k3"}
+    for dataset, row in paper.items():
+        strip = lambda cell: cell.strip("*")  # noqa: E731
+        assert strip(row["Whole Set MRec@100"]) == strip(full[dataset]["Whole Set MRec@100"])

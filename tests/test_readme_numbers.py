@@ -495,6 +495,24 @@ def test_the_compound_prose_quotes_figures():
     outputs = " / ".join(diversity[f"compound_k{k}"]["output_cos_mean"] for k in (2, 3))
     targets = " / ".join(diversity[f"compound_k{k}"]["test_target_cos"] for k in (2, 3))
     assert f"{outputs} among AMER's vectors against {targets} among the test targets" in page
+    beyond = {(r["Dataset"], r["System"]): r for r in figure_rows("07_beyond_compound/beyond_real.csv")}
+    merges = {(r["Dataset"], r["System"]): r for r in figure_rows("07_beyond_compound/beyond_real_every_merge.csv")}
+    whole = lambda row: row["Whole Set MRec@100"].strip("*").split("±")[0]  # noqa: E731
+    ahead = lambda row: row["Whole Set MRec@100"].removeprefix("**").removesuffix("**").endswith("*")  # noqa: E731
+    paper = beyond["compound_k2", "n = 4 (paper), round-robin (paper)"]
+    head = beyond["compound_k2", "n = auto, stop head, round-robin (paper)"]
+    zmax = merges["compound_k2", "n = 4 (paper), z-score max (ranx)"]
+    told = beyond["compound_k2", "n = true m (oracle), round-robin (paper)"]
+    assert ahead(head) and ahead(zmax) and not ahead(paper)
+    assert f"at {head['Vectors']} vectors where questions have {told['Vectors']} answers" in page
+    assert f"reaches {whole(head)}% and ranx's z-score max fusion {whole(zmax)}% against the paper's system's" in page
+    assert f"system's {whole(paper)}%" in page
+    assert f"(n = 2: {whole(beyond['compound_k2', 'n = 2, round-robin (paper)'])}%)" in page
+    k3 = [r for table in (beyond, merges) for (d, _), r in table.items() if d == "compound_k3"]
+    assert not any(ahead(r) for r in k3)  # nothing beats it at k = 3
+    rule = beyond["compound_k1", "n = auto, similarity rule, coverage (xQuAD)"]
+    k1_paper = beyond["compound_k1", "n = 2 (paper), round-robin (paper)"]
+    assert f"coverage merge reaches {whole(rule)}% against {whole(k1_paper)}%" in page
 
 
 def test_the_search_cost_is_the_benchmarks():
