@@ -46,19 +46,24 @@ AMER_ONLY = {"spread_weight"}  # levers of the matched loss: single-query trains
 DATASETS = ("compound_k1", "compound_k2", "compound_k3")
 
 
+def amer_only(variant: str) -> bool:
+    """Whether a variant changes only AMER's loss (single-query and the oracle are today's)."""
+    changes = VARIANTS[variant]
+    return bool(changes) and set(changes) <= AMER_ONLY
+
+
 def params_of(variant: str, seeds: list[int], datasets: list[str]):
     """Notebook 04's config of a variant, its folders under `FOLDER` (absolute paths)."""
     from amer_lib.params import from_files
 
     changes = VARIANTS[variant]
-    amer_only = bool(changes) and set(changes) <= AMER_ONLY
     base = from_files(NOTEBOOK, RECIPE)
     folder = FOLDER / variant
     return base.replace(
         **changes,
         seeds=seeds,
         datasets=datasets,
-        systems=["amer"] if amer_only else ["single", "amer"],
+        systems=["amer"] if amer_only(variant) else ["single", "amer"],
         prepared_dir=str((NOTEBOOK.parent / base.prepared_dir).resolve()),
         results_dir=str(folder / "results"),
         runs_dir=str(folder / "runs"),
@@ -82,10 +87,6 @@ def made_runs(variant: str) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted(folder.glob("compound_k*_seed*.json"))] if folder.is_dir() else []
 
 
-def oracle_runs(variant: str) -> list[dict]:
-    return [r for r in made_runs(variant) if r["system"] == "decomposition_oracle"]
-
-
 def compare(variant: str, today: list[dict], n_resamples: int = 10_000) -> list[dict]:
     """Per dataset: the variant's AMER against today's (paired bootstrap on the seeds both have),
     with single-query and the oracle of the variant's own training (today's for an AMER-only lever)."""
@@ -93,8 +94,7 @@ def compare(variant: str, today: list[dict], n_resamples: int = 10_000) -> list[
     from amer_lib.experiments.real_data import ORACLE
 
     mine = made_runs(variant)
-    amer_only = bool(VARIANTS[variant]) and set(VARIANTS[variant]) <= AMER_ONLY
-    reference = today if amer_only else mine
+    reference = today if amer_only(variant) else mine
     rows = []
     for dataset in DATASETS:
         runs = {s: _by_seed(mine if s == "amer" else reference, dataset, s) for s in ("amer", "single", ORACLE)}
@@ -171,8 +171,7 @@ def main() -> None:
     os.chdir(NOTEBOOK.parent)  # as a notebook runs: the recipe's relative paths are from notebooks/
     for variant in args.variants:
         train(variant, args.seeds, args.datasets)
-        amer_only = bool(VARIANTS[variant]) and set(VARIANTS[variant]) <= AMER_ONLY
-        if not amer_only and "compound_k1" in args.datasets:
+        if not amer_only(variant) and "compound_k1" in args.datasets:
             with_oracle(variant, args.seeds)
     if args.report:
         report()

@@ -26,12 +26,13 @@ def param(
     choices: tuple | None = None,
     or_folder: bool = False,
     minimum: int | None = None,
+    maximum: int | None = None,
     may_be_empty: bool = False,
     run: bool = True,
 ):
     """A notebook parameter: its default (what the notebook's `parameters` cell shows, written
     from it by `amer_lib.params`), what it means (`help`, the cell's comment) and what a type
-    cannot say: `choices` and `minimum` apply to a list's elements; `or_folder`: a path (a value
+    cannot say: `choices`, `minimum` and `maximum` apply to a list's elements; `or_folder`: a path (a value
     with a `/`) is valid besides the choices; `may_be_empty`: [] is valid (it switches the step the
     list drives off); `run=False`: not part of the run key."""
     meta = {
@@ -39,6 +40,7 @@ def param(
         "choices": choices,
         "or_folder": or_folder,
         "minimum": minimum,
+        "maximum": maximum,
         "may_be_empty": may_be_empty,
         "run": run,
     }
@@ -168,7 +170,9 @@ def _check(name: str, value: Any, hint: Any, meta: typing.Mapping) -> None:
             raise ValueError(
                 f"invalid value {item!r} for parameter {name!r}; valid choices: {', '.join(map(str, choices))}{also}"
             )
-        minimum = meta.get("minimum")
+        minimum, maximum = meta.get("minimum"), meta.get("maximum")
+        if maximum is not None and (item > maximum or (minimum is not None and item < minimum)):
+            raise ValueError(f"parameter {name!r} must be between {minimum} and {maximum}, got {item!r}")
         if minimum is not None and item < minimum:
             raise ValueError(f"parameter {name!r} must be >= {minimum}, got {item!r}")
 

@@ -84,10 +84,10 @@ class TrainConfig:
         for name in ("n_outputs", "steps", "batch_size", "eval_every", "checkpoint_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("hard_negative_share", "spread_weight"):
-            if not 0.0 <= getattr(self, name) <= (1.0 if name == "hard_negative_share" else float("inf")):
-                bound = "between 0 and 1" if name == "hard_negative_share" else ">= 0"
-                raise ValueError(f"{name} must be {bound}, got {getattr(self, name)}")
+        if not 0.0 <= self.hard_negative_share <= 1.0:
+            raise ValueError(f"hard_negative_share must be between 0 and 1, got {self.hard_negative_share}")
+        if self.spread_weight < 0:
+            raise ValueError(f"spread_weight must be >= 0, got {self.spread_weight}")
         if self.micro_batch_size < 0:
             raise ValueError(f"micro_batch_size must be >= 0 (0: the whole batch at once), got {self.micro_batch_size}")
 

@@ -30,6 +30,7 @@ class RunContext:
 
     def __init__(self, benchmark: Benchmark, encoder: str, backbone: str):
         self.benchmark = benchmark
+        self.encoder = encoder
         self.shards = benchmark.embeddings(encoder)
         self.backbone = get_backbone(backbone)
         self.tokenizer = load_tokenizer(backbone)  # loaded once for training and retrieval
@@ -76,14 +77,11 @@ class RunContext:
         targets, target_mask = target_tensor(questions, lambda docs: self.shards.rows(self.rows(docs)))
         return TextData(ids, mask, targets, target_mask)
 
-    def mined_text_data(self, questions: list[MultiAnswerQuestion], encoder: str) -> MinedTextData:
-        """`text_data` with each question's hard negatives mined by the off-the-shelf `encoder` (the
-        one that embedded the corpus), kept in the benchmark's folder for the runs after this one."""
-        corpus_encoder = self.shards.directory.name
-        if encoder != corpus_encoder:
-            raise ValueError(f"hard negatives are mined with the corpus encoder {corpus_encoder!r}, not {encoder!r}")
+    def mined_text_data(self, questions: list[MultiAnswerQuestion]) -> MinedTextData:
+        """`text_data` with each question's hard negatives mined by the off-the-shelf encoder that
+        embedded the corpus, kept in the benchmark's folder for the runs after this one."""
         folder = self.benchmark.directory / "hard_negatives"
-        rows = hard_negatives.cached_mine(folder, questions, DocumentEncoder(encoder), self.shards)
+        rows = hard_negatives.cached_mine(folder, questions, DocumentEncoder(self.encoder), self.shards)
         hard = torch.from_numpy(self.shards.rows(rows.reshape(-1)).reshape(*rows.shape, -1))
         return MinedTextData(*self.text_data(questions)._tensors(), hard)
 

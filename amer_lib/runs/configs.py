@@ -238,11 +238,14 @@ class RealConfig(Config):
     )
     hard_negative_share: float = param(
         0.0,
+        minimum=0,
+        maximum=1,
         help="beyond the paper: share of the training negatives drawn from each question's mined hard negatives "
         "(amer_lib.data.hard_negatives); 0: the paper's random negatives",
     )
     spread_weight: float = param(
         0.0,
+        minimum=0,
         help="beyond the paper: weight of a penalty on query vectors closer to each other than their matched "
         "targets (amer_lib.core.loss.spread_penalty); 0: the paper's loss",
     )
@@ -274,10 +277,6 @@ class RealConfig(Config):
     def __post_init__(self):
         """Checked, then "auto" resolved: the config holds (and its runs are keyed by) what runs."""
         super().__post_init__()
-        if not 0.0 <= self.hard_negative_share <= 1.0:
-            raise ValueError(f"parameter 'hard_negative_share' must be between 0 and 1, got {self.hard_negative_share}")
-        if self.spread_weight < 0:
-            raise ValueError(f"parameter 'spread_weight' must be >= 0, got {self.spread_weight}")
         large = is_large_backbone(self.backbone) if "auto" in (self.finetune, self.mixed_precision) else False
         if self.finetune == "auto":
             object.__setattr__(self, "finetune", "lora" if large else "full")
