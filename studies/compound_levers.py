@@ -41,6 +41,7 @@ VARIANTS = {
     "hard_0.5": {"hard_negative_share": 0.5},
     "spread_1": {"spread_weight": 1.0},
     "spread_4": {"spread_weight": 4.0},
+    "fresh": {"train_compounds": 12_800},  # 400 steps x 32: no training compound seen twice
 }
 AMER_ONLY = {"spread_weight"}  # levers of the matched loss: single-query trains as today
 DATASETS = ("compound_k1", "compound_k2", "compound_k3")

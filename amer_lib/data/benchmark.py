@@ -13,7 +13,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+
 from amer_lib.core.train import split_train_validation
+from amer_lib.data import compound
 from amer_lib.data.corpus import Document, iter_documents
 from amer_lib.data.encoders import EmbeddingShards, encode_corpus
 from amer_lib.data.questions import (
@@ -56,16 +59,35 @@ class Benchmark:
                 f"{', '.join(self.datasets)} (prepare another with notebooks/03_real_data_prep.ipynb)"
             )
 
+    def check_compound(self, datasets: list[str]) -> None:
+        """Fail before any work when a dataset is not one of the compound benchmark's."""
+        self.check(datasets)
+        if self.manifest.get("recipe", {}).get("source") != "compound":
+            raise ValueError(
+                f"train_compounds > 0 redraws a compound benchmark's training compounds; {self.directory} holds "
+                f"{', '.join(self.datasets)}, not one (prepare it with params/03_real_data_prep/compound.yaml), "
+                "or set train_compounds to 0"
+            )
+
     def n_queries(self, dataset: str) -> int:
         """How many query vectors AMER generates for the dataset's questions."""
         self.check([dataset])
         return self.manifest["n_queries"][dataset]
 
-    def training_split(self, dataset: str, seed: int) -> tuple[list[MultiAnswerQuestion], list[MultiAnswerQuestion]]:
+    def training_split(
+        self, dataset: str, seed: int, compounds: int = 0
+    ) -> tuple[list[MultiAnswerQuestion], list[MultiAnswerQuestion]]:
         """The questions a run of `seed` trains on and those it validates on: the benchmark's own
         validation split where it has one (the compound benchmark's, made of components no training
-        compound uses), else 10% of the training questions drawn by the seed (the paper's 90/10)."""
+        compound uses), else 10% of the training questions drawn by the seed (the paper's 90/10).
+        With `compounds` > 0 (a compound benchmark only) the run trains on that many compounds drawn
+        by the seed from the training compounds' components (`compound.redrawn`)."""
+        if compounds:
+            self.check_compound([dataset])
         questions = self.questions(dataset, "train")
+        if compounds:
+            max_answers = self.manifest["recipe"]["max_answers"]
+            questions = compound.redrawn(questions, compounds, max_answers, np.random.default_rng(seed))
         if (self.directory / f"{dataset}_validation.jsonl").exists():
             return questions, self.questions(dataset, "validation")
         train_idx, val_idx = split_train_validation(len(questions), seed)

@@ -165,6 +165,22 @@ def sample_compounds(
     return compounds
 
 
+def redrawn(
+    questions: list[MultiAnswerQuestion], n: int, max_answers: int, rng: np.random.Generator
+) -> list[MultiAnswerQuestion]:
+    """`n` distinct compounds drawn afresh from the components `questions` (compounds of one k) are
+    made of, by `sample_compounds`: a run that draws as many as it trains on (steps x batch size)
+    sees no compound twice, where the prepared split repeats each of its compounds (beyond the
+    paper: its third direction, training data at a larger scale). k = 1 keeps `questions`: a
+    component alone has no other combination."""
+    k = len(components_of(questions[0]))
+    if k == 1:
+        return questions
+    by_qid = component_questions()
+    pool = [by_qid[qid] for qid in dict.fromkeys(c for q in questions for c in components_of(q))]
+    return sample_compounds(pool, k, n, max_answers, rng)
+
+
 def components_of(question: MultiAnswerQuestion) -> list[str]:
     """The component qids of a compound question, in its answers' order."""
     return question.qid.partition(":")[2].split(SEPARATOR)

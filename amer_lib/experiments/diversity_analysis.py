@@ -201,9 +201,9 @@ def gain_over_single(synthetic_params: SyntheticConfig, setting: str, real_param
 # test). Per-vector recall says whether the later vectors of the sequence carry their share.
 
 
-def trained_questions(context: RunContext, dataset: str, seed: int, limit: int) -> list:
+def trained_questions(params: RealConfig, context: RunContext, dataset: str, seed: int, limit: int) -> list:
     """The first `limit` questions a run of this seed trained on (its validation share left out)."""
-    return context.benchmark.training_split(dataset, seed)[0][:limit]
+    return context.benchmark.training_split(dataset, seed, params.train_compounds)[0][:limit]
 
 
 def retrieval_row(vectors: np.ndarray, index: ShardedFlatIndex, gold: np.ndarray, k: int = K) -> dict:
@@ -231,7 +231,7 @@ def seen_and_unseen(
         model = context.trained_encoder(params, dataset, system, seed, device)
         n_queries = context.n_queries(dataset, system)
         for split, questions in (
-            ("train", trained_questions(context, dataset, seed, limit)),
+            ("train", trained_questions(params, context, dataset, seed, limit)),
             ("test", context.benchmark.questions(dataset, "test")),
         ):
             vectors = context.query_vectors(model, questions, n_queries, device)

@@ -76,7 +76,7 @@ def run_one(
     context = RunContext.of(params, benchmark)
     device = device or resolve_device(params.device)
     n_queries = context.n_queries(dataset, system)
-    train_questions, val_questions = context.benchmark.training_split(dataset, seed)
+    train_questions, val_questions = context.benchmark.training_split(dataset, seed, params.train_compounds)
     questions = train_questions + val_questions
     mined = params.hard_negative_share > 0
     data = (context.mined_text_data(questions) if mined else context.text_data(questions)).to(device)
@@ -194,6 +194,8 @@ def run_all(params: RealConfig, progress: bool = True) -> list[dict]:
     preflight of the runs still to train."""
     benchmark = Benchmark(params.prepared_dir)
     benchmark.check(params.datasets)
+    if params.train_compounds:
+        benchmark.check_compound(params.datasets)
     cached = lambda *job: cached_result(*job, benchmark)
     jobs = [
         (params, dataset, system, seed)
@@ -504,8 +506,9 @@ def save_run(
     with the run's training data, steps, seed and test scores (and `facts`); `stop`: its stop
     head's settings (`core.saved.save_pretrained`)."""
     dataset, system, seed = run
+    trained_on = context.benchmark.training_split(dataset, seed, params.train_compounds)[0]
     card = {
-        "trained on": f"{dataset} ({len(context.benchmark.training_split(dataset, seed)[0])} questions)",
+        "trained on": f"{dataset} ({len(trained_on)} questions)",
         "system": system,
         "seed": seed,
         "steps": params.steps,

@@ -249,6 +249,12 @@ class RealConfig(Config):
         help="beyond the paper: weight of a penalty on query vectors closer to each other than their matched "
         "targets (amer_lib.core.loss.spread_penalty); 0: the paper's loss",
     )
+    train_compounds: int = param(
+        0,
+        minimum=0,
+        help="beyond the paper, compound benchmark only: train on this many compounds drawn afresh from the "
+        "training components (steps x batch_size: none seen twice); 0: the prepared training compounds",
+    )
     eval_every: int = param(100, minimum=1)
     search_depth: int = param(100, minimum=100)
     bootstrap_resamples: int = param(10000, minimum=1, run=False)

@@ -76,7 +76,32 @@ def test_the_compound_benchmark_keeps_training_and_test_components_apart(tmp_pat
         words = {component_word(by_qid[qid]) for qid in held}
         assert not any({component_word(by_qid[qid]) for qid in components_of(q)} & words for q in train)
         assert benchmark.training_split(dataset, seed=3) == (train, validation)  # the same for every seed
+        check_redrawn(benchmark, dataset, k, train, validation)
     assert len(corpus) == 4000  # the gold glosses and random others
+
+
+def check_redrawn(benchmark, dataset, k, train, validation):
+    """`train_compounds`: fresh compounds of the training compounds' own components, none twice."""
+    redrawn, held = benchmark.training_split(dataset, seed=3, compounds=500)
+    assert held == validation  # validation is never redrawn
+    if k == 1:
+        assert redrawn == train  # a component alone has no other combination
+        return
+    components = {qid for q in train for qid in components_of(q)}
+    assert len(redrawn) == 500 and len({q.qid for q in redrawn}) == 500 > len(train)
+    assert all(len(components_of(q)) == k and set(components_of(q)) <= components for q in redrawn)
+    assert all(len(q.answers) <= 8 for q in redrawn)
+    assert len({qid for q in redrawn for qid in components_of(q)}) > 0.9 * len(components)  # every part used
+    assert benchmark.training_split(dataset, seed=3, compounds=500)[0] == redrawn  # the seed fixes the draw
+    assert benchmark.training_split(dataset, seed=4, compounds=500)[0] != redrawn
+
+
+def test_redrawn_compounds_need_a_compound_benchmark(tmp_path):
+    from amer_lib.data.benchmark import Benchmark
+
+    (tmp_path / "manifest.json").write_text('{"datasets": ["wordnet_kinds"], "n_queries": {"wordnet_kinds": 5}}')
+    with pytest.raises(ValueError, match="train_compounds > 0 redraws a compound benchmark's training compounds"):
+        Benchmark(tmp_path).training_split("wordnet_kinds", seed=0, compounds=100)
 
 
 @pytest.mark.slow  # a small compound benchmark encoded, a model trained: about 40 s
