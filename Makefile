@@ -34,16 +34,18 @@ $(VENV)/.installed-%: pyproject.toml constraints.txt $(VENV)/.torch $(VENV)/.smo
 	$(PY) -m pip install -c constraints.txt -e ".[$*,cpu]"
 	touch $@
 
-# the tests marked slow (over ~20 s: the notebooks' papermill runs, a SmolLM2 resume) run in CI, which
-# calls `make test PYTEST_MARKERS=`; here `make test` takes about 4 minutes on 2 idle cores (benchmarks/make_test.md)
+# the tests marked slow (over 20 s: the notebooks' papermill runs, a SmolLM2 resume) run in CI, which
+# calls `make test PYTEST_MARKERS=`; the suite runs in PYTEST_WORKERS processes (pytest-xdist), a test
+# file each at a time, so a file's shared fixtures are built once (timings: benchmarks/make_test.md)
 PYTEST_MARKERS ?= not slow
+PYTEST_WORKERS ?= 2
 
 install: $(VENV)/.installed-notebooks
 
 test: $(VENV)/.installed-test
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
-	$(PY) -m pytest -q -m "$(PYTEST_MARKERS)"
+	$(PY) -m pytest -q -m "$(PYTEST_MARKERS)" -n $(PYTEST_WORKERS) --dist loadfile
 
 # The figure targets hold the CPU kernels to AVX2 and a notebook's own process to one thread
 # (amer_lib.io.KERNEL_VARIABLES says why), so that their numbers do not depend on the CPU's own best

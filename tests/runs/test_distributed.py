@@ -163,6 +163,7 @@ def test_torchrun_trains_a_notebook04_run(tmp_path):
             "single_target_step": False,
             "hard_negative_share": 0.0,
             "spread_weight": 0.5,  # the penalty of each rank's own examples, read at their batch offset
+            "train_compounds": 0,
             "eval_every": 1,
             "search_depth": 100,
             "bootstrap_resamples": 10,
