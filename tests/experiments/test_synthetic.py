@@ -27,6 +27,7 @@ def test_workers_reproduce_a_single_process_run(tmp_path):
         eval_every=2,
         n_train=100,
         corpus_size=1200,
+        settings=["ood"],  # one setting's two trained runs: what two workers split
         backbone_overrides={
             "hidden_size": 384,
             "intermediate_size": 1536,
@@ -42,9 +43,7 @@ def test_workers_reproduce_a_single_process_run(tmp_path):
     finally:
         torch.set_num_threads(threads)
     parallel = run_all(tiny_synthetic_params(tmp_path, 2).replace(**big), progress=False)
-    assert [(r["setting"], r["system"]) for r in parallel] == [
-        (s, m) for s in ("single", "ood") for m in ("single", "amer", "oracle")
-    ]
+    assert [(r["setting"], r["system"]) for r in parallel] == [("ood", m) for m in ("single", "amer", "oracle")]
     assert strip(parallel) == strip(serial)
 
 
