@@ -571,3 +571,11 @@ def test_the_mutation_study_quotes_the_harness_json():
         score = f"{100 * row['killed'] / (row['killed'] + row['survived']):.1f}%"
         assert f"| {module} | {row['total']} | {row['killed']} | {row['survived']} | {score} |" in study
         assert f"**{module} ({row['survived']}).**" in study
+
+
+def test_the_check_figures_time_is_the_measured_one():
+    """The README's minutes for `make check-figures` are benchmarks/check_figures.md's last seconds."""
+    measured = (ROOT / "benchmarks" / "check_figures.md").read_text()
+    last_row = [line for line in measured.splitlines() if line.startswith("| ") and line[2].isalnum()][-1]
+    seconds = int(last_row.split("|")[3].strip().removesuffix(" s"))
+    assert f"compared to the last digit ({round(seconds / 60)} min, shared cores)" in README
