@@ -579,3 +579,14 @@ def test_the_check_figures_time_is_the_measured_one():
     last_row = [line for line in measured.splitlines() if line.startswith("| ") and line[2].isalnum()][-1]
     seconds = int(last_row.split("|")[3].strip().removesuffix(" s"))
     assert f"compared to the last digit ({round(seconds / 60)} min, shared cores)" in README
+
+
+def test_the_own_data_commands_times_are_the_measured_ones():
+    """The README's times for its own-data commands are benchmarks/own_data_commands.md's."""
+    rows = [line.split("|") for line in (ROOT / "benchmarks" / "own_data_commands.md").read_text().splitlines()]
+    seconds = {
+        row[1].split()[2]: float(row[2]) for row in rows if len(row) > 3 and row[1].strip().startswith("`papermill")
+    }
+    text = " ".join(README.split())
+    assert f"prepare it ({round(seconds['notebooks/03_real_data_prep.ipynb'])} s on 2 idle cores)" in text
+    assert f"train single-query and AMER on it ({round(seconds['notebooks/04_real_data.ipynb'] / 60)} min;" in text
