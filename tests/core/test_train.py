@@ -400,3 +400,50 @@ def test_hard_negatives_need_data_that_holds_them_and_a_share_between_0_and_1():
         TrainConfig(**{**TRAIN_CONFIG, "hard_negative_share": 1.5})
     with pytest.raises(ValueError, match="spread_weight must be >= 0, got -1"):
         TrainConfig(**{**TRAIN_CONFIG, "spread_weight": -1.0})
+
+
+def test_the_optimizer_is_adamw_with_the_papers_betas_and_eps_under_the_warmup_and_decay():
+    """Three steps of the training's optimizer and schedule against torch's reference AdamW (neither
+    fused nor foreach) given the hand-written hyperparameters: lr 3e-3 times the factors 1/2, 1, 1
+    (a warmup of ceil(0.05 x 40) = 2 steps, then the decay from 38 / 38), betas (0.9, 0.98), eps
+    1e-6, weight decay 0.1 (not torch's defaults 1e-3, (0.9, 0.999), 1e-8, 0.01)."""
+    from amer_lib.core.train import _adamw
+
+    config = TrainConfig(**{**TRAIN_CONFIG, "steps": 40, "lr": 3e-3, "weight_decay": 0.1})
+    model, reference = make_model(), make_model()
+    params, optimizer, scheduler = _adamw(model, config)
+    before = [p.detach().clone() for p in params]
+    expected = [p for p in reference.parameters() if p.requires_grad]
+    hand = torch.optim.AdamW(expected, lr=3e-3, betas=(0.9, 0.98), eps=1e-6, weight_decay=0.1, foreach=False)
+    for step, factor in enumerate([0.5, 1.0, 1.0]):
+        for group in hand.param_groups:
+            group["lr"] = 3e-3 * factor
+        for i, (p, q) in enumerate(zip(params, expected)):
+            grad = 1e-3 * torch.sin(torch.arange(p.numel(), dtype=torch.float).reshape(p.shape) * (step + 1) + i)
+            p.grad, q.grad = grad.clone(), grad.clone()
+        optimizer.step()
+        scheduler.step()
+        hand.step()
+    assert len(params) == len(expected) and all(not torch.equal(p, b) for p, b in zip(params, before))
+    for p, q in zip(params, expected):
+        torch.testing.assert_close(p.detach(), q.detach(), rtol=1e-5, atol=1e-7)
+
+
+def test_each_validation_records_its_step_sampling_probability_learning_rate_and_metrics():
+    """The history by hand for 12 steps validated every 4: the step done; p of the step's index
+    (min(0.8, step / 12): 3/12, 7/12, then the cap); the learning rate after the step (a one-step
+    warmup, then 3e-3 x (12 - done) / 11); and what `evaluate` returned, called on the trained model."""
+    data, pool = make_problem()
+    config = TrainConfig(**{**TRAIN_CONFIG, "steps": 12, "eval_every": 4, "lr": 3e-3})
+    model, seen = make_model(), []
+
+    def evaluate(evaluated):
+        seen.append(evaluated)
+        return {"probe": float(len(seen))}
+
+    history = train(model, data, data, pool, config, evaluate=evaluate, progress=False).history
+    assert [set(h) for h in history] == [{"step", "train_loss", "val_loss", "p", "lr", "probe"}] * 3
+    assert [h["step"] for h in history] == [4, 8, 12]
+    assert [h["p"] for h in history] == pytest.approx([3 / 12, 7 / 12, 0.8])
+    assert [h["lr"] for h in history] == pytest.approx([3e-3 * 8 / 11, 3e-3 * 4 / 11, 0.0])
+    assert [h["probe"] for h in history] == [1.0, 2.0, 3.0] and all(m is model for m in seen)
