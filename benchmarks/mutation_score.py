@@ -28,7 +28,8 @@ TESTS = {
     "loss": ["tests/core/test_loss.py", "tests/core/test_stopping.py"],
     "metrics": ["tests/core/test_metrics.py", "tests/core/test_properties.py"],
     "merge": ["tests/core/test_merge.py", "tests/core/test_properties.py"],
-    "train": ["tests/core/test_train.py", "tests/runs/test_train_config.py"],
+    # micro-batches, gradient accumulation and autocast are tested beside the precision path
+    "train": ["tests/core/test_train.py", "tests/runs/test_train_config.py", "tests/core/test_precision_and_memory.py"],
     "model": ["tests/core/test_model.py", "tests/core/test_stopping.py"],
 }
 MODULES = tuple(TESTS)

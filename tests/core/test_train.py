@@ -387,6 +387,11 @@ def test_hard_negatives_replace_the_drawn_share_with_the_examples_own_mined_ones
         rows = torch.arange(batch)[:, None].expand(-1, slots)
         assert torch.equal(example[swapped], rows[swapped])
         assert set(((drawn[swapped] - 1) % mined).long().tolist()) == set(range(mined))  # every mined one drawn
+    draws = []
+    for global_seed in (0, 1):  # the draws are the step's generator's alone, whatever torch's global state
+        torch.manual_seed(global_seed)
+        draws.append(with_hard_negatives(negatives, hard, 0.5, torch.Generator().manual_seed(3)))
+    assert torch.equal(*draws)
 
 
 def test_hard_negatives_need_data_that_holds_them_and_a_share_between_0_and_1():
