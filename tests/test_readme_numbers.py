@@ -590,3 +590,23 @@ def test_the_own_data_commands_times_are_the_measured_ones():
     text = " ".join(README.split())
     assert f"prepare it ({round(seconds['notebooks/03_real_data_prep.ipynb'])} s on 2 idle cores)" in text
     assert f"train single-query and AMER on it ({round(seconds['notebooks/04_real_data.ipynb'] / 60)} min;" in text
+
+
+def test_the_lever_study_quotes_its_generated_table_and_json():
+    """studies/compound_levers.md holds the table `--report` wrote, whose AMER and single-query
+    cells and p values are studies/compound_levers.json's."""
+    import json
+
+    study = (ROOT / "studies" / "compound_levers.md").read_text()
+    table = (ROOT / "studies" / "compound_levers_table.md").read_text()
+    assert table in study
+    rows = {
+        (r["variant"], r["dataset"][-1]): r for r in json.loads((ROOT / "studies" / "compound_levers.json").read_text())
+    }
+    body = [line.strip("|").split("|") for line in table.splitlines()[2:]]
+    assert len(body) == len(rows)
+    for variant, k, _, single, amer, *_, p_ahead, _, _, _ in (map(str.strip, cells) for cells in body):
+        row = rows[(variant, k)]
+        assert amer == f"{row['amer_mean']:.2f}±{row['amer_std']:.2f}"
+        assert single == f"{row['single_mean']:.2f}±{row['single_std']:.2f}"
+        assert p_ahead == f"{row['p_ahead_of_today']:.4f}"
