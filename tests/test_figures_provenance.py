@@ -4,10 +4,11 @@ target, with the kernels the figure targets hold; every committed parameter file
 import json
 
 import pytest
+import yaml
 from conftest import ROOT
 
 from amer_lib.io import KERNEL_VARIABLES
-from amer_lib.params import from_files
+from amer_lib.params import CONFIGS, from_files
 
 FIGURES = ROOT / "figures"
 FOLDERS = sorted(p for p in FIGURES.iterdir() if p.is_dir())
@@ -39,4 +40,20 @@ def test_every_folder_names_one_clean_commit_a_makefile_target_and_the_figure_ke
 
 @pytest.mark.parametrize("path", sorted(FIGURES.glob("*/params*.yaml")), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_every_committed_parameter_file_loads_in_the_current_code(path):
-    from_files(ROOT / "notebooks" / f"{notebook_of(path.parent)}.ipynb", path)
+    """As papermill's `-f` reads it (over the defaults) and as notebooks 05-07 and `amer_lib.export`
+    read a notebook's written parameters (every key named; a parameter added later and off by default
+    reads as its default, `param(default_if_absent=True)`)."""
+    notebook = notebook_of(path.parent)
+    from_files(ROOT / "notebooks" / f"{notebook}.ipynb", path)
+    CONFIGS[notebook].from_yaml(path)
+
+
+def test_a_written_parameter_file_missing_a_parameter_that_shapes_runs_is_refused(tmp_path):
+    path = next(FIGURES.glob("04_real_data/params_*.yaml"))
+    values = yaml.safe_load(path.read_text())
+    del values["lr"]
+    values.pop("train_compounds", None)  # absent: its default
+    incomplete = tmp_path / "params.yaml"
+    incomplete.write_text(yaml.safe_dump(values))
+    with pytest.raises(KeyError, match=r"missing parameter\(s\) \['lr'\] for RealConfig"):
+        CONFIGS["04_real_data"].from_yaml(incomplete)

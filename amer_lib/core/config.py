@@ -29,12 +29,15 @@ def param(
     maximum: int | None = None,
     may_be_empty: bool = False,
     run: bool = True,
+    default_if_absent: bool = False,
 ):
     """A notebook parameter: its default (what the notebook's `parameters` cell shows, written
     from it by `amer_lib.params`), what it means (`help`, the cell's comment) and what a type
     cannot say: `choices`, `minimum` and `maximum` apply to a list's elements; `or_folder`: a path (a value
     with a `/`) is valid besides the choices; `may_be_empty`: [] is valid (it switches the step the
-    list drives off); `run=False`: not part of the run key."""
+    list drives off); `run=False`: not part of the run key; `default_if_absent`: a parameter added
+    later whose default computes what the code did before it, so a file written before it (a
+    committed figures folder's params.yaml) reads as its default instead of failing as incomplete."""
     meta = {
         "help": help,
         "choices": choices,
@@ -43,6 +46,7 @@ def param(
         "maximum": maximum,
         "may_be_empty": may_be_empty,
         "run": run,
+        "default_if_absent": default_if_absent,
     }
     if isinstance(default, (list, dict)):  # a fresh copy per config, as dataclasses require
         return dataclasses.field(default_factory=lambda: copy.deepcopy(default), metadata=meta)
@@ -83,6 +87,10 @@ class Config:
         return tuple(f.name for f in dataclasses.fields(cls) if not f.metadata.get("internal"))
 
     @classmethod
+    def _field(cls, name: str) -> dataclasses.Field:
+        return next(f for f in dataclasses.fields(cls) if f.name == name)
+
+    @classmethod
     def non_run_keys(cls) -> tuple[str, ...]:
         return tuple(f.name for f in dataclasses.fields(cls) if not f.metadata["run"])
 
@@ -94,7 +102,10 @@ class Config:
         unknown = sorted(set(values) - names)
         if unknown:
             raise KeyError(f"unknown parameter(s) {unknown}{where}; valid keys: {', '.join(cls.parameter_names())}")
-        missing = sorted(set(cls.parameter_names()) - set(values))
+        absent = set(cls.parameter_names()) - set(values)
+        later = {k: v for k, v in cls.defaults().items() if k in absent and cls._field(k).metadata["default_if_absent"]}
+        values = {**values, **later}
+        missing = sorted(absent - set(later))
         if missing:
             raise KeyError(f"missing parameter(s) {missing}{where}")
         return cls(**values)

@@ -238,6 +238,7 @@ class RealConfig(Config):
     )
     hard_negative_share: float = param(
         0.0,
+        default_if_absent=True,
         minimum=0,
         maximum=1,
         help="beyond the paper: share of the training negatives drawn from each question's mined hard negatives "
@@ -245,12 +246,14 @@ class RealConfig(Config):
     )
     spread_weight: float = param(
         0.0,
+        default_if_absent=True,
         minimum=0,
         help="beyond the paper: weight of a penalty on query vectors closer to each other than their matched "
         "targets (amer_lib.core.loss.spread_penalty); 0: the paper's loss",
     )
     train_compounds: int = param(
         0,
+        default_if_absent=True,
         minimum=0,
         help="beyond the paper, compound benchmark only: train on this many compounds drawn afresh from the "
         "training components (steps x batch_size: none seen twice); 0: the prepared training compounds",
