@@ -47,7 +47,8 @@ LEFT_ALONE = ("multiprocessing.resource_tracker",)  # ends with the pytest proce
 
 
 def pytest_configure(config):
-    os.environ[SESSION_MARK] = str(os.getpid())
+    if not hasattr(config, "workerinput"):  # a pytest-xdist worker keeps the mark of the run it serves
+        os.environ[SESSION_MARK] = str(os.getpid())
 
 
 def processes_started_by_the_suite() -> list:
@@ -68,8 +69,11 @@ def processes_started_by_the_suite() -> list:
 
 
 def pytest_sessionfinish(session, exitstatus):
+    """In the process that started the run (with pytest-xdist, after its workers are done)."""
     import psutil
 
+    if hasattr(session.config, "workerinput"):
+        return
     left = processes_started_by_the_suite()
     _, alive = psutil.wait_procs(left, timeout=10)  # a worker pool shutting down gets a moment
     if alive:

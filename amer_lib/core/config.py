@@ -87,10 +87,6 @@ class Config:
         return tuple(f.name for f in dataclasses.fields(cls) if not f.metadata.get("internal"))
 
     @classmethod
-    def _field(cls, name: str) -> dataclasses.Field:
-        return next(f for f in dataclasses.fields(cls) if f.name == name)
-
-    @classmethod
     def non_run_keys(cls) -> tuple[str, ...]:
         return tuple(f.name for f in dataclasses.fields(cls) if not f.metadata["run"])
 
@@ -103,9 +99,9 @@ class Config:
         if unknown:
             raise KeyError(f"unknown parameter(s) {unknown}{where}; valid keys: {', '.join(cls.parameter_names())}")
         absent = set(cls.parameter_names()) - set(values)
-        later = {k: v for k, v in cls.defaults().items() if k in absent and cls._field(k).metadata["default_if_absent"]}
-        values = {**values, **later}
-        missing = sorted(absent - set(later))
+        later = {f.name for f in dataclasses.fields(cls) if f.name in absent and f.metadata.get("default_if_absent")}
+        values = {**values, **{name: default for name, default in cls.defaults().items() if name in later}}
+        missing = sorted(absent - later)
         if missing:
             raise KeyError(f"missing parameter(s) {missing}{where}")
         return cls(**values)

@@ -82,16 +82,17 @@ class Benchmark:
         compound uses), else 10% of the training questions drawn by the seed (the paper's 90/10).
         With `compounds` > 0 (a compound benchmark only) the run trains on that many compounds drawn
         by the seed from the training compounds' components (`compound.redrawn`)."""
-        if compounds:
-            self.check_compound([dataset])
-        questions = self.questions(dataset, "train")
-        if compounds:
-            max_answers = self.manifest["recipe"]["max_answers"]
-            questions = compound.redrawn(questions, compounds, max_answers, np.random.default_rng(seed))
+        questions = self.redrawn_compounds(dataset, compounds, seed) if compounds else self.questions(dataset, "train")
         if (self.directory / f"{dataset}_validation.jsonl").exists():
             return questions, self.questions(dataset, "validation")
         train_idx, val_idx = split_train_validation(len(questions), seed)
         return [questions[i] for i in train_idx.tolist()], [questions[i] for i in val_idx.tolist()]
+
+    def redrawn_compounds(self, dataset: str, n: int, seed: int) -> list[MultiAnswerQuestion]:
+        """`n` training compounds drawn by `seed` from the components of `dataset`'s (`compound.redrawn`)."""
+        self.check_compound([dataset])
+        questions = self.questions(dataset, "train")
+        return compound.redrawn(questions, n, self.manifest["recipe"]["max_answers"], np.random.default_rng(seed))
 
     def questions(self, dataset: str, split: str) -> list[MultiAnswerQuestion]:
         if dataset not in self.datasets:
