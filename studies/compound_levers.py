@@ -2,20 +2,25 @@
 
 Each variant is notebook 04's compound recipe (params/04_real_data/compound.yaml, MiniLM, 400
 steps) with some parameters changed; it trains in its own results and runs folders, so variants
-never read each other's runs, and an interrupted variant resumes. Against today's recipe on the same
-seeds, per dataset: MRecall@100 mean and std over seeds, the paired bootstrap over test questions
-(seed-averaged per-question scores, one-sided: is the variant ahead?), AMER's share of the oracle's
-lead over single-query, and the training seconds per run.
+never read each other's runs, and an interrupted variant resumes. Against a baseline variant on the
+same seeds (today's recipe, or lr 1e-4 for a lever tried on top of that rate), per dataset:
+MRecall@100 mean and std over seeds, the paired bootstrap over test questions (seed-averaged
+per-question scores, one-sided: is the variant ahead?), AMER's share of the oracle's lead over
+single-query, and the training seconds per run.
 
 A lever that changes only AMER's loss (`AMER_ONLY`) trains only AMER and reads single-query and
-the oracle from today's runs; any other lever trains single-query too, so its oracle (the k = 1
-single-query model on each component) moves with it.
+the oracle from the variant without it (`reference`); any other lever trains single-query too, so
+its oracle (the k = 1 single-query model on each component) moves with it.
 
 From the repository root, after notebook 03 has prepared the compound benchmark
 (`make figures-compound`, or notebook 03 with params/03_real_data_prep/compound.yaml):
 
     .venv/bin/python studies/compound_levers.py --variants today lr_1e-4 --seeds 0
     .venv/bin/python studies/compound_levers.py --report   # studies/compound_levers.json, _table.md
+
+`--folder` and `--name` keep another study apart (its runs, its JSON and table), such as the one
+`benchmarks/device_compound_levers.py` runs on a lent GPU; `--set KEY=YAML` changes a parameter of
+every variant (workers, device), which the run key then records.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "04_real_data.ipynb"
@@ -42,25 +48,42 @@ VARIANTS = {
     "spread_1": {"spread_weight": 1.0},
     "spread_4": {"spread_weight": 4.0},
     "fresh": {"train_compounds": 12_800},  # 400 steps x 32: no training compound seen twice
+    # each lever at the rate carried forward (lr 1e-4), then all of them together
+    "lr_1e-4+fresh": {"lr": 1e-4, "train_compounds": 12_800},
+    "lr_1e-4+hard_0.5": {"lr": 1e-4, "hard_negative_share": 0.5},
+    "lr_1e-4+spread_1": {"lr": 1e-4, "spread_weight": 1.0},
+    "lr_1e-4+all": {"lr": 1e-4, "train_compounds": 12_800, "hard_negative_share": 0.5, "spread_weight": 1.0},
 }
-AMER_ONLY = {"spread_weight"}  # levers of the matched loss: single-query trains as today
+AMER_ONLY = {"spread_weight"}  # levers of the matched loss: single-query trains as without them
 DATASETS = ("compound_k1", "compound_k2", "compound_k3")
 
 
+def reference(variant: str) -> str:
+    """The variant whose single-query and oracle runs this one reports: itself, or for a lever of
+    AMER's loss alone, the variant without that lever."""
+    others = {k: v for k, v in VARIANTS[variant].items() if k not in AMER_ONLY}
+    return next((name for name, changes in VARIANTS.items() if changes == others), variant)
+
+
 def amer_only(variant: str) -> bool:
-    """Whether a variant changes only AMER's loss (single-query and the oracle are today's)."""
-    changes = VARIANTS[variant]
-    return bool(changes) and set(changes) <= AMER_ONLY
+    """Whether a variant trains AMER alone (its single-query and oracle are another variant's)."""
+    return reference(variant) != variant
 
 
-def params_of(variant: str, seeds: list[int], datasets: list[str]):
-    """Notebook 04's config of a variant, its folders under `FOLDER` (absolute paths)."""
+def baseline(variant: str) -> str:
+    """The variant whose AMER this one is tested against: lr 1e-4 for a lever tried at that rate."""
+    return "lr_1e-4" if variant.startswith("lr_1e-4+") else "today"
+
+
+def params_of(variant: str, seeds: list[int], datasets: list[str], folder: Path = FOLDER, overrides=None):
+    """Notebook 04's config of a variant, its folders under `folder` (absolute paths)."""
     from amer_lib.params import from_files
 
     changes = VARIANTS[variant]
     base = from_files(NOTEBOOK, RECIPE)
-    folder = FOLDER / variant
+    folder = folder / variant
     return base.replace(
+        **(overrides or {}),
         **changes,
         seeds=seeds,
         datasets=datasets,
@@ -72,39 +95,39 @@ def params_of(variant: str, seeds: list[int], datasets: list[str]):
     )
 
 
-def train(variant: str, seeds: list[int], datasets: list[str]) -> list[dict]:
+def train(variant: str, seeds: list[int], datasets: list[str], folder: Path = FOLDER, overrides=None) -> list[dict]:
     """The variant's runs (made, or read back when made before)."""
     from amer_lib.experiments.real_data import run_all
 
     started = time.time()
-    results = run_all(params_of(variant, seeds, datasets))
+    results = run_all(params_of(variant, seeds, datasets, folder, overrides))
     print(f"{variant}: {len(results)} runs in {time.time() - started:.0f} s", flush=True)
     return results
 
 
-def made_runs(variant: str) -> list[dict]:
+def made_runs(variant: str, folder: Path = FOLDER) -> list[dict]:
     """Every finished run of a variant, from its results folder."""
-    folder = FOLDER / variant / "results"
+    folder = folder / variant / "results"
     return [json.loads(p.read_text()) for p in sorted(folder.glob("compound_k*_seed*.json"))] if folder.is_dir() else []
 
 
-def compare(variant: str, today: list[dict], n_resamples: int = 10_000) -> list[dict]:
-    """Per dataset: the variant's AMER against today's (paired bootstrap on the seeds both have),
-    with single-query and the oracle of the variant's own training (today's for an AMER-only lever)."""
+def compare(variant: str, folder: Path = FOLDER, n_resamples: int = 10_000) -> list[dict]:
+    """Per dataset: the variant's AMER against its baseline's (paired bootstrap on the seeds both
+    have), with single-query and the oracle of its reference variant's training."""
     from amer_lib.core.metrics import paired_bootstrap
     from amer_lib.experiments.real_data import ORACLE
 
-    mine = made_runs(variant)
-    reference = today if amer_only(variant) else mine
+    mine, against = made_runs(variant, folder), made_runs(baseline(variant), folder)
+    others = made_runs(reference(variant), folder)
     rows = []
     for dataset in DATASETS:
-        runs = {s: _by_seed(mine if s == "amer" else reference, dataset, s) for s in ("amer", "single", ORACLE)}
-        base = _by_seed(today, dataset, "amer")
+        runs = {s: _by_seed(mine if s == "amer" else others, dataset, s) for s in ("amer", "single", ORACLE)}
+        base = _by_seed(against, dataset, "amer")
         seeds = sorted(set(runs["amer"]) & set(base))
         if not seeds:
             continue
         score = lambda by, seed: np.asarray(by[seed]["mrecall"], float)  # noqa: E731
-        row = {"variant": variant, "dataset": dataset, "seeds": seeds}
+        row = {"variant": variant, "dataset": dataset, "seeds": seeds, "against": baseline(variant)}
         for system, by in runs.items():
             if all(s in by for s in seeds):
                 values = [100 * score(by, s).mean() for s in seeds]
@@ -114,8 +137,8 @@ def compare(variant: str, today: list[dict], n_resamples: int = 10_000) -> list[
             np.mean([score(runs["amer"], s) for s in seeds], 0),
             n_resamples,
         )
-        row["today_amer_mean"] = float(np.mean([100 * score(base, s).mean() for s in seeds]))
-        row["p_ahead_of_today"], row["p_behind_today"] = test["p_value"], test["p_value_behind"]
+        row["against_amer_mean"] = float(np.mean([100 * score(base, s).mean() for s in seeds]))
+        row["p_ahead"], row["p_behind"] = test["p_value"], test["p_value_behind"]
         if f"{ORACLE}_mean" in row and "single_mean" in row:
             lead = row[f"{ORACLE}_mean"] - row["single_mean"]
             row["oracle_share"] = (row["amer_mean"] - row["single_mean"]) / lead if lead > 0 else float("nan")
@@ -128,36 +151,43 @@ def _by_seed(results: list[dict], dataset: str, system: str) -> dict[int, dict]:
     return {r["seed"]: r for r in results if r["dataset"] == dataset and r["system"] == system}
 
 
-def with_oracle(variant: str, seeds: list[int]) -> None:
+def with_oracle(variant: str, seeds: list[int], folder: Path = FOLDER, overrides=None) -> None:
     """The decomposition oracle's runs of a variant that trains single-query (its k = 1 model)."""
     from amer_lib.experiments.real_data import decomposition_oracle
 
-    params = params_of(variant, seeds, list(DATASETS))
+    params = params_of(variant, seeds, list(DATASETS), folder, overrides)
     for dataset in DATASETS[1:]:
         for seed in seeds:
             decomposition_oracle(params, dataset, seed)
 
 
-def report() -> None:
-    today = made_runs("today")
-    rows = [row for variant in VARIANTS for row in compare(variant, today) if made_runs(variant)]
-    (ROOT / "studies" / "compound_levers.json").write_text(json.dumps(rows, indent=1) + "\n")
+def report(folder: Path = FOLDER, name: str = "compound_levers") -> None:
+    rows = [row for variant in VARIANTS if made_runs(variant, folder) for row in compare(variant, folder)]
+    (ROOT / "studies" / f"{name}.json").write_text(json.dumps(rows, indent=1) + "\n")
     lines = [
-        "| variant | k | seeds | single-query | AMER | oracle | AMER today | p ahead | p behind | oracle share "
-        "| train s/run |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| variant | k | seeds | single-query | AMER | oracle | against | its AMER | p ahead | p behind "
+        "| oracle share | train s/run |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     cell = lambda row, name: f"{row[name + '_mean']:.2f}±{row[name + '_std']:.2f}" if name + "_mean" in row else "-"  # noqa: E731
     for r in rows:
         share = f"{100 * r['oracle_share']:.0f}%" if "oracle_share" in r else "-"
         lines.append(
             f"| {r['variant']} | {r['dataset'][-1]} | {','.join(map(str, r['seeds']))} | {cell(r, 'single')} | "
-            f"{cell(r, 'amer')} | {cell(r, 'decomposition_oracle')} | {r['today_amer_mean']:.2f} | "
-            f"{r['p_ahead_of_today']:.4f} | {r['p_behind_today']:.4f} | {share} | {r['train_seconds_per_run']:.0f} |"
+            f"{cell(r, 'amer')} | {cell(r, 'decomposition_oracle')} | {r['against']} | {r['against_amer_mean']:.2f} | "
+            f"{r['p_ahead']:.4f} | {r['p_behind']:.4f} | {share} | {r['train_seconds_per_run']:.0f} |"
         )
     table = "\n".join(lines)
-    (ROOT / "studies" / "compound_levers_table.md").write_text(table + "\n")
+    (ROOT / "studies" / f"{name}_table.md").write_text(table + "\n")
     print(table)
+
+
+def overrides_of(items: list[str]) -> dict:
+    """`KEY=YAML` items as parameters."""
+    bad = [item for item in items if "=" not in item]
+    if bad:
+        raise SystemExit(f"--set takes KEY=YAML, got {bad}")
+    return {key: yaml.safe_load(value) for key, value in (item.split("=", 1) for item in items)}
 
 
 def main() -> None:
@@ -165,17 +195,21 @@ def main() -> None:
     parser.add_argument("--variants", nargs="+", choices=tuple(VARIANTS), default=[])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--datasets", nargs="+", choices=DATASETS, default=list(DATASETS))
+    parser.add_argument("--folder", type=Path, default=FOLDER, help=f"where the runs live (default {FOLDER})")
+    parser.add_argument("--name", default="compound_levers", help="the report's file stem under studies/")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=YAML", help="a parameter of every variant")
     parser.add_argument(
-        "--report", action="store_true", help="write studies/compound_levers.json and _table.md, and print the table"
+        "--report", action="store_true", help="write studies/NAME.json and NAME_table.md, and print the table"
     )
     args = parser.parse_args()
+    folder, overrides = args.folder.resolve(), overrides_of(args.set)
     os.chdir(NOTEBOOK.parent)  # as a notebook runs: the recipe's relative paths are from notebooks/
     for variant in args.variants:
-        train(variant, args.seeds, args.datasets)
+        train(variant, args.seeds, args.datasets, folder, overrides)
         if not amer_only(variant) and "compound_k1" in args.datasets:
-            with_oracle(variant, args.seeds)
+            with_oracle(variant, args.seeds, folder, overrides)
     if args.report:
-        report()
+        report(folder, args.name)
 
 
 if __name__ == "__main__":

@@ -609,4 +609,4 @@ def test_the_lever_study_quotes_its_generated_table_and_json():
         row = rows[(variant, k)]
         assert amer == f"{row['amer_mean']:.2f}±{row['amer_std']:.2f}"
         assert single == f"{row['single_mean']:.2f}±{row['single_std']:.2f}"
-        assert p_ahead == f"{row['p_ahead_of_today']:.4f}"
+        assert p_ahead == f"{row['p_ahead']:.4f}"
