@@ -182,26 +182,31 @@ def encode(prepared: Path) -> float:
     return time.perf_counter() - started
 
 
-def study(variants: list[str], seeds: list[int], settings: list[str], budget: float, logs: Path) -> dict:
+def study(args, budget: float, logs: Path) -> dict:
     """Every variant's study in its own process, all at once, one seed after the other (so a
-    budget that runs out leaves whole seeds); those still going at `budget` seconds are stopped
-    (their finished runs stay)."""
+    budget that runs out leaves whole seeds), or with `--seed-processes` one process per variant
+    and seed; those still going at `budget` seconds are stopped (their finished runs stay)."""
     logs.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
+    options = ["--folder", str(FOLDER), "--datasets", *args.datasets]
+    options += [arg for item in args.set for arg in ("--set", item)]
+    command = lambda variant, seed: shlex.join(  # noqa: E731
+        [sys.executable, "studies/compound_levers.py", "--variants", variant, "--seeds", str(seed), *options]
+    )
+    groups = {
+        f"{variant}_seed{seed}" if args.seed_processes else variant: [command(variant, seed)]
+        if args.seed_processes
+        else [command(variant, s) for s in args.seeds]
+        for variant in args.variants
+        for seed in (args.seeds if args.seed_processes else args.seeds[:1])
+    }
     processes = {}
-    for variant in variants:
-        options = ["--folder", str(FOLDER)] + [arg for item in settings for arg in ("--set", item)]
-        commands = [
-            shlex.join(
-                [sys.executable, "studies/compound_levers.py", "--variants", variant, "--seeds", str(seed)] + options
-            )
-            for seed in seeds
-        ]
-        log = open(logs / f"{variant}.log", "w")
+    for name, commands in groups.items():
+        log = open(logs / f"{name}.log", "w")
         process = subprocess.Popen(
             " && ".join(commands), shell=True, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
-        processes[variant] = (process, log)
+        processes[name] = (process, log)
     ended = {}
     while len(ended) < len(processes) and time.perf_counter() - started < budget:
         for variant, (process, _) in processes.items():
@@ -235,13 +240,14 @@ def run(args) -> None:
     with tarfile.open(args.carry / "prepared_compound.tar.gz") as tar:
         tar.extractall(prepared.parent, filter="data")
     os.environ["PYTHONPATH"] = os.pathsep.join([str(SITE), str(ROOT), os.environ.get("PYTHONPATH", "")])
-    runpy.run_path(str(SITE / "sitecustomize.py"))  # this process too
+    sys.path.insert(0, str(SITE))  # the carried faiss, in this process too
+    runpy.run_path(str(SITE / "sitecustomize.py"))
 
     report["tokens_used"] = check_tokens(model_dir, args.carry, prepared)
     report["encode_seconds"] = round(encode(prepared), 1)
     report["setup_seconds"] = round(time.perf_counter() - began, 1)
     budget = args.budget - (time.perf_counter() - began)
-    report["variants"] = study(args.variants, args.seeds, args.set, budget, args.out / "logs")
+    report["variants"] = study(args, budget, args.out / "logs")
     report["wall_seconds"] = round(time.perf_counter() - began, 1)
     (args.out / "run.json").write_text(json.dumps(report, indent=1))
     with tarfile.open(args.out / "results.tar.gz", "w:gz") as tar:
@@ -259,6 +265,8 @@ def main() -> None:
     on_device = commands.add_parser("run", help="there: install, encode, run the study")
     on_device.add_argument("--variants", nargs="+", required=True)
     on_device.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    on_device.add_argument("--datasets", nargs="+", default=["compound_k1", "compound_k2", "compound_k3"])
+    on_device.add_argument("--seed-processes", action="store_true", help="one process per variant and seed")
     on_device.add_argument("--set", action="append", default=[], metavar="KEY=YAML")
     on_device.add_argument("--budget", type=float, required=True, help="seconds for the whole run, set-up included")
     on_device.add_argument("--carry", type=Path, default=CARRY)

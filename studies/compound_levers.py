@@ -111,9 +111,9 @@ def made_runs(variant: str, folder: Path = FOLDER) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted(folder.glob("compound_k*_seed*.json"))] if folder.is_dir() else []
 
 
-def compare(variant: str, folder: Path = FOLDER, n_resamples: int = 10_000) -> list[dict]:
+def compare(variant: str, folder: Path = FOLDER, only=None, n_resamples: int = 10_000) -> list[dict]:
     """Per dataset: the variant's AMER against its baseline's (paired bootstrap on the seeds both
-    have), with single-query and the oracle of its reference variant's training."""
+    have, within `only` if given), with single-query and the oracle of its reference variant's training."""
     from amer_lib.core.metrics import paired_bootstrap
     from amer_lib.experiments.real_data import ORACLE
 
@@ -123,7 +123,7 @@ def compare(variant: str, folder: Path = FOLDER, n_resamples: int = 10_000) -> l
     for dataset in DATASETS:
         runs = {s: _by_seed(mine if s == "amer" else others, dataset, s) for s in ("amer", "single", ORACLE)}
         base = _by_seed(against, dataset, "amer")
-        seeds = sorted(set(runs["amer"]) & set(base))
+        seeds = sorted(set(runs["amer"]) & set(base) & set(base if only is None else only))
         if not seeds:
             continue
         score = lambda by, seed: np.asarray(by[seed]["mrecall"], float)  # noqa: E731
@@ -161,8 +161,9 @@ def with_oracle(variant: str, seeds: list[int], folder: Path = FOLDER, overrides
             decomposition_oracle(params, dataset, seed)
 
 
-def report(folder: Path = FOLDER, name: str = "compound_levers") -> None:
-    rows = [row for variant in VARIANTS if made_runs(variant, folder) for row in compare(variant, folder)]
+def report(folder: Path = FOLDER, name: str = "compound_levers", only=None) -> None:
+    """studies/NAME.json and NAME_table.md from the runs under `folder` (the seeds in `only`, if given)."""
+    rows = [row for variant in VARIANTS if made_runs(variant, folder) for row in compare(variant, folder, only)]
     (ROOT / "studies" / f"{name}.json").write_text(json.dumps(rows, indent=1) + "\n")
     lines = [
         "| variant | k | seeds | single-query | AMER | oracle | against | its AMER | p ahead | p behind "
@@ -183,11 +184,19 @@ def report(folder: Path = FOLDER, name: str = "compound_levers") -> None:
 
 
 def overrides_of(items: list[str]) -> dict:
-    """`KEY=YAML` items as parameters."""
+    """`KEY=YAML` items as parameters (`lr=1e-4` a float, `datasets=[compound_k3]` a list)."""
     bad = [item for item in items if "=" not in item]
     if bad:
         raise SystemExit(f"--set takes KEY=YAML, got {bad}")
-    return {key: yaml.safe_load(value) for key, value in (item.split("=", 1) for item in items)}
+    return {key: _value(text) for key, text in (item.split("=", 1) for item in items)}
+
+
+def _value(text: str):
+    """A JSON value where the text is one (YAML 1.1 reads 1e-4 as a string), else YAML's."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return yaml.safe_load(text)
 
 
 def main() -> None:
@@ -198,6 +207,7 @@ def main() -> None:
     parser.add_argument("--folder", type=Path, default=FOLDER, help=f"where the runs live (default {FOLDER})")
     parser.add_argument("--name", default="compound_levers", help="the report's file stem under studies/")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=YAML", help="a parameter of every variant")
+    parser.add_argument("--report-seeds", action="store_true", help="the report reads only the runs of --seeds")
     parser.add_argument(
         "--report", action="store_true", help="write studies/NAME.json and NAME_table.md, and print the table"
     )
@@ -209,7 +219,7 @@ def main() -> None:
         if not amer_only(variant) and "compound_k1" in args.datasets:
             with_oracle(variant, args.seeds, folder, overrides)
     if args.report:
-        report(folder, args.name)
+        report(folder, args.name, args.seeds if args.report_seeds else None)
 
 
 if __name__ == "__main__":

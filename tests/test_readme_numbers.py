@@ -592,21 +592,46 @@ def test_the_own_data_commands_times_are_the_measured_ones():
     assert f"train single-query and AMER on it ({round(seconds['notebooks/04_real_data.ipynb'] / 60)} min;" in text
 
 
-def test_the_lever_study_quotes_its_generated_table_and_json():
-    """studies/compound_levers.md holds the table `--report` wrote, whose AMER and single-query
-    cells and p values are studies/compound_levers.json's."""
+@pytest.mark.parametrize("name", ["compound_levers", "compound_levers_gpu_seed0", "compound_levers_gpu"])
+def test_the_lever_study_quotes_its_generated_tables_and_json(name):
+    """Documentation check: studies/compound_levers.md holds each table `--report` wrote, whose
+    AMER and single-query cells and p values are the matching JSON's."""
     import json
 
     study = (ROOT / "studies" / "compound_levers.md").read_text()
-    table = (ROOT / "studies" / "compound_levers_table.md").read_text()
+    table = (ROOT / "studies" / f"{name}_table.md").read_text()
     assert table in study
-    rows = {
-        (r["variant"], r["dataset"][-1]): r for r in json.loads((ROOT / "studies" / "compound_levers.json").read_text())
-    }
+    rows = {(r["variant"], r["dataset"][-1]): r for r in json.loads((ROOT / "studies" / f"{name}.json").read_text())}
     body = [line.strip("|").split("|") for line in table.splitlines()[2:]]
     assert len(body) == len(rows)
     for variant, k, _, single, amer, *_, p_ahead, _, _, _ in (map(str.strip, cells) for cells in body):
         row = rows[(variant, k)]
         assert amer == f"{row['amer_mean']:.2f}±{row['amer_std']:.2f}"
-        assert single == f"{row['single_mean']:.2f}±{row['single_std']:.2f}"
+        assert single == (f"{row['single_mean']:.2f}±{row['single_std']:.2f}" if "single_mean" in row else "-")
         assert p_ahead == f"{row['p_ahead']:.4f}"
+
+
+def test_the_gpu_screen_prose_quotes_its_json():
+    """Documentation check: the GPU screen's headline numbers in studies/compound_levers.md are
+    studies/compound_levers_gpu*.json's (the spread penalty's k = 3 gain over three seeds, its k = 2
+    cost, today's seed 0)."""
+    import json
+
+    text = " ".join((ROOT / "studies" / "compound_levers.md").read_text().split())
+    every = {
+        (r["variant"], r["dataset"][-1]): r
+        for r in json.loads((ROOT / "studies" / "compound_levers_gpu.json").read_text())
+    }
+    seed0 = {
+        (r["variant"], r["dataset"][-1]): r
+        for r in json.loads((ROOT / "studies" / "compound_levers_gpu_seed0.json").read_text())
+    }
+    spread3, spread2 = every[("spread_1", "3")], every[("spread_1", "2")]
+    assert spread3["seeds"] == [0, 1, 2] and spread3["p_ahead"] < 1e-4
+    cell = lambda row: f"{row['amer_mean']:.2f} ± {row['amer_std']:.2f}"  # noqa: E731
+    assert f"AMER {cell(spread3)} against today's {cell(every[('today', '3')])}" in text
+    assert f"{cell(spread2)} against {cell(every[('today', '2')])}" in text
+    assert f"p = {spread2['p_behind']:.4f} that it is behind" in text
+    today = [seed0[("today", k)] for k in "123"]
+    assert "single-query " + " / ".join(f"{r['single_mean']:.2f}" for r in today) in text
+    assert "AMER " + " / ".join(f"{r['amer_mean']:.2f}" for r in today) in text

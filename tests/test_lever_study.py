@@ -1,0 +1,88 @@
+"""studies/compound_levers.py's bookkeeping: which variant's single-query and oracle a lever reports,
+which AMER it is tested against, the seeds a report reads; and the device script's pruned weights."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _module(path: str, name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+study = _module("studies/compound_levers.py", "compound_levers_study")
+
+
+def test_an_amer_only_lever_reads_the_variant_without_it():
+    assert study.reference("spread_1") == "today" and study.amer_only("spread_1")
+    assert study.reference("lr_1e-4+spread_1") == "lr_1e-4" and study.amer_only("lr_1e-4+spread_1")
+    # a lever of both systems trains its own single-query, alone or beside a loss lever
+    for variant in ("today", "lr_1e-4", "hard_0.5", "lr_1e-4+fresh", "lr_1e-4+all"):
+        assert study.reference(variant) == variant and not study.amer_only(variant)
+
+
+def test_a_lever_at_the_lower_rate_is_tested_against_that_rate():
+    assert study.baseline("lr_1e-4+hard_0.5") == "lr_1e-4"
+    assert study.baseline("lr_1e-4") == "today" and study.baseline("spread_1") == "today"
+
+
+def test_overrides_parse_as_yaml_and_refuse_a_bare_key():
+    given = ["workers=4", "device=cuda", "lr=1e-4", "datasets=[compound_k3]"]
+    assert study.overrides_of(given) == {"workers": 4, "device": "cuda", "lr": 1e-4, "datasets": ["compound_k3"]}
+    with pytest.raises(SystemExit, match="KEY=YAML"):
+        study.overrides_of(["workers"])
+
+
+def _run(folder: Path, variant: str, dataset: str, system: str, seed: int, scores: list[float]) -> None:
+    results = folder / variant / "results"
+    results.mkdir(parents=True, exist_ok=True)
+    record = dict(dataset=dataset, system=system, seed=seed, mrecall=scores, train_seconds=10.0)
+    (results / f"{dataset}_{system}_seed{seed}.json").write_text(json.dumps(record))
+
+
+def test_compare_reads_the_reference_and_the_seeds_asked(tmp_path):
+    """Hand-made runs: spread_1 (AMER only) reports today's single-query and oracle; its share is
+    (AMER - single) / (oracle - single) of the seed means; `only` drops a seed from every system."""
+    for seed, (single, amer, oracle, spread) in enumerate([(0.2, 0.4, 0.6, 0.5), (0.0, 0.2, 0.4, 0.4)]):
+        _run(tmp_path, "today", "compound_k2", "single", seed, [single] * 4)
+        _run(tmp_path, "today", "compound_k2", "amer", seed, [amer] * 4)
+        _run(tmp_path, "today", "compound_k2", "decomposition_oracle", seed, [oracle] * 4)
+        _run(tmp_path, "spread_1", "compound_k2", "amer", seed, [spread] * 4)
+    (row,) = study.compare("spread_1", tmp_path, n_resamples=200)
+    assert row["seeds"] == [0, 1] and row["against"] == "today"
+    assert row["single_mean"] == pytest.approx(10.0) and row["amer_mean"] == pytest.approx(45.0)
+    assert row["decomposition_oracle_mean"] == pytest.approx(50.0)
+    assert row["oracle_share"] == pytest.approx((45 - 10) / (50 - 10))
+    assert row["against_amer_mean"] == pytest.approx(30.0) and row["p_ahead"] < 0.01
+    (first,) = study.compare("spread_1", tmp_path, only=[0], n_resamples=200)
+    assert first["seeds"] == [0] and first["amer_mean"] == pytest.approx(50.0)
+    assert first["oracle_share"] == pytest.approx((50 - 20) / (60 - 20))
+
+
+def test_pruned_rows_are_those_no_text_uses():
+    """The device script keeps every token id a text of the benchmark produces (and the special
+    ones), so a pruned row is one no run reads."""
+    device = _module("benchmarks/device_compound_levers.py", "device_compound_levers")
+
+    class Tokenizer:  # ids by word, as a stand-in for MiniLM's WordPiece
+        all_special_ids = [0, 1]
+        vocabulary = {"what": 5, "does": 6, "mean": 7, "venue": 9}
+
+        def __call__(self, texts, add_special_tokens=True):
+            return {"input_ids": [[0, *(self.vocabulary[w] for w in t.split()), 1] for t in texts]}
+
+    kept = device.used_token_ids(Tokenizer(), ["what does venue mean", "venue"])
+    assert kept == {0, 1, 5, 6, 7, 9}
+    assert not np.isin([2, 3, 4, 8], sorted(kept)).any()
