@@ -29,15 +29,21 @@ TESTS = {
     "metrics": ["tests/core/test_metrics.py", "tests/core/test_properties.py"],
     "merge": ["tests/core/test_merge.py", "tests/core/test_properties.py"],
     # micro-batches, gradient accumulation and autocast are tested beside the precision path
-    "train": ["tests/core/test_train.py", "tests/runs/test_train_config.py", "tests/core/test_precision_and_memory.py"],
-    "model": ["tests/core/test_model.py", "tests/core/test_stopping.py"],
+    "train": [
+        "tests/core/test_train.py",
+        "tests/runs/test_train_config.py",
+        "tests/core/test_precision_and_memory.py",
+        "tests/core/test_stopping.py",  # fit_stop_head
+    ],
+    # the prefix-LM (MiniLM) and bfloat16 paths are tested beside the precision path
+    "model": ["tests/core/test_model.py", "tests/core/test_stopping.py", "tests/core/test_precision_and_memory.py"],
 }
 MODULES = tuple(TESTS)
 
 
-def committed_tree(destination: Path) -> None:
-    """The repository at HEAD (tracked files only) under `destination`."""
-    archive = subprocess.run(["git", "archive", "HEAD"], cwd=ROOT, capture_output=True, check=True).stdout
+def committed_tree(destination: Path, commit: str = "HEAD") -> None:
+    """The repository at `commit` (tracked files only) under `destination`."""
+    archive = subprocess.run(["git", "archive", commit], cwd=ROOT, capture_output=True, check=True).stdout
     destination.mkdir(parents=True)
     subprocess.run(["tar", "-x", "-C", str(destination)], input=archive, check=True)
 
@@ -81,12 +87,12 @@ def changed_lines(diff: str) -> list[str]:
     return [line for line in diff.splitlines() if line[:1] in "-+" and line[:3] not in ("---", "+++")]
 
 
-def score(module: str) -> dict:
-    """One module's counts and surviving mutants, from a fresh copy of HEAD."""
+def score(module: str, commit: str) -> dict:
+    """One module's counts and surviving mutants, from a fresh copy of `commit`."""
     with tempfile.TemporaryDirectory(prefix=f"mutation-{module}-") as scratch:
         tree = Path(scratch) / "tree"
         shared = ROOT.parent / "shared"
-        committed_tree(tree)
+        committed_tree(tree, commit)
         if shared.exists():
             os.symlink(shared, Path(scratch) / "shared")
         configure(tree, module)
@@ -117,12 +123,13 @@ def main() -> None:
     args = parser.parse_args()
     if shutil.which("git") is None:
         sys.exit("git is needed (the committed tree is what is mutated)")
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     from amer_lib.io import write_json
 
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
     for module in args.modules:
-        results[module] = {"commit": commit, **score(module)}
+        # the commit mutated, read when the module starts (the checkout may move on during a long run)
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+        results[module] = {"commit": commit, **score(module, commit)}
         row = results[module]
         print(
             f"{module}: {row['killed']} killed, {row['survived']} survived, {row['no_tests']} without tests, "

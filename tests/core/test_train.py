@@ -1,3 +1,5 @@
+import time
+
 import pytest
 import torch
 from stand_ins import DIM, TRAIN_CONFIG, make_model, make_problem, state
@@ -119,7 +121,8 @@ def test_corrupted_checkpoint_is_named(tmp_path):
 def test_checkpoint_of_another_configuration_is_refused(tmp_path):
     data, pool = make_problem()
     train(make_model(), data, data, pool, TrainConfig(**TRAIN_CONFIG), run_dir=tmp_path, progress=False)
-    with pytest.raises(CheckpointError, match="another configuration"):
+    # the message shows the configuration the checkpoint holds (lr 1e-3), not the one asked for
+    with pytest.raises(CheckpointError, match=r"another configuration \(\{.*'lr': 0\.001"):
         train(
             make_model(), data, data, pool, TrainConfig(**{**TRAIN_CONFIG, "lr": 0.1}), run_dir=tmp_path, progress=False
         )
@@ -452,3 +455,306 @@ def test_each_validation_records_its_step_sampling_probability_learning_rate_and
     assert [h["p"] for h in history] == pytest.approx([3 / 12, 7 / 12, 0.8])
     assert [h["lr"] for h in history] == pytest.approx([3e-3 * 8 / 11, 3e-3 * 4 / 11, 0.0])
     assert [h["probe"] for h in history] == [1.0, 2.0, 3.0] and all(m is model for m in seen)
+
+
+def _drawn_batch(config, p=0.5, seed=3):
+    from amer_lib.core.train import draw_batch
+
+    data, pool = make_problem()
+    indices = torch.arange(8)
+    return data, draw_batch(data, indices, pool, config, p, torch.Generator().manual_seed(seed))
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},
+        {"exclude_fed_targets": True},
+        {"matched_loss": "sum"},
+        {"spread_weight": 2.0},
+        {"stop_weight": 0.5},
+        {"exclude_fed_targets": True, "stop_weight": 0.5, "matched_loss": "sum", "spread_weight": 1.0},
+    ],
+)
+def test_a_batch_share_is_scored_by_the_matched_loss_of_its_settings(changes):
+    """`batch_loss` on examples 2-5 of an 8-example batch equals the matched InfoNCE composed by
+    hand from the config: the share's outputs (teacher-forced where the sample mask says), scored
+    against every candidate of the batch from row 2 on, fed targets forbidden when asked, the
+    reduction and spread weight passed, and the stop head's loss added with its weight."""
+    from amer_lib.core.loss import fed_target_pairs, matched_info_nce, stop_loss
+    from amer_lib.core.train import batch_loss
+
+    config = TrainConfig(**{**TRAIN_CONFIG, **changes})
+    data, batch = _drawn_batch(config)
+    assert bool(batch.sample_mask.any()) and not bool(batch.sample_mask.all())  # both feeds occur
+    torch.manual_seed(0)
+    model = AMERQueryEncoder(make_model().backbone, DIM, stop_head=True).eval()
+    rows = slice(2, 6)
+    n = batch.targets.shape[1]
+    prompt = data.prompt(model, batch.indices[rows])
+    outputs, stop_logits = model(prompt, n, batch.targets[rows], batch.sample_mask[rows], with_stop=True)
+    forbidden = fed_target_pairs(batch.sample_mask[rows], n, n) if config.exclude_fed_targets else None
+    expected = matched_info_nce(
+        outputs,
+        batch.targets,
+        batch.negatives,
+        batch.mask,
+        config.temperature,
+        forbidden,
+        first=2,
+        reduction=config.matched_loss,
+        spread_weight=config.spread_weight,
+    )
+    if config.stop_weight > 0:
+        expected = expected + config.stop_weight * stop_loss(stop_logits, batch.mask[rows].sum(-1))
+    assert torch.allclose(batch_loss(model, data, batch, rows, config), expected, atol=1e-6)
+
+
+def test_each_setting_of_the_batch_loss_changes_it():
+    """The settings above are not no-ops on this batch: each moves the loss away from the plain one
+    (so the equalities above could not hold for a loss that ignores them)."""
+    from amer_lib.core.train import batch_loss
+
+    torch.manual_seed(0)
+    model = AMERQueryEncoder(make_model().backbone, DIM, stop_head=True).eval()
+    base = TrainConfig(**TRAIN_CONFIG)
+    data, batch = _drawn_batch(base)
+    plain = batch_loss(model, data, batch, slice(2, 6), base)
+    for changes in (
+        {"exclude_fed_targets": True},
+        {"matched_loss": "sum"},
+        {"spread_weight": 2.0},
+        {"stop_weight": 0.5},
+    ):
+        changed = batch_loss(model, data, batch, slice(2, 6), TrainConfig(**{**TRAIN_CONFIG, **changes}))
+        assert not torch.isclose(changed, plain, atol=1e-4), changes
+    assert not torch.isclose(batch_loss(model, data, batch, slice(0, 4), base), plain, atol=1e-4)
+
+
+def test_the_single_query_loss_scores_the_first_target_against_the_whole_batch():
+    """n = 1: InfoNCE of the share's one output against its first (randomly ordered) target, with
+    the positives and negatives of the whole batch as candidates (hand-computed with a softmax)."""
+    import torch.nn.functional as F
+
+    from amer_lib.core.train import batch_loss
+
+    config = TrainConfig(**{**TRAIN_CONFIG, "n_outputs": 1})
+    data, batch = _drawn_batch(config)
+    model = make_model().eval()
+    rows = slice(2, 6)
+    query = F.normalize(model(data.prompt(model, batch.indices[rows]), 1)[:, 0], dim=-1)
+    candidates = F.normalize(torch.cat([batch.targets[:, 0], batch.negatives[:, 0]]), dim=-1)
+    log_probs = (query @ candidates.T / config.temperature).log_softmax(-1)
+    expected = -log_probs[torch.arange(4), torch.arange(2, 6)].mean()
+    assert torch.allclose(batch_loss(model, data, batch, rows, config), expected, atol=1e-5)
+
+
+class HardVectorData(VectorData):
+    """VectorData whose examples each have two mined hard negatives, far from everything drawn."""
+
+    def hard_negatives(self, indices):
+        return 100.0 + torch.stack([indices, indices + 0.5], dim=1)[..., None].float().expand(-1, -1, DIM)
+
+
+def test_a_drawn_batch_puts_each_examples_valid_targets_first_in_its_own_random_order():
+    from amer_lib.core.train import draw_batch
+
+    data, pool = make_problem()
+    config = TrainConfig(**TRAIN_CONFIG)
+    indices = torch.arange(16)
+    batch = draw_batch(data, indices, pool, config, 0.5, torch.Generator().manual_seed(0))
+    orders = set()
+    for row, example in enumerate(indices.tolist()):
+        count = int(data.mask[example].sum())
+        assert batch.mask[row].tolist() == [True] * count + [False] * (3 - count)
+        # each drawn target is one of the example's valid targets, each once
+        source = [
+            next(j for j in range(count) if torch.equal(batch.targets[row, i], data.target_vectors[example, j]))
+            for i in range(count)
+        ]
+        assert sorted(source) == list(range(count))
+        orders.add(tuple(source))
+    assert len(orders) > 2  # the examples are not all put in one order
+    assert batch.sample_mask.shape == (16, 2)
+    assert all(any(torch.equal(v, row) for row in pool) for v in batch.negatives.reshape(-1, DIM))
+
+
+def test_a_drawn_batch_mixes_the_examples_mined_negatives_in_at_their_share():
+    from amer_lib.core.train import draw_batch
+
+    data, pool = make_problem()
+    data = HardVectorData(data.inputs, data.target_vectors, data.mask)
+    config = TrainConfig(**{**TRAIN_CONFIG, "hard_negative_share": 0.5})
+    indices = torch.arange(8, 24)
+    batch = draw_batch(data, indices, pool, config, 0.5, torch.Generator().manual_seed(0))
+    mined = batch.negatives[..., 0] >= 100
+    assert 0 < int(mined.sum()) < mined.numel()
+    for row, example in enumerate(indices.tolist()):
+        for value in batch.negatives[row, :, 0][mined[row]].tolist():
+            assert value in (100.0 + example, 100.5 + example)  # its own example's
+
+
+def test_one_example_micro_batches_and_two_halves_add_up_to_the_batch():
+    """Micro-batches of one example each; and two halves of a batch return the whole batch's mean
+    loss, the halves weighted by their share (a loss summed unweighted would be twice it)."""
+    from amer_lib.core.train import accumulate_gradients, batch_loss, draw_batch, micro_batches
+
+    assert micro_batches(slice(0, 3), 1) == [slice(0, 1), slice(1, 2), slice(2, 3)]
+    data, pool = make_problem()
+    config = TrainConfig(**{**TRAIN_CONFIG, "micro_batch_size": 4})
+    batch = draw_batch(data, torch.arange(8), pool, config, 0.5, torch.Generator().manual_seed(1))
+    model = make_model().eval()
+    whole = batch_loss(model, data, batch, slice(0, 8), config)
+    assert torch.allclose(accumulate_gradients(model, data, batch, config), whole.detach(), atol=1e-6)
+
+
+def test_the_autocast_of_a_full_precision_run_is_off():
+    from amer_lib.core.train import _autocast
+
+    model, a = make_model(), torch.randn(4, 4)
+    with _autocast(model, TrainConfig(**TRAIN_CONFIG)):
+        assert (a @ a).dtype == torch.float32
+    with _autocast(model, TrainConfig(**{**TRAIN_CONFIG, "mixed_precision": True})):
+        assert (a @ a).dtype == torch.bfloat16
+
+
+def test_the_schedule_and_epoch_edges():
+    """Two steps with one of warm-up: full rate at both (the decay's denominator is one step);
+    an epoch smaller than a batch is one batch."""
+    from amer_lib.core.train import batches_per_epoch
+
+    config = TrainConfig(n_outputs=2, steps=2, batch_size=4, warmup=0.5)
+    assert [config.lr_factor(0), config.lr_factor(1)] == [1.0, 1.0]
+    assert [batches_per_epoch(10, 16), batches_per_epoch(40, 16)] == [1, 2]
+
+
+class RecordingData(VectorData):
+    """Records the examples of every `targets` call (a training step's batch)."""
+
+    def __init__(self, data):
+        super().__init__(data.inputs, data.target_vectors, data.mask)
+        self.calls = []
+
+    def targets(self, indices):
+        self.calls.append(indices.clone())
+        return super().targets(indices)
+
+
+@pytest.mark.parametrize("grouped", [True, False])
+def test_batches_grouped_by_target_count_hold_one_count(grouped):
+    data, pool = make_problem()
+    recording = RecordingData(data)
+    config = TrainConfig(**{**TRAIN_CONFIG, "steps": 6, "batch_size": 8, "group_by_targets": grouped})
+    train(make_model(), recording, data, pool, config, progress=False)
+    counts = [set(data.mask[call].sum(-1).tolist()) for call in recording.calls if len(call) == 8]
+    assert len(counts) == 6
+    assert all(len(c) == 1 for c in counts) == grouped  # ungrouped, some batch mixes 2 and 3 targets
+
+
+class FakeBar:
+    """Stands in for tqdm: keeps its settings and postfixes, iterates as the range it wraps."""
+
+    made = []
+
+    def __init__(self, iterable, **settings):
+        self.iterable, self.settings, self.postfixes = iterable, settings, []
+        FakeBar.made.append(self)
+
+    def __iter__(self):
+        return iter(self.iterable)
+
+    def set_postfix(self, **values):
+        self.postfixes.append(values)
+
+
+@pytest.mark.parametrize("progress", [True, False])
+def test_the_progress_bar_and_the_cost_announcement(monkeypatch, progress):
+    """The bar counts the run's steps under "train n=3" (hidden without progress), shows each
+    evaluation's losses and p, and after the second step the remaining steps' cost is announced
+    from that one timed step (only with progress)."""
+    import amer_lib.core.train as training
+
+    announced = []
+    monkeypatch.setattr(training, "tqdm", FakeBar)
+    monkeypatch.setattr(training, "announce_cost", lambda *args: announced.append(args))
+    FakeBar.made.clear()
+    data, pool = make_problem()
+    result = train(make_model(), data, data, pool, TrainConfig(**TRAIN_CONFIG), progress=progress)
+    (bar,) = FakeBar.made
+    assert bar.settings == dict(initial=0, total=12, disable=not progress, desc="train n=3", leave=False)
+    assert bar.postfixes == [
+        dict(loss=f"{h['train_loss']:.3f}", val=f"{h['val_loss']:.3f}", p=f"{h['p']:.2f}") for h in result.history
+    ]
+    if progress:
+        ((what, steps, seconds, remaining),) = announced
+        assert (what, steps, remaining) == ("training n=3", 1, 10) and 0 < seconds < result.seconds
+    else:
+        assert announced == []
+
+
+def test_the_run_time_is_kept_across_a_resume_and_only_a_resume_says_so(tmp_path, capsys):
+    """`seconds` is the run's training time (within the call's wall time); a run resumed after a
+    crash before its first evaluation (no best weights saved yet) carries the time before the crash
+    on, ends where an uninterrupted run ends, and only it prints where it resumed."""
+    data, pool = make_problem()
+    config = TrainConfig(**TRAIN_CONFIG)
+    began = time.perf_counter()
+    expected = train(make_model(), data, data, pool, config, run_dir=tmp_path / "a", progress=False)
+    assert 0 < expected.seconds <= time.perf_counter() - began
+    assert "resuming" not in capsys.readouterr().out
+    with pytest.raises(Crash):
+        train(
+            make_model(),
+            CrashingData(data, crash_at=3),
+            data,
+            pool,
+            config,
+            run_dir=tmp_path / "b",
+            progress=False,
+            checkpoint_seconds=0,
+        )
+    saved = torch.load(tmp_path / "b" / "checkpoint.pt", weights_only=True)
+    assert saved["step"] == 2 and not (tmp_path / "b" / "best.pt").exists() and saved["seconds"] > 0
+    torch.save({**saved, "seconds": 1000.0}, tmp_path / "b" / "checkpoint.pt")  # a long first sitting
+    resumed = make_model(seed=5)
+    began = time.perf_counter()
+    result = train(resumed, data, data, pool, config, run_dir=tmp_path / "b", progress=False, checkpoint_seconds=0)
+    assert 1000.0 < result.seconds <= 1000.0 + time.perf_counter() - began
+    assert f"resuming {tmp_path / 'b'} at step 2 of 12" in capsys.readouterr().out
+    assert result.history == expected.history
+
+
+@pytest.mark.parametrize("changes", [{"gradient_checkpointing": True}, {"single_target_step": True}])
+def test_a_run_is_the_same_whatever_the_global_random_state(changes):
+    """Gradient checkpointing recomputes activations without changing the step (the same weights as
+    without it, to rounding), and the extra single-query step draws from the run's own generators."""
+    data, pool = make_problem()
+    config = TrainConfig(**{**TRAIN_CONFIG, "steps": 4, **changes})
+    weights = []
+    for global_seed in (1, 2):
+        torch.manual_seed(global_seed)
+        model = make_model()
+        torch.manual_seed(global_seed)
+        train(model, data, data, pool, config, progress=False)
+        weights.append(state(model))
+    assert all(torch.equal(a, b) for a, b in zip(*(w.values() for w in weights)))
+    if "gradient_checkpointing" in changes:
+        plain = make_model()
+        train(plain, data, data, pool, TrainConfig(**{**TRAIN_CONFIG, "steps": 4}), progress=False)
+        assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(state(plain).values(), weights[0].values()))
+
+
+def test_the_validation_split_by_hand():
+    """10% of the questions, at least one, rounded half to even as Python rounds; the rest train;
+    the split is a seeded permutation, the same for a seed and another for another seed."""
+    from amer_lib.core.train import split_train_validation, steps_for_epochs, validation_size
+
+    assert [validation_size(n) for n in (100, 4, 15, 25)] == [10, 1, 2, 2]
+    assert validation_size(100, 0.25) == 25
+    train_part, validation = split_train_validation(20, seed=0)
+    assert len(validation) == 2 and sorted(torch.cat([train_part, validation]).tolist()) == list(range(20))
+    again, other = split_train_validation(20, seed=0), split_train_validation(20, seed=1)
+    assert torch.equal(again[1], validation) and not torch.equal(other[0], train_part)
+    assert len(split_train_validation(20, seed=0, fraction=0.5)[1]) == 10
+    # 100 questions: 90 train, 5 full batches of 16 an epoch; 20 questions: 18, under one batch of 32
+    assert [steps_for_epochs(2, 100, 16), steps_for_epochs(3, 20, 32)] == [10, 3]
