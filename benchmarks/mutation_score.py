@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -121,6 +122,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True, help="the JSON file to write (updated per module)")
     parser.add_argument("--modules", nargs="+", choices=MODULES, default=list(MODULES))
     args = parser.parse_args()
+    # stopped with SIGTERM: unwind, so the scratch trees are removed and mutmut is killed with its run
+    signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(128 + number))
     if shutil.which("git") is None:
         sys.exit("git is needed (the committed tree is what is mutated)")
     from amer_lib.io import write_json
