@@ -679,7 +679,8 @@ def test_the_progress_bar_and_the_cost_announcement(monkeypatch, progress):
     monkeypatch.setattr(training, "announce_cost", lambda *args: announced.append(args))
     FakeBar.made.clear()
     data, pool = make_problem()
-    result = train(make_model(), data, data, pool, TrainConfig(**TRAIN_CONFIG), progress=progress)
+    shown = {} if progress else {"progress": False}  # a bar unless told otherwise
+    result = train(make_model(), data, data, pool, TrainConfig(**TRAIN_CONFIG), **shown)
     (bar,) = FakeBar.made
     assert bar.settings == dict(initial=0, total=12, disable=not progress, desc="train n=3", leave=False)
     assert bar.postfixes == [
@@ -758,3 +759,27 @@ def test_the_validation_split_by_hand():
     assert len(split_train_validation(20, seed=0, fraction=0.5)[1]) == 10
     # 100 questions: 90 train, 5 full batches of 16 an epoch; 20 questions: 18, under one batch of 32
     assert [steps_for_epochs(2, 100, 16), steps_for_epochs(3, 20, 32)] == [10, 3]
+
+
+def test_a_float16_pool_gives_float32_negatives():
+    """Real corpora are float16 shards: the drawn negatives are made the targets' float32."""
+    from amer_lib.core.train import draw_batch
+
+    data, pool = make_problem()
+    batch = draw_batch(data, torch.arange(8), pool.half(), TrainConfig(**TRAIN_CONFIG), 0.5, torch.Generator())
+    assert batch.negatives.dtype == torch.float32
+
+
+@pytest.mark.parametrize("n_outputs", [1, 2])
+def test_the_single_target_step_is_for_multi_vector_runs_only(n_outputs):
+    """`single_target_step` adds a single-query step to a run of two or more vectors (its weights
+    move) and leaves a single-query run as it is."""
+    data, pool = make_problem()
+    weights = {}
+    for extra in (False, True):
+        model = make_model()
+        config = TrainConfig(**{**TRAIN_CONFIG, "n_outputs": n_outputs, "steps": 3, "single_target_step": extra})
+        train(model, data, data, pool, config, progress=False)
+        weights[extra] = state(model)
+    same = all(torch.equal(a, b) for a, b in zip(weights[False].values(), weights[True].values()))
+    assert same == (n_outputs == 1)
