@@ -276,3 +276,33 @@ def test_the_stop_logits_of_a_sampled_pass_are_read_from_its_hidden_states():
         generated, hidden = encoder.generate_with_states(prompt, 3)
     assert torch.allclose(outputs, generated, atol=1e-5)
     assert torch.allclose(logits, encoder.stop_head(hidden).squeeze(-1), atol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def tiny_prefix_encoder():
+    """A two-layer BERT of random weights run as a prefix LM, as MiniLM is (the offline backbone)."""
+    from transformers import BertConfig, BertModel
+
+    from amer_lib.core.backbones import PrefixLMBert
+    from amer_lib.core.model import AMERQueryEncoder
+
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=32, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32)
+    return AMERQueryEncoder(PrefixLMBert(BertModel(config, add_pooling_layer=False)), 12).eval()
+
+
+def test_a_prefix_lm_sees_its_whole_prompt_and_decodes_as_it_is_teacher_forced(tiny_prefix_encoder):
+    """On a left-padded batch of token prompts: generation with the KV cache equals recomputing
+    everything at each step and each row decoded alone; a teacher-forced pass fed the generated
+    vectors gives them back (no fed position sees a later one)."""
+    encoder = tiny_prefix_encoder
+    ids = torch.tensor([[1, 2, 3, 4, 5], [0, 0, 5, 6, 7]])
+    mask = torch.tensor([[1, 1, 1, 1, 1], [0, 0, 1, 1, 1]])
+    prompt = encoder.prompt_from_tokens(ids, mask)
+    cached = encoder.generate(prompt, 4)
+    assert torch.allclose(cached, encoder.generate(prompt, 4, use_cache=False), atol=1e-5)
+    alone = encoder.generate(encoder.prompt_from_tokens(ids[1:, 2:], mask[1:, 2:]), 4)
+    assert torch.allclose(cached[1], alone[0], atol=1e-5)
+    with torch.no_grad():
+        teacher_forced = encoder(prompt, 4, teacher_inputs=cached[:, :3])
+    assert torch.allclose(cached, teacher_forced, atol=1e-5)
