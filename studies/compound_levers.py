@@ -183,6 +183,30 @@ def report(folder: Path = FOLDER, name: str = "compound_levers", only=None) -> N
     print(table)
 
 
+def by_target_similarity(variant: str, folder: Path = FOLDER) -> list[dict]:
+    """Where a variant's AMER gains or loses against its baseline's: per dataset (k >= 2) and
+    quartile of the test questions' target similarity (the mean pairwise cosine of their answers'
+    documents, as the run files hold it), MRecall@100 averaged over the seeds both have."""
+    rows = []
+    for dataset in DATASETS[1:]:
+        mine = _by_seed(made_runs(variant, folder), dataset, "amer")
+        base = _by_seed(made_runs(baseline(variant), folder), dataset, "amer")
+        seeds = sorted(set(mine) & set(base))
+        if not seeds:
+            continue
+        similarity = np.asarray(base[seeds[0]]["target_similarity"], float)
+        edges = np.quantile(similarity, [0.25, 0.5, 0.75])
+        quartile = np.digitize(similarity, edges)
+        scores = {name: np.mean([by[s]["mrecall"] for s in seeds], 0) for name, by in (("amer", mine), ("base", base))}
+        for number in range(4):
+            chosen = quartile == number
+            row = {"variant": variant, "against": baseline(variant), "dataset": dataset, "seeds": seeds}
+            row |= {"quartile": number + 1, "questions": int(chosen.sum())}
+            row |= {f"{name}_mean": float(100 * values[chosen].mean()) for name, values in scores.items()}
+            rows.append(row)
+    return rows
+
+
 def overrides_of(items: list[str]) -> dict:
     """`KEY=YAML` items as parameters (`lr=1e-4` a float, `datasets=[compound_k3]` a list)."""
     bad = [item for item in items if "=" not in item]
@@ -207,6 +231,9 @@ def main() -> None:
     parser.add_argument("--folder", type=Path, default=FOLDER, help=f"where the runs live (default {FOLDER})")
     parser.add_argument("--name", default="compound_levers", help="the report's file stem under studies/")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=YAML", help="a parameter of every variant")
+    parser.add_argument(
+        "--quartiles", nargs="+", choices=tuple(VARIANTS), default=[], help="write studies/NAME_quartiles.json"
+    )
     parser.add_argument("--report-seeds", action="store_true", help="the report reads only the runs of --seeds")
     parser.add_argument(
         "--report", action="store_true", help="write studies/NAME.json and NAME_table.md, and print the table"
@@ -220,6 +247,12 @@ def main() -> None:
             with_oracle(variant, args.seeds, folder, overrides)
     if args.report:
         report(folder, args.name, args.seeds if args.report_seeds else None)
+    if args.quartiles:
+        rows = [row for variant in args.quartiles for row in by_target_similarity(variant, folder)]
+        (ROOT / "studies" / f"{args.name}_quartiles.json").write_text(json.dumps(rows, indent=1) + "\n")
+        for r in rows:
+            where = f"{r['variant']} k={r['dataset'][-1]} quartile {r['quartile']}"
+            print(f"{where}: {r['amer_mean']:.2f} against {r['base_mean']:.2f}")
 
 
 if __name__ == "__main__":

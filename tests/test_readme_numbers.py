@@ -635,3 +635,17 @@ def test_the_gpu_screen_prose_quotes_its_json():
     today = [seed0[("today", k)] for k in "123"]
     assert "single-query " + " / ".join(f"{r['single_mean']:.2f}" for r in today) in text
     assert "AMER " + " / ".join(f"{r['amer_mean']:.2f}" for r in today) in text
+
+
+def test_the_spread_penalty_quartiles_quoted_are_the_json():
+    """Documentation check: studies/compound_levers.md's quartile numbers for the spread penalty are
+    studies/compound_levers_gpu_quartiles.json's (the variant's AMER, then its baseline's)."""
+    import json
+
+    text = " ".join((ROOT / "studies" / "compound_levers.md").read_text().split())
+    rows = json.loads((ROOT / "studies" / "compound_levers_gpu_quartiles.json").read_text())
+    for k in "23":
+        mine = [r for r in rows if r["variant"] == "spread_1" and r["dataset"][-1] == k]
+        assert [r["quartile"] for r in mine] == [1, 2, 3, 4]
+        cells = lambda name: " / ".join(f"{r[name]:.2f}" for r in mine)  # noqa: E731
+        assert f"({cells('amer_mean')} against {cells('base_mean')}" in text
