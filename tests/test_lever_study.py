@@ -86,3 +86,20 @@ def test_pruned_rows_are_those_no_text_uses():
     kept = device.used_token_ids(Tokenizer(), ["what does venue mean", "venue"])
     assert kept == {0, 1, 5, 6, 7, 9}
     assert not np.isin([2, 3, 4, 8], sorted(kept)).any()
+
+
+def test_quartiles_of_target_similarity_by_hand(tmp_path):
+    """Eight questions of similarity 0..7: the quartiles hold two each; the variant finds every
+    answer of the four most similar, the baseline of the four least."""
+    for variant, scores in (("today", [1.0] * 4 + [0.0] * 4), ("spread_1", [0.0] * 4 + [1.0] * 4)):
+        _run(tmp_path, variant, "compound_k2", "amer", 0, scores)
+        path = tmp_path / variant / "results" / "compound_k2_amer_seed0.json"
+        record = json.loads(path.read_text())
+        path.write_text(json.dumps({**record, "target_similarity": [i / 10 for i in range(8)]}))
+    rows = study.by_target_similarity("spread_1", tmp_path)
+    assert [(r["quartile"], r["questions"], r["amer_mean"], r["base_mean"]) for r in rows] == [
+        (1, 2, 0.0, 100.0),
+        (2, 2, 0.0, 100.0),
+        (3, 2, 100.0, 0.0),
+        (4, 2, 100.0, 0.0),
+    ]
