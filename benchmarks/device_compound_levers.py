@@ -12,7 +12,8 @@ beyond the working tree travels packed in `.devcarry/` (ignored by git), made he
   the corpus with them (about 1e-3 relative rounding per weight), so the GPU study is compared
   with itself, never with the CPU study's digits;
 - the prepared compound benchmark without its embeddings (encoded there again, on the GPU);
-- the faiss-cpu wheel for that machine's Python 3.12, unpacked and xz-compressed (searches of a 30,000-document corpus).
+- the faiss-cpu wheel for that machine's Python 3.12, unpacked and xz-compressed (the searches of a
+  30,000-document corpus need no GPU build).
 
 Then, on the device (the `run` tool), from the repository root:
 
@@ -20,8 +21,8 @@ Then, on the device (the `run` tool), from the repository root:
 
 which installs the carried files under /tmp/site, encodes the corpus, starts every variant's study
 at once (each its own process with `workers` training processes) under one time budget, and
-writes the variants' results folders to `$OUT/results.tar.gz` and the log to `$OUT/run.json`. Read
-them back here with `studies/compound_levers.py --folder <unpacked>/compound_levers_gpu --name
+writes the finished runs' files (JSON; the TREC runs stay there) and the logs to
+`$OUT/results.tar.gz`, and what it did to `$OUT/run.json`. Read them back here with `studies/compound_levers.py --folder <unpacked>/compound_levers_gpu --name
 compound_levers_gpu --report`.
 """
 
