@@ -22,8 +22,8 @@ Then, on the device (the `run` tool), from the repository root:
 which installs the carried files under /tmp/site, encodes the corpus, starts every variant's study
 at once (each its own process with `workers` training processes) under one time budget, and
 writes the finished runs' files (JSON; the TREC runs stay there) and the logs to
-`$OUT/results.tar.gz`, and what it did to `$OUT/run.json`. Read them back here with `studies/compound_levers.py --folder <unpacked>/compound_levers_gpu --name
-compound_levers_gpu --report`.
+`$OUT/results.tar.gz`, and what it did to `$OUT/run.json`. Read them back here with
+`studies/compound_levers.py --folder <unpacked>/compound_levers_gpu --name compound_levers_gpu --report`.
 """
 
 from __future__ import annotations
