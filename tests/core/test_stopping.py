@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 import torch
 
 from amer_lib.core.backbones import load_backbone
@@ -55,3 +56,26 @@ def test_a_fitted_stop_head_reads_the_counts_and_leaves_the_encoder_as_it_was():
         assert torch.equal(weight, encoder.state_dict()[name]), name
     again = AMERQueryEncoder(load_backbone("tiny", config_overrides=dict(hidden_size=8, intermediate_size=16)), 4)
     assert fit_stop_head(again, hidden, counts, steps=300, lr=0.05) == losses  # the seed fixes the fit
+
+
+def test_the_default_stop_head_fit_is_full_batch_adamw_at_its_documented_rate():
+    """With its defaults (what notebook 07 uses): 500 full-batch AdamW steps on the stop loss at
+    lr 1e-2 and weight decay 1e-2 from a head seeded by 0, the same losses as that loop by hand."""
+    from amer_lib.core.loss import stop_loss
+
+    generator = torch.Generator().manual_seed(1)
+    counts = torch.randint(1, 4, (40,), generator=generator)
+    hidden = torch.randn(40, 3, 8, generator=generator)
+    encoder = AMERQueryEncoder(load_backbone("tiny", config_overrides=dict(hidden_size=8, intermediate_size=16)), 4)
+    losses = fit_stop_head(encoder, hidden, counts)
+    torch.manual_seed(0)
+    head = torch.nn.Linear(8, 1)
+    optimizer = torch.optim.AdamW(head.parameters(), lr=1e-2, weight_decay=1e-2)
+    expected = []
+    for _ in range(500):
+        loss = stop_loss(head(hidden).squeeze(-1), counts)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        expected.append(loss.item())
+    assert losses == pytest.approx(expected, rel=1e-5)

@@ -114,7 +114,22 @@ def test_single_query_training_runs_with_one_output_and_keeps_its_best_weights()
 def test_corrupted_checkpoint_is_named(tmp_path):
     data, pool = make_problem()
     (tmp_path / "checkpoint.pt").write_bytes(b"not a checkpoint")
-    with pytest.raises(CheckpointError, match=r"checkpoint .*checkpoint.pt is corrupted"):
+    with pytest.raises(
+        CheckpointError,
+        match=r"(?s)checkpoint .*checkpoint.pt is corrupted or unreadable \(UnpicklingError: .*\); "
+        "delete it to start the run again",
+    ):
+        train(make_model(), data, data, pool, TrainConfig(**TRAIN_CONFIG), run_dir=tmp_path, progress=False)
+
+
+class Pickled:
+    """Any object a weights-only load must refuse (a checkpoint may run code when unpickled)."""
+
+
+def test_a_checkpoint_holding_code_is_refused(tmp_path):
+    data, pool = make_problem()
+    torch.save({"step": 1, "payload": Pickled()}, tmp_path / "checkpoint.pt")
+    with pytest.raises(CheckpointError, match="corrupted or unreadable"):
         train(make_model(), data, data, pool, TrainConfig(**TRAIN_CONFIG), run_dir=tmp_path, progress=False)
 
 
@@ -674,21 +689,23 @@ def test_the_progress_bar_and_the_cost_announcement(monkeypatch, progress):
     from that one timed step (only with progress)."""
     import amer_lib.core.train as training
 
-    announced = []
+    announced, stepped = [], []
     monkeypatch.setattr(training, "tqdm", FakeBar)
-    monkeypatch.setattr(training, "announce_cost", lambda *args: announced.append(args))
+    monkeypatch.setattr(training, "announce_cost", lambda *args: announced.append((*args, time.perf_counter())))
     FakeBar.made.clear()
     data, pool = make_problem()
     shown = {} if progress else {"progress": False}  # a bar unless told otherwise
-    result = train(make_model(), data, data, pool, TrainConfig(**TRAIN_CONFIG), **shown)
+    on_step = lambda: stepped.append(time.perf_counter())  # noqa: E731
+    result = train(make_model(), data, data, pool, TrainConfig(**TRAIN_CONFIG), on_step=on_step, **shown)
     (bar,) = FakeBar.made
     assert bar.settings == dict(initial=0, total=12, disable=not progress, desc="train n=3", leave=False)
     assert bar.postfixes == [
         dict(loss=f"{h['train_loss']:.3f}", val=f"{h['val_loss']:.3f}", p=f"{h['p']:.2f}") for h in result.history
     ]
     if progress:
-        ((what, steps, seconds, remaining),) = announced
-        assert (what, steps, remaining) == ("training n=3", 1, 10) and 0 < seconds < result.seconds
+        ((what, steps, seconds, remaining, said_at),) = announced
+        assert (what, steps, remaining) == ("training n=3", 1, 10)
+        assert 0 < seconds <= said_at - stepped[0]  # the second step alone, timed after the first
     else:
         assert announced == []
 
@@ -703,6 +720,7 @@ def test_the_run_time_is_kept_across_a_resume_and_only_a_resume_says_so(tmp_path
     expected = train(make_model(), data, data, pool, config, run_dir=tmp_path / "a", progress=False)
     assert 0 < expected.seconds <= time.perf_counter() - began
     assert "resuming" not in capsys.readouterr().out
+    crashed_at = time.perf_counter()
     with pytest.raises(Crash):
         train(
             make_model(),
@@ -715,7 +733,8 @@ def test_the_run_time_is_kept_across_a_resume_and_only_a_resume_says_so(tmp_path
             checkpoint_seconds=0,
         )
     saved = torch.load(tmp_path / "b" / "checkpoint.pt", weights_only=True)
-    assert saved["step"] == 2 and not (tmp_path / "b" / "best.pt").exists() and saved["seconds"] > 0
+    assert saved["step"] == 2 and not (tmp_path / "b" / "best.pt").exists()
+    assert 0 < saved["seconds"] <= time.perf_counter() - crashed_at
     torch.save({**saved, "seconds": 1000.0}, tmp_path / "b" / "checkpoint.pt")  # a long first sitting
     resumed = make_model(seed=5)
     began = time.perf_counter()
