@@ -802,3 +802,77 @@ def test_the_single_target_step_is_for_multi_vector_runs_only(n_outputs):
         weights[extra] = state(model)
     same = all(torch.equal(a, b) for a, b in zip(weights[False].values(), weights[True].values()))
     assert same == (n_outputs == 1)
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"sampling": "greedy"}, "unknown sampling mode 'greedy'; valid: scheduled, teacher, predicted"),
+        ({"matched_loss": "max"}, "unknown matched_loss 'max'; valid: mean, sum"),
+        ({"steps": 0}, "steps must be >= 1, got 0"),
+        ({"hard_negative_share": 1.5}, "hard_negative_share must be between 0 and 1, got 1.5"),
+    ],
+)
+def test_a_bad_setting_is_named_with_its_value_and_the_valid_choices(changes, message):
+    with pytest.raises(ValueError) as raised:
+        TrainConfig(**{**TRAIN_CONFIG, **changes})
+    assert str(raised.value) == message
+    TrainConfig(**{**TRAIN_CONFIG, "hard_negative_share": 1.0})  # every negative mined is allowed
+
+
+def test_a_batch_that_does_not_share_among_the_ranks_is_refused(monkeypatch):
+    import amer_lib.core.train as training
+
+    monkeypatch.setattr(training.distributed, "rank_and_size", lambda: (0, 3))
+    data, pool = make_problem()
+    with pytest.raises(ValueError, match="^batch_size 16 must divide evenly among the 3 ranks$"):
+        train(make_model(), data, data, pool, TrainConfig(**TRAIN_CONFIG), progress=False)
+
+
+def test_of_tied_validation_losses_the_first_is_kept(monkeypatch):
+    """Every evaluation scores the same: the best step is the first evaluated (a later tie does not
+    replace it)."""
+    import amer_lib.core.train as training
+
+    monkeypatch.setattr(training, "validation_loss", lambda *args, **kwargs: 1.0)
+    data, pool = make_problem()
+    result = train(make_model(), data, data, pool, TrainConfig(**TRAIN_CONFIG), progress=False)
+    assert [h["step"] for h in result.history] == [4, 8, 12] and result.best_step == 4
+
+
+def test_weights_of_another_model_are_named_with_five_of_the_missing(tmp_path):
+    """A checkpoint whose weights belong to another model: the error names the checkpoint and
+    the first five missing weights (of more than five)."""
+    from amer_lib.core.train import load_trainable_state
+
+    model = make_model()
+    trained = sorted(name for name, p in model.named_parameters() if p.requires_grad)
+    assert len(trained) > 5
+    with pytest.raises(CheckpointError) as raised:
+        load_trainable_state(model, {"elsewhere.weight": torch.zeros(1)}, tmp_path / "checkpoint.pt")
+    message = str(raised.value)
+    assert message.startswith(f"{tmp_path / 'checkpoint.pt'} does not hold this model's trained weights")
+    assert f"missing {trained[:5]}, unexpected ['elsewhere.weight']" in message
+    data, pool = make_problem()
+    config = TrainConfig(**TRAIN_CONFIG)
+    saved = {"step": 4, "config": dict(config.__dict__), "model": {"elsewhere.weight": torch.zeros(1)}}
+    torch.save(saved, tmp_path / "checkpoint.pt")
+    with pytest.raises(CheckpointError, match=f"^{tmp_path / 'checkpoint.pt'} does not hold"):
+        train(make_model(), data, data, pool, config, run_dir=tmp_path, progress=False)
+
+
+def test_a_single_query_batch_has_no_sample_mask_and_mined_draws_use_the_run_generator():
+    from amer_lib.core.train import draw_batch
+
+    data, pool = make_problem()
+    single = draw_batch(
+        data, torch.arange(8), pool, TrainConfig(**{**TRAIN_CONFIG, "n_outputs": 1}), 0.5, torch.Generator()
+    )
+    assert single.sample_mask is None
+    data = HardVectorData(data.inputs, data.target_vectors, data.mask)
+    config = TrainConfig(**{**TRAIN_CONFIG, "hard_negative_share": 0.5})
+    draws = []
+    for global_seed in (1, 2):
+        torch.manual_seed(global_seed)
+        draws.append(draw_batch(data, torch.arange(16), pool, config, 0.5, torch.Generator().manual_seed(0)).negatives)
+    assert torch.equal(*draws)
