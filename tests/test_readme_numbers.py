@@ -592,7 +592,9 @@ def test_the_own_data_commands_times_are_the_measured_ones():
     assert f"train single-query and AMER on it ({round(seconds['notebooks/04_real_data.ipynb'] / 60)} min;" in text
 
 
-@pytest.mark.parametrize("name", ["compound_levers", "compound_levers_gpu_seed0", "compound_levers_gpu"])
+@pytest.mark.parametrize(
+    "name", ["compound_levers", "compound_levers_gpu_seed0", "compound_levers_gpu", "compound_levers_avx2"]
+)
 def test_the_lever_study_quotes_its_generated_tables_and_json(name):
     """Documentation check: studies/compound_levers.md holds each table `--report` wrote, whose
     AMER and single-query cells and p values are the matching JSON's."""
@@ -649,3 +651,30 @@ def test_the_spread_penalty_quartiles_quoted_are_the_json():
         assert [r["quartile"] for r in mine] == [1, 2, 3, 4]
         cells = lambda name: " / ".join(f"{r[name]:.2f}" for r in mine)  # noqa: E731
         assert f"({cells('amer_mean')} against {cells('base_mean')}" in text
+
+
+def test_the_spread_penalty_on_the_cpu_quotes_its_json():
+    """Documentation check: the CPU (figure kernels) numbers of the spread penalty in
+    studies/compound_levers.md are studies/compound_levers_avx2*.json's, and the study's today is
+    the committed figures' own runs (their summary's AMER and single-query means)."""
+    import json
+
+    text = " ".join((ROOT / "studies" / "compound_levers.md").read_text().split())
+    rows = {
+        (r["variant"], r["dataset"][-1]): r
+        for r in json.loads((ROOT / "studies" / "compound_levers_avx2.json").read_text())
+    }
+    cell = lambda row: f"{row['amer_mean']:.2f} ± {row['amer_std']:.2f}"  # noqa: E731
+    assert f"AMER {cell(rows[('spread_1', '3')])} against today's {cell(rows[('today', '3')])}" in text
+    assert f"{cell(rows[('spread_1', '2')])} against {cell(rows[('today', '2')])}" in text
+    assert rows[("spread_1", "3")]["seeds"] == rows[("spread_1", "2")]["seeds"] == [0, 1, 2]
+    summary = ROOT / "figures" / "04_real_data_compound" / "summary_minilm_compound_k1+compound_k2+compound_k3.json"
+    for figure in json.loads(summary.read_text()):
+        study = rows[("today", figure["dataset"][-1])]
+        assert study[f"{'amer' if figure['system'] == 'amer' else 'single'}_mean"] == pytest.approx(
+            figure["whole_mean"]
+        )
+    quartiles = json.loads((ROOT / "studies" / "compound_levers_avx2_quartiles.json").read_text())
+    mine = [r for r in quartiles if r["dataset"] == "compound_k3"]
+    cells = lambda name: " / ".join(f"{r[name]:.2f}" for r in mine)  # noqa: E731
+    assert f"{cells('amer_mean')} against {cells('base_mean')}" in text
