@@ -183,25 +183,27 @@ def encode(prepared: Path) -> float:
     return time.perf_counter() - started
 
 
+def _commands(args) -> dict[str, list[str]]:
+    """Each process to start, by name, with the study commands it runs one after the other."""
+    options = ["--folder", str(FOLDER), "--datasets", *args.datasets]
+    options += [arg for item in args.set for arg in ("--set", item)]
+
+    def command(variant: str, seed: int) -> str:
+        script = [sys.executable, "studies/compound_levers.py", "--variants", variant, "--seeds", str(seed)]
+        return shlex.join(script + options)
+
+    if args.seed_processes:
+        return {f"{v}_seed{s}": [command(v, s)] for v in args.variants for s in args.seeds}
+    return {v: [command(v, s) for s in args.seeds] for v in args.variants}
+
+
 def study(args, budget: float, logs: Path) -> dict:
     """Every variant's study in its own process, all at once, one seed after the other (so a
     budget that runs out leaves whole seeds), or with `--seed-processes` one process per variant
     and seed; those still going at `budget` seconds are stopped (their finished runs stay)."""
     logs.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    options = ["--folder", str(FOLDER), "--datasets", *args.datasets]
-    options += [arg for item in args.set for arg in ("--set", item)]
-    command = lambda variant, seed: shlex.join(  # noqa: E731
-        [sys.executable, "studies/compound_levers.py", "--variants", variant, "--seeds", str(seed), *options]
-    )
-    groups = {
-        f"{variant}_seed{seed}" if args.seed_processes else variant: [command(variant, seed)]
-        if args.seed_processes
-        else [command(variant, s) for s in args.seeds]
-        for variant in args.variants
-        for seed in (args.seeds if args.seed_processes else args.seeds[:1])
-    }
-    processes = {}
+    processes, groups = {}, _commands(args)
     for name, commands in groups.items():
         log = open(logs / f"{name}.log", "w")
         process = subprocess.Popen(

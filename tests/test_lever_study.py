@@ -103,3 +103,25 @@ def test_quartiles_of_target_similarity_by_hand(tmp_path):
         (3, 2, 100.0, 0.0),
         (4, 2, 100.0, 0.0),
     ]
+
+
+def test_the_device_run_chains_a_variants_seeds_or_starts_one_process_each():
+    """One process per variant running its seeds one after the other (a budget that ends leaves
+    whole seeds), or with --seed-processes one per variant and seed; every command carries the
+    run's folder, datasets and settings."""
+    import types
+
+    device = _module("benchmarks/device_compound_levers.py", "device_compound_levers")
+    args = types.SimpleNamespace(
+        variants=["today", "spread_1"], seeds=[1, 2], datasets=["compound_k3"], set=["workers=2"], seed_processes=False
+    )
+    chained = device._commands(args)
+    assert list(chained) == ["today", "spread_1"]
+    assert [c.split("--seeds ")[1][0] for c in chained["today"]] == ["1", "2"]
+    assert all(
+        c.endswith(f"--folder {device.FOLDER} --datasets compound_k3 --set workers=2")
+        for cs in chained.values()
+        for c in cs
+    )
+    args.seed_processes = True
+    assert list(device._commands(args)) == ["today_seed1", "today_seed2", "spread_1_seed1", "spread_1_seed2"]
