@@ -9,8 +9,8 @@ beyond the working tree travels packed in `.devcarry/` (ignored by git), made he
   zero, xz-compressed (the float32 file is 87 MiB, more than a call carries); `run` checks there
   that every token of every prepared question, document and compound template is a kept row, and
   widens the weights back to float32. The runs there start from these rounded weights and encode
-  the corpus with them (about 1e-3 relative rounding per weight), so the GPU study is compared
-  with itself, never with the CPU study's digits;
+  the corpus with them (float16 rounds each weight by at most 2^-11, about 5e-4, of itself), so
+  the GPU study is compared with itself, never with the CPU study's digits;
 - the prepared compound benchmark without its embeddings (encoded there again, on the GPU);
 - the faiss-cpu wheel for that machine's Python 3.12, unpacked and xz-compressed (the searches of a
   30,000-document corpus need no GPU build).
@@ -212,11 +212,11 @@ def study(args, budget: float, logs: Path) -> dict:
         processes[name] = (process, log)
     ended = {}
     while len(ended) < len(processes) and time.perf_counter() - started < budget:
-        for variant, (process, _) in processes.items():
-            if variant not in ended and process.poll() is not None:
-                ended[variant] = {"rc": process.returncode, "seconds": round(time.perf_counter() - started)}
+        for name, (process, _) in processes.items():
+            if name not in ended and process.poll() is not None:
+                ended[name] = {"rc": process.returncode, "seconds": round(time.perf_counter() - started)}
         time.sleep(2)
-    for variant, (process, log) in processes.items():
+    for name, (process, log) in processes.items():
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGTERM)
             try:
@@ -224,7 +224,7 @@ def study(args, budget: float, logs: Path) -> dict:
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
-            ended[variant] = {"rc": "stopped at the budget", "seconds": round(time.perf_counter() - started)}
+            ended[name] = {"rc": "stopped at the budget", "seconds": round(time.perf_counter() - started)}
         log.close()
     return ended
 
@@ -238,16 +238,15 @@ def run(args) -> None:
         "torch": torch.__version__,
     }
     model_dir = install(args.carry, SITE)
-    prepared = ROOT / "results" / "prepared" / "compound"
-    prepared.parent.mkdir(parents=True, exist_ok=True)
+    PREPARED.parent.mkdir(parents=True, exist_ok=True)
     with tarfile.open(args.carry / "prepared_compound.tar.gz") as tar:
-        tar.extractall(prepared.parent, filter="data")
+        tar.extractall(PREPARED.parent, filter="data")
     os.environ["PYTHONPATH"] = os.pathsep.join([str(SITE), str(ROOT), os.environ.get("PYTHONPATH", "")])
     sys.path.insert(0, str(SITE))  # the carried faiss, in this process too
     runpy.run_path(str(SITE / "sitecustomize.py"))
 
-    report["tokens_used"] = check_tokens(model_dir, args.carry, prepared)
-    report["encode_seconds"] = round(encode(prepared), 1)
+    report["tokens_used"] = check_tokens(model_dir, args.carry, PREPARED)
+    report["encode_seconds"] = round(encode(PREPARED), 1)
     report["setup_seconds"] = round(time.perf_counter() - began, 1)
     budget = args.budget - (time.perf_counter() - began)
     report["variants"] = study(args, budget, args.out / "logs")

@@ -42,7 +42,7 @@ TESTS = {
 MODULES = tuple(TESTS)
 
 
-def committed_tree(destination: Path, commit: str = "HEAD") -> None:
+def committed_tree(destination: Path, commit: str) -> None:
     """The repository at `commit` (tracked files only) under `destination`."""
     archive = subprocess.run(["git", "archive", commit], cwd=ROOT, capture_output=True, check=True).stdout
     destination.mkdir(parents=True)

@@ -105,25 +105,29 @@ def train(variant: str, seeds: list[int], datasets: list[str], folder: Path = FO
     return results
 
 
-def made_runs(variant: str, folder: Path = FOLDER) -> list[dict]:
-    """Every finished run of a variant, from its results folder."""
-    folder = folder / variant / "results"
-    return [json.loads(p.read_text()) for p in sorted(folder.glob("compound_k*_seed*.json"))] if folder.is_dir() else []
+def made_runs(folder: Path = FOLDER) -> dict[str, list[dict]]:
+    """Every finished run under `folder`, by variant (read once; a variant without runs is left out)."""
+    runs = {}
+    for variant in VARIANTS:
+        results = folder / variant / "results"
+        if results.is_dir() and (found := sorted(results.glob("compound_k*_seed*.json"))):
+            runs[variant] = [json.loads(path.read_text()) for path in found]
+    return runs
 
 
-def compare(variant: str, folder: Path = FOLDER, only=None, n_resamples: int = 10_000) -> list[dict]:
+def compare(variant: str, made: dict[str, list[dict]], only=None, n_resamples: int = 10_000) -> list[dict]:
     """Per dataset: the variant's AMER against its baseline's (paired bootstrap on the seeds both
-    have, within `only` if given), with single-query and the oracle of its reference variant's training."""
+    have, within `only` if given), with single-query and the oracle of its reference variant's
+    training; `made` is `made_runs`."""
     from amer_lib.core.metrics import paired_bootstrap
     from amer_lib.experiments.real_data import ORACLE
 
-    mine, against = made_runs(variant, folder), made_runs(baseline(variant), folder)
-    others = made_runs(reference(variant), folder)
+    mine, against, others = (made.get(name, []) for name in (variant, baseline(variant), reference(variant)))
     rows = []
     for dataset in DATASETS:
         runs = {s: _by_seed(mine if s == "amer" else others, dataset, s) for s in ("amer", "single", ORACLE)}
         base = _by_seed(against, dataset, "amer")
-        seeds = sorted(set(runs["amer"]) & set(base) & set(base if only is None else only))
+        seeds = [s for s in sorted(set(runs["amer"]) & set(base)) if only is None or s in only]
         if not seeds:
             continue
         score = lambda by, seed: np.asarray(by[seed]["mrecall"], float)  # noqa: E731
@@ -163,7 +167,8 @@ def with_oracle(variant: str, seeds: list[int], folder: Path = FOLDER, overrides
 
 def report(folder: Path = FOLDER, name: str = "compound_levers", only=None) -> None:
     """studies/NAME.json and NAME_table.md from the runs under `folder` (the seeds in `only`, if given)."""
-    rows = [row for variant in VARIANTS if made_runs(variant, folder) for row in compare(variant, folder, only)]
+    made = made_runs(folder)
+    rows = [row for variant in made for row in compare(variant, made, only)]
     (ROOT / "studies" / f"{name}.json").write_text(json.dumps(rows, indent=1) + "\n")
     lines = [
         "| variant | k | seeds | single-query | AMER | oracle | against | its AMER | p ahead | p behind "
@@ -183,14 +188,15 @@ def report(folder: Path = FOLDER, name: str = "compound_levers", only=None) -> N
     print(table)
 
 
-def by_target_similarity(variant: str, folder: Path = FOLDER) -> list[dict]:
+def by_target_similarity(variant: str, made: dict[str, list[dict]]) -> list[dict]:
     """Where a variant's AMER gains or loses against its baseline's: per dataset (k >= 2) and
     quartile of the test questions' target similarity (the mean pairwise cosine of their answers'
-    documents, as the run files hold it), MRecall@100 averaged over the seeds both have."""
+    documents, as the run files hold it), MRecall@100 averaged over the seeds both have; `made`
+    is `made_runs`."""
     rows = []
     for dataset in DATASETS[1:]:
-        mine = _by_seed(made_runs(variant, folder), dataset, "amer")
-        base = _by_seed(made_runs(baseline(variant), folder), dataset, "amer")
+        mine = _by_seed(made.get(variant, []), dataset, "amer")
+        base = _by_seed(made.get(baseline(variant), []), dataset, "amer")
         seeds = sorted(set(mine) & set(base))
         if not seeds:
             continue
@@ -248,7 +254,8 @@ def main() -> None:
     if args.report:
         report(folder, args.name, args.seeds if args.report_seeds else None)
     if args.quartiles:
-        rows = [row for variant in args.quartiles for row in by_target_similarity(variant, folder)]
+        made = made_runs(folder)
+        rows = [row for variant in args.quartiles for row in by_target_similarity(variant, made)]
         (ROOT / "studies" / f"{args.name}_quartiles.json").write_text(json.dumps(rows, indent=1) + "\n")
         for r in rows:
             where = f"{r['variant']} k={r['dataset'][-1]} quartile {r['quartile']}"

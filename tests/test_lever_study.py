@@ -60,13 +60,13 @@ def test_compare_reads_the_reference_and_the_seeds_asked(tmp_path):
         _run(tmp_path, "today", "compound_k2", "amer", seed, [amer] * 4)
         _run(tmp_path, "today", "compound_k2", "decomposition_oracle", seed, [oracle] * 4)
         _run(tmp_path, "spread_1", "compound_k2", "amer", seed, [spread] * 4)
-    (row,) = study.compare("spread_1", tmp_path, n_resamples=200)
+    (row,) = study.compare("spread_1", study.made_runs(tmp_path), n_resamples=200)
     assert row["seeds"] == [0, 1] and row["against"] == "today"
     assert row["single_mean"] == pytest.approx(10.0) and row["amer_mean"] == pytest.approx(45.0)
     assert row["decomposition_oracle_mean"] == pytest.approx(50.0)
     assert row["oracle_share"] == pytest.approx((45 - 10) / (50 - 10))
     assert row["against_amer_mean"] == pytest.approx(30.0) and row["p_ahead"] < 0.01
-    (first,) = study.compare("spread_1", tmp_path, only=[0], n_resamples=200)
+    (first,) = study.compare("spread_1", study.made_runs(tmp_path), only=[0], n_resamples=200)
     assert first["seeds"] == [0] and first["amer_mean"] == pytest.approx(50.0)
     assert first["oracle_share"] == pytest.approx((50 - 20) / (60 - 20))
 
@@ -96,7 +96,7 @@ def test_quartiles_of_target_similarity_by_hand(tmp_path):
         path = tmp_path / variant / "results" / "compound_k2_amer_seed0.json"
         record = json.loads(path.read_text())
         path.write_text(json.dumps({**record, "target_similarity": [i / 10 for i in range(8)]}))
-    rows = study.by_target_similarity("spread_1", tmp_path)
+    rows = study.by_target_similarity("spread_1", study.made_runs(tmp_path))
     assert [(r["quartile"], r["questions"], r["amer_mean"], r["base_mean"]) for r in rows] == [
         (1, 2, 0.0, 100.0),
         (2, 2, 0.0, 100.0),
