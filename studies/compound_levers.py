@@ -48,6 +48,7 @@ VARIANTS = {
     "spread_1": {"spread_weight": 1.0},
     "spread_4": {"spread_weight": 4.0},
     "fresh": {"train_compounds": 12_800},  # 400 steps x 32: no training compound seen twice
+    "corpus": {"train_components": "corpus"},  # every training component in the corpus, not only the findable
     # each lever at the rate carried forward (lr 1e-4), then all of them together
     "lr_1e-4+fresh": {"lr": 1e-4, "train_compounds": 12_800},
     "lr_1e-4+hard_0.5": {"lr": 1e-4, "hard_negative_share": 0.5},

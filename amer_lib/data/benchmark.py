@@ -59,14 +59,14 @@ class Benchmark:
                 f"{', '.join(self.datasets)} (prepare another with notebooks/03_real_data_prep.ipynb)"
             )
 
-    def check_compound(self, datasets: list[str]) -> None:
+    def check_compound(self, datasets: list[str], setting: str = "train_compounds > 0") -> None:
         """Fail before any work when a dataset is not one of the compound benchmark's."""
         self.check(datasets)
         if self.manifest.get("recipe", {}).get("source") != "compound":
             raise ValueError(
-                f"train_compounds > 0 redraws a compound benchmark's training compounds; {self.directory} holds "
+                f"{setting} redraws a compound benchmark's training compounds; {self.directory} holds "
                 f"{', '.join(self.datasets)}, not one (prepare it with params/03_real_data_prep/compound.yaml), "
-                "or set train_compounds to 0"
+                f"or leave {setting.split()[0]} at its default"
             )
 
     def n_queries(self, dataset: str) -> int:
@@ -75,14 +75,24 @@ class Benchmark:
         return self.manifest["n_queries"][dataset]
 
     def training_split(
-        self, dataset: str, seed: int, compounds: int = 0
+        self, dataset: str, seed: int, compounds: int = 0, components: str = "findable"
     ) -> tuple[list[MultiAnswerQuestion], list[MultiAnswerQuestion]]:
         """The questions a run of `seed` trains on and those it validates on: the benchmark's own
         validation split where it has one (the compound benchmark's, made of components no training
         compound uses), else 10% of the training questions drawn by the seed (the paper's 90/10).
-        With `compounds` > 0 (a compound benchmark only) the run trains on that many compounds drawn
-        by the seed from the training compounds' components (`compound.redrawn`)."""
-        questions = self.redrawn_compounds(dataset, compounds, seed) if compounds else self.questions(dataset, "train")
+        On a compound benchmark only: with `compounds` > 0 the run trains on that many compounds
+        drawn by the seed from the training compounds' components (`compound.redrawn`); with
+        `components` = "corpus", on compounds drawn by the seed from every training component in
+        the corpus (`compound.corpus_components`), as many as the prepared split has unless
+        `compounds` says."""
+        if components not in compound.TRAIN_COMPONENTS:
+            raise ValueError(f"train_components {components!r}: choose one of {', '.join(compound.TRAIN_COMPONENTS)}")
+        if components == "corpus":
+            questions = self.corpus_compounds(dataset, compounds, seed)
+        elif compounds:
+            questions = self.redrawn_compounds(dataset, compounds, seed)
+        else:
+            questions = self.questions(dataset, "train")
         if (self.directory / f"{dataset}_validation.jsonl").exists():
             return questions, self.questions(dataset, "validation")
         train_idx, val_idx = split_train_validation(len(questions), seed)
@@ -93,6 +103,20 @@ class Benchmark:
         self.check_compound([dataset])
         questions = self.questions(dataset, "train")
         return compound.redrawn(questions, n, self.manifest["recipe"]["max_answers"], np.random.default_rng(seed))
+
+    def corpus_compounds(self, dataset: str, n: int, seed: int) -> list[MultiAnswerQuestion]:
+        """Training compounds of `dataset`'s k drawn by `seed` from every training component in the
+        corpus (`compound.corpus_components`): `n`, or as many as the prepared training split holds."""
+        self.check_compound([dataset], 'train_components = "corpus"')
+        recipe = self.manifest["recipe"]
+        validation = [q for d in self.datasets for q in self.questions(d, "validation")]
+        # a compound corpus is written beside its questions; the manifest holds the path as given then
+        corpus_ids = {d.id for d in iter_documents(self.directory / "corpus.tsv")}
+        pool = compound.corpus_components(recipe["components"], corpus_ids, validation, recipe["max_answers"])
+        n = n or len(self.questions(dataset, "train"))
+        return compound.drawn_from(
+            pool, compound.components_in(dataset), n, recipe["max_answers"], np.random.default_rng(seed)
+        )
 
     def questions(self, dataset: str, split: str) -> list[MultiAnswerQuestion]:
         if dataset not in self.datasets:

@@ -181,6 +181,39 @@ def redrawn(
     return sample_compounds(pool, k, n, max_answers, rng)
 
 
+# which training components a run's compounds are made of (`RealConfig.train_components`)
+TRAIN_COMPONENTS = ("findable", "corpus")
+
+
+def corpus_components(
+    kinds: list[str], corpus_ids: set[str], validation: list[MultiAnswerQuestion], max_answers: int
+) -> list[MultiAnswerQuestion]:
+    """Every training component of `kinds` whose gold documents are all in the corpus, findable by
+    the off-the-shelf encoder or not, with at most `max_answers` answers and no word of a
+    `validation` compound's components (nor of a test component, `component_pools`): about five
+    times the findable ones a prepared benchmark trains on (beyond the paper: its third
+    direction, training on a larger scale, without touching the corpus or the test compounds)."""
+    by_qid = component_questions()
+    held = {component_word(by_qid[qid]) for q in validation for qid in components_of(q)}
+    return [
+        q
+        for q in component_pools(kinds)["train"]
+        if len(q.answers) <= max_answers
+        and component_word(q) not in held
+        and all(d in corpus_ids for docs in q.targets for d in docs)
+    ]
+
+
+def drawn_from(
+    pool: list[MultiAnswerQuestion], k: int, n: int, max_answers: int, rng: np.random.Generator
+) -> list[MultiAnswerQuestion]:
+    """`n` compounds of `k` components drawn from `pool` by `sample_compounds`, each component a
+    question of its own at k = 1 (all of `pool`, in its order, whatever `n`)."""
+    if k == 1:
+        return [join([q], 0) for q in pool]
+    return sample_compounds(pool, k, n, max_answers, rng)
+
+
 def components_of(question: MultiAnswerQuestion) -> list[str]:
     """The component qids of a compound question, in its answers' order."""
     return question.qid.partition(":")[2].split(SEPARATOR)

@@ -76,7 +76,9 @@ def run_one(
     context = RunContext.of(params, benchmark)
     device = device or resolve_device(params.device)
     n_queries = context.n_queries(dataset, system)
-    train_questions, val_questions = context.benchmark.training_split(dataset, seed, params.train_compounds)
+    train_questions, val_questions = context.benchmark.training_split(
+        dataset, seed, params.train_compounds, params.train_components
+    )
     questions = train_questions + val_questions
     mined = params.hard_negative_share > 0
     data = (context.mined_text_data(questions) if mined else context.text_data(questions)).to(device)
@@ -196,6 +198,8 @@ def run_all(params: RealConfig, progress: bool = True) -> list[dict]:
     benchmark.check(params.datasets)
     if params.train_compounds:
         benchmark.check_compound(params.datasets)
+    if params.train_components != "findable":
+        benchmark.check_compound(params.datasets, f"train_components = {params.train_components!r}")
     cached = lambda *job: cached_result(*job, benchmark)
     jobs = [
         (params, dataset, system, seed)
@@ -506,7 +510,7 @@ def save_run(
     with the run's training data, steps, seed and test scores (and `facts`); `stop`: its stop
     head's settings (`core.saved.save_pretrained`)."""
     dataset, system, seed = run
-    trained_on = context.benchmark.training_split(dataset, seed, params.train_compounds)[0]
+    trained_on = context.benchmark.training_split(dataset, seed, params.train_compounds, params.train_components)[0]
     card = {
         "trained on": f"{dataset} ({len(trained_on)} questions)",
         "system": system,

@@ -23,6 +23,7 @@ from amer_lib.core.loss import MATCHED_REDUCTIONS
 from amer_lib.core.merge import MERGES
 from amer_lib.core.metrics import DISTANCES
 from amer_lib.core.train import SAMPLING_MODES
+from amer_lib.data.compound import TRAIN_COMPONENTS
 from amer_lib.data.encoders import ENCODERS, RETRIEVERS
 from amer_lib.data.synthetic import SETTINGS, TRANSFORMS
 
@@ -257,6 +258,14 @@ class RealConfig(Config):
         minimum=0,
         help="beyond the paper, compound benchmark only: train on this many compounds drawn afresh from the "
         "training components (steps x batch_size: none seen twice); 0: the prepared training compounds",
+    )
+    train_components: str = param(
+        "findable",
+        choices=TRAIN_COMPONENTS,
+        default_if_absent=True,
+        help="beyond the paper, compound benchmark only: the components training compounds are made of; "
+        '"findable": the prepared ones (every answer in the off-the-shelf top 100), "corpus": every training '
+        "component whose documents the corpus holds, about five times as many (amer_lib.data.compound)",
     )
     eval_every: int = param(100, minimum=1)
     search_depth: int = param(100, minimum=100)
