@@ -10,6 +10,7 @@ corpus embeddings of each document encoder (notebook 03 writes it, notebooks 01 
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -106,17 +107,22 @@ class Benchmark:
 
     def corpus_compounds(self, dataset: str, n: int, seed: int) -> list[MultiAnswerQuestion]:
         """Training compounds of `dataset`'s k drawn by `seed` from every training component in the
-        corpus (`compound.corpus_components`): `n`, or as many as the prepared training split holds."""
+        corpus (`corpus_components`): `n`, or as many as the prepared training split holds."""
         self.check_compound([dataset], 'train_components = "corpus"')
+        n = n or len(self.questions(dataset, "train"))
+        max_answers = self.manifest["recipe"]["max_answers"]
+        rng = np.random.default_rng(seed)
+        return compound.drawn_from(self.corpus_components, compound.components_in(dataset), n, max_answers, rng)
+
+    @functools.cached_property
+    def corpus_components(self) -> list[MultiAnswerQuestion]:
+        """`compound.corpus_components` of this benchmark (read once): no word of any dataset's
+        validation compounds."""
         recipe = self.manifest["recipe"]
         validation = [q for d in self.datasets for q in self.questions(d, "validation")]
         # a compound corpus is written beside its questions; the manifest holds the path as given then
         corpus_ids = {d.id for d in iter_documents(self.directory / "corpus.tsv")}
-        pool = compound.corpus_components(recipe["components"], corpus_ids, validation, recipe["max_answers"])
-        n = n or len(self.questions(dataset, "train"))
-        return compound.drawn_from(
-            pool, compound.components_in(dataset), n, recipe["max_answers"], np.random.default_rng(seed)
-        )
+        return compound.corpus_components(recipe["components"], corpus_ids, validation, recipe["max_answers"])
 
     def questions(self, dataset: str, split: str) -> list[MultiAnswerQuestion]:
         if dataset not in self.datasets:

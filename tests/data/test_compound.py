@@ -59,6 +59,7 @@ def test_the_compound_benchmark_keeps_training_and_test_components_apart(tmp_pat
     test_components = {q.qid for kind in ("senses", "kinds") for q in wordnet.load_questions(kind, "test")}
     corpus = {d.id for d in benchmark.documents()}
     by_qid = compound.component_questions()
+    in_corpus = corpus_components_by_hand(benchmark, by_qid, corpus)
     for k in (1, 2, 3):
         dataset = compound.dataset_name(k)
         train, test = benchmark.questions(dataset, "train"), benchmark.questions(dataset, "test")
@@ -77,7 +78,48 @@ def test_the_compound_benchmark_keeps_training_and_test_components_apart(tmp_pat
         assert not any({component_word(by_qid[qid]) for qid in components_of(q)} & words for q in train)
         assert benchmark.training_split(dataset, seed=3) == (train, validation)  # the same for every seed
         check_redrawn(benchmark, dataset, k, train, validation)
+        check_corpus_components(benchmark, dataset, k, train, validation, in_corpus)
     assert len(corpus) == 4000  # the gold glosses and random others
+
+
+def corpus_components_by_hand(benchmark, by_qid, corpus):
+    """Every WordNet question with no test component's word, no word of any dataset's validation
+    compounds, every gold document in the corpus and at most 8 answers (brute force)."""
+    test_words = {component_word(q) for kind in ("senses", "kinds") for q in wordnet.load_questions(kind, "test")}
+    held = {
+        component_word(by_qid[qid])
+        for d in benchmark.datasets
+        for q in benchmark.questions(d, "validation")
+        for qid in components_of(q)
+    }
+    return {
+        qid
+        for qid, q in by_qid.items()
+        if component_word(q) not in test_words | held
+        and len(q.answers) <= 8
+        and {d for docs in q.targets for d in docs} <= corpus
+    }
+
+
+def check_corpus_components(benchmark, dataset, k, train, validation, expected):
+    """`train_components = "corpus"`: compounds of every training component the corpus holds
+    (`expected`, found by hand), as many as the prepared split unless asked, drawn by the seed."""
+    drawn, kept = benchmark.training_split(dataset, seed=3, components="corpus")
+    assert kept == validation
+    used = {qid for q in drawn for qid in components_of(q)}
+    assert used <= expected and {qid for q in train for qid in components_of(q)} <= expected
+    assert all(len(components_of(q)) == k and len(q.answers) <= 8 for q in drawn)
+    if k == 1:  # every such component, each a question of its own
+        assert sorted(q.qid for q in drawn) == sorted(f"compound_k1:{qid}" for qid in expected)
+        assert len(expected) > len(train)
+    else:  # as many compounds as the prepared split, drawn by the seed
+        assert len(drawn) == len(train) and len({q.qid for q in drawn}) == len(drawn)
+        assert benchmark.training_split(dataset, seed=4, components="corpus")[0] != drawn
+    assert benchmark.training_split(dataset, seed=3, components="corpus")[0] == drawn
+    more = benchmark.training_split(dataset, seed=3, compounds=300, components="corpus")[0]
+    assert len(more) == (len(expected) if k == 1 else 300)
+    with pytest.raises(ValueError, match="train_components 'all': choose one of findable, corpus"):
+        benchmark.training_split(dataset, seed=3, components="all")
 
 
 def check_redrawn(benchmark, dataset, k, train, validation):
@@ -102,6 +144,8 @@ def test_redrawn_compounds_need_a_compound_benchmark(tmp_path):
     (tmp_path / "manifest.json").write_text('{"datasets": ["wordnet_kinds"], "n_queries": {"wordnet_kinds": 5}}')
     with pytest.raises(ValueError, match="train_compounds > 0 redraws a compound benchmark's training compounds"):
         Benchmark(tmp_path).training_split("wordnet_kinds", seed=0, compounds=100)
+    with pytest.raises(ValueError, match='train_components = "corpus" redraws a compound benchmark'):
+        Benchmark(tmp_path).training_split("wordnet_kinds", seed=0, components="corpus")
 
 
 @pytest.mark.slow  # a small compound benchmark encoded, a model trained: about 40 s
