@@ -125,3 +125,66 @@ def test_the_device_run_chains_a_variants_seeds_or_starts_one_process_each():
     )
     args.seed_processes = True
     assert list(device._commands(args)) == ["today_seed1", "today_seed2", "spread_1_seed1", "spread_1_seed2"]
+
+
+audit = _module("studies/hard_negative_audit.py", "hard_negative_audit_study")
+
+
+def _q(qid, answers, targets):
+    from amer_lib.data.questions import MultiAnswerQuestion
+
+    return MultiAnswerQuestion(qid, "?", answers, targets)
+
+
+def test_the_audit_reads_lemmas_and_hyponyms_from_the_questions_and_walks_below_a_category():
+    senses = _q("senses:bass", [["bass"], ["sea bass", "Bass"]], [["n1"], ["n2"]])
+    tree = _q("kinds:n10", [["oak"], ["pine"]], [["n11"], ["n12"]])
+    oak = _q("kinds:n11", [["white oak"]], [["n13"]])
+    white_oak = _q("kinds:n13", [["swamp white oak"]], [["n14"]])
+    assert audit.lemmas_by_synset([senses, tree]) == {
+        "n1": {"bass"},
+        "n2": {"sea bass", "bass"},
+        "n11": {"oak"},
+        "n12": {"pine"},
+    }
+    graph = audit.hyponym_graph([senses, tree, oak, white_oak])
+    assert graph == {"n10": {"n11", "n12"}, "n11": {"n13"}, "n13": {"n14"}}
+    assert audit.below("n10", graph) == {"n13", "n14"}  # the direct hyponyms are the gold, not below
+    assert audit.below("n12", graph) == set() and audit.below("n99", graph) == set()
+
+
+def test_the_audit_sorts_a_negative_by_the_first_class_that_fits():
+    facts = {"gold_texts": {"a deep fish"}, "lemmas": {"n5": {"striped bass"}, "n6": {"bassoon"}}, "below": {"n7"}}
+    classify = lambda doc, text, word="bass", kind="senses": audit.classify(doc, text, word, kind, facts)  # noqa: E731
+    assert classify("n4", "a deep fish") == "same gloss"
+    assert classify("n5", "a food fish") == "multiword lemma"  # "bass" is a word of "striped bass"
+    assert classify("n6", "a reed instrument") == "other"  # "bassoon" is not "bass" with other words
+    assert classify("a3", "low in pitch") == "not a noun"
+    assert classify("n8", "several basses sang") == "word in gloss"  # inflected
+    assert classify("n8", "an embassy") == "other"  # inside another word
+    assert classify("n7", "a tree", "tree", "kinds") == "kind of a kind"
+    assert classify("a3", "low in pitch", "tree", "kinds") == "other"  # POS matters for senses only
+
+
+def test_the_audit_table_gives_each_class_share_per_kind_and_source():
+    counts = {"senses": dict.fromkeys(audit.CLASSES, 0), "kinds": dict.fromkeys(audit.CLASSES, 0)}
+    mined = {k: dict(v) for k, v in counts.items()}
+    mined["senses"] |= {"other": 3, "word in gloss": 1}
+    mined["kinds"] |= {"other": 2}
+    random = {k: dict(v) for k, v in counts.items()}
+    random["senses"] |= {"other": 4}
+    random["kinds"] |= {"other": 2}
+    cosine = {"n": 4, "q25": 0.1, "median": 0.2, "q75": 0.3, "above_0.6": 0.25, "above_0.7": 0.0, "above_0.8": 0.0}
+    result = {
+        "questions": {"senses": 1, "kinds": 1},
+        "counts": {"mined": mined, "random": random},
+        "nearest_target_cosine": {"mined": cosine, "random": cosine, "targets": cosine},
+        "test_targets": {"mined": 0.5, "random": 0.25},
+    }
+    lines = audit.table(result).splitlines()
+    assert lines[2] == "| senses | 1 | mined (4) | 0.0% | 0.0% | 0.0% | 0.0% | 25.0% | 75.0% |"
+    assert lines[5] == "| kinds | 1 | random (2) | 0.0% | 0.0% | 0.0% | 0.0% | 0.0% | 100.0% |"
+    assert "| a mined negative | 4 | 0.100 | 0.200 | 0.300 | 25.0% | 0.0% | 0.0% |" in lines
+    assert lines[-1] == "A test question's target (any k): 50.0% of the mined, 25.0% of the random."
+    q = audit.quantiles([0.5, 0.65, 0.75, 0.85])
+    assert q["median"] == pytest.approx(0.7) and (q["above_0.6"], q["above_0.7"], q["above_0.8"]) == (0.75, 0.5, 0.25)
