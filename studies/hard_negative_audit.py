@@ -175,6 +175,7 @@ def harm_by_kind(folder: Path, seed: int = 0) -> list[dict]:
                 ]
                 assert runs[0]["qids"] == runs[1]["qids"]
                 has_kinds = np.array(["kinds:" in qid for qid in runs[0]["qids"]])
+                curves = [[round(100 * h["val_mrecall"], 2) for h in r["history"]] for r in runs]
                 for part, mask in (("senses only", ~has_kinds), ("with kinds", has_kinds)):
                     scores = [100 * float(np.asarray(r["mrecall"], float)[mask].mean()) for r in runs]
                     rows.append(
@@ -186,6 +187,7 @@ def harm_by_kind(folder: Path, seed: int = 0) -> list[dict]:
                             "n": int(mask.sum()),
                             "before": scores[0],
                             "after": scores[1],
+                            "validation_curves": curves,
                         }
                     )
     return rows
@@ -197,7 +199,8 @@ def table(result: dict) -> str:
         "| kind | questions | negatives | " + " | ".join(CLASSES) + " |",
         "|---|---|---|" + "---|" * len(CLASSES),
     ]
-    for kind, n in result["questions"].items():
+    for kind in sorted(result["questions"], key=("senses", "kinds").index):
+        n = result["questions"][kind]
         for source in ("mined", "random"):
             by = result["counts"][source][kind]
             total = sum(by.values())

@@ -682,3 +682,46 @@ def test_the_spread_penalty_on_the_cpu_quotes_its_json():
     mine = [r for r in quartiles if r["dataset"] == "compound_k3"]
     cells = lambda name: " / ".join(f"{r[name]:.2f}" for r in mine)  # noqa: E731
     assert f"{cells('amer_mean')} against {cells('base_mean')}" in text
+
+
+def test_the_hard_negative_audit_quoted_is_its_json():
+    """Documentation check: studies/compound_levers.md holds the audit's table as generated, the
+    table is the audit's JSON written again, and the prose numbers are the JSON's."""
+    import importlib.util
+    import json
+
+    spec = importlib.util.spec_from_file_location("hard_negative_audit", ROOT / "studies" / "hard_negative_audit.py")
+    audit = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(audit)
+    result = json.loads((ROOT / "studies" / "hard_negative_audit.json").read_text())
+    table = (ROOT / "studies" / "hard_negative_audit_table.md").read_text()
+    assert audit.table(result) == table and table in (ROOT / "studies" / "compound_levers.md").read_text()
+    text = " ".join((ROOT / "studies" / "compound_levers.md").read_text().split())
+
+    def share(source, kind, name):
+        by = result["counts"][source][kind]
+        return f"{100 * by[name] / sum(by.values()):.1f}%"
+
+    assert f"is {share('mined', 'senses', 'multiword lemma')} of the senses questions' mined" in text
+    assert f"category {share('mined', 'kinds', 'kind of a kind')} of the kinds questions'" in text
+    mined, random = share("mined", "senses", "not a noun"), share("random", "senses", "not a noun")
+    assert f"rarer among the mined ({mined}) than among random documents ({random})" in text
+    cosine = result["nearest_target_cosine"]
+    assert f"median of {cosine['mined']['median']:.3f}, below the {cosine['targets']['median']:.3f}" in text
+    above = [f"{100 * cosine[source]['above_0.8']:.1f}%" for source in ("mined", "targets")]
+    assert f"{above[0]} of the mined lie above 0.8 ({above[1]} of the targets do)" in text
+    tests = [f"{100 * result['test_targets'][source]:.1f}%" for source in ("mined", "random")]
+    assert f"{tests[0]} of the mined negatives are a test question's target, against {tests[1]}" in text
+    rows = {(r["without"], r["k"], r["system"], r["questions"]): r for r in result["harm_by_kind"]}
+
+    def pair(k, questions, without="today"):
+        row = rows[(without, k, "amer", questions)]
+        return f"{row['before']:.2f} to {row['after']:.2f}"
+
+    assert f"senses components only ({pair(1, 'senses only')} at k = 1, {pair(2, 'senses only')} at k = 2)" in text
+    assert f"kinds component ({pair(1, 'with kinds')}, {pair(2, 'with kinds')})" in text
+    without, with_hard = rows[("today", 2, "amer", "senses only")]["validation_curves"]
+    curve = lambda values: " / ".join(f"{v:.2f}" for v in values)  # noqa: E731
+    assert f"four evaluations ({curve(with_hard)} against {curve(without)})" in text
+    low = rows[("lr_1e-4", 2, "amer", "senses only")]
+    assert f"(AMER {low['after']:.2f} against {low['before']:.2f} on senses questions at k = 2)" in text
