@@ -20,7 +20,8 @@ From the repository root, after notebook 03 has prepared the compound benchmark
 
 `--folder` and `--name` keep another study apart (its runs, its JSON and table), such as the one
 `benchmarks/device_compound_levers.py` runs on a lent GPU; `--set KEY=YAML` changes a parameter of
-every variant (workers, device), which the run key then records.
+every variant (workers, device), which the run key then records; `--quartiles` and `--curves` write
+where a variant gains or loses by target similarity, and its learning curves (`NAME_curves.json`).
 """
 
 from __future__ import annotations
@@ -214,6 +215,24 @@ def by_target_similarity(variant: str, made: dict[str, list[dict]]) -> list[dict
     return rows
 
 
+def learning_curves(variant: str, made: dict[str, list[dict]]) -> list[dict]:
+    """A variant's training loss and validation MRecall@100 at each evaluation, per dataset and
+    system, averaged over its seeds (the run files' `history`); `made` is `made_runs`."""
+    rows = []
+    for dataset in DATASETS:
+        for system in ("single", "amer"):
+            by = _by_seed(made.get(variant, []), dataset, system)
+            if not by:
+                continue
+            histories = [by[s]["history"] for s in sorted(by)]
+            row = {"variant": variant, "dataset": dataset, "system": system, "seeds": sorted(by)}
+            row["steps"] = [h["step"] for h in histories[0]]
+            for key in ("train_loss", "val_mrecall"):
+                row[key] = [float(np.mean([h[i][key] for h in histories])) for i in range(len(row["steps"]))]
+            rows.append(row)
+    return rows
+
+
 def overrides_of(items: list[str]) -> dict:
     """`KEY=YAML` items as parameters (`lr=1e-4` a float, `datasets=[compound_k3]` a list)."""
     bad = [item for item in items if "=" not in item]
@@ -241,6 +260,9 @@ def main() -> None:
     parser.add_argument(
         "--quartiles", nargs="+", choices=tuple(VARIANTS), default=[], help="write studies/NAME_quartiles.json"
     )
+    parser.add_argument(
+        "--curves", nargs="+", choices=tuple(VARIANTS), default=[], help="write studies/NAME_curves.json"
+    )
     parser.add_argument("--report-seeds", action="store_true", help="the report reads only the runs of --seeds")
     parser.add_argument(
         "--report", action="store_true", help="write studies/NAME.json and NAME_table.md, and print the table"
@@ -261,6 +283,11 @@ def main() -> None:
         for r in rows:
             where = f"{r['variant']} k={r['dataset'][-1]} quartile {r['quartile']}"
             print(f"{where}: {r['amer_mean']:.2f} against {r['base_mean']:.2f}")
+
+    if args.curves:
+        made = made_runs(folder)
+        rows = [row for variant in args.curves for row in learning_curves(variant, made)]
+        (ROOT / "studies" / f"{args.name}_curves.json").write_text(json.dumps(rows, indent=1) + "\n")
 
 
 if __name__ == "__main__":

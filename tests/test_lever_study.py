@@ -105,6 +105,18 @@ def test_quartiles_of_target_similarity_by_hand(tmp_path):
     ]
 
 
+def test_learning_curves_average_each_evaluation_over_the_seeds(tmp_path):
+    for seed, (loss, found) in enumerate([(1.0, 0.2), (3.0, 0.4)]):
+        _run(tmp_path, "corpus", "compound_k2", "amer", seed, [0.0])
+        path = tmp_path / "corpus" / "results" / f"compound_k2_amer_seed{seed}.json"
+        history = [{"step": 100 * i, "train_loss": loss * i, "val_mrecall": found + i / 10} for i in (1, 2)]
+        path.write_text(json.dumps({**json.loads(path.read_text()), "history": history}))
+    (row,) = study.learning_curves("corpus", study.made_runs(tmp_path))
+    assert (row["dataset"], row["system"], row["seeds"], row["steps"]) == ("compound_k2", "amer", [0, 1], [100, 200])
+    assert row["train_loss"] == pytest.approx([2.0, 4.0]) and row["val_mrecall"] == pytest.approx([0.4, 0.5])
+    assert study.learning_curves("today", study.made_runs(tmp_path)) == []
+
+
 def test_the_device_run_chains_a_variants_seeds_or_starts_one_process_each():
     """One process per variant running its seeds one after the other (a budget that ends leaves
     whole seeds), or with --seed-processes one per variant and seed; every command carries the
