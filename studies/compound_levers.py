@@ -215,13 +215,15 @@ def by_target_similarity(variant: str, made: dict[str, list[dict]]) -> list[dict
     return rows
 
 
-def learning_curves(variant: str, made: dict[str, list[dict]]) -> list[dict]:
+def learning_curves(variant: str, made: dict[str, list[dict]], only=None) -> list[dict]:
     """A variant's training loss and validation MRecall@100 at each evaluation, per dataset and
-    system, averaged over its seeds (the run files' `history`); `made` is `made_runs`."""
+    system, averaged over its seeds (within `only` if given; the run files' `history`); `made` is
+    `made_runs`."""
     rows = []
     for dataset in DATASETS:
         for system in ("single", "amer"):
             by = _by_seed(made.get(variant, []), dataset, system)
+            by = {s: run for s, run in by.items() if only is None or s in only}
             if not by:
                 continue
             histories = [by[s]["history"] for s in sorted(by)]
@@ -263,7 +265,9 @@ def main() -> None:
     parser.add_argument(
         "--curves", nargs="+", choices=tuple(VARIANTS), default=[], help="write studies/NAME_curves.json"
     )
-    parser.add_argument("--report-seeds", action="store_true", help="the report reads only the runs of --seeds")
+    parser.add_argument(
+        "--report-seeds", action="store_true", help="the report and curves read only the runs of --seeds"
+    )
     parser.add_argument(
         "--report", action="store_true", help="write studies/NAME.json and NAME_table.md, and print the table"
     )
@@ -286,7 +290,8 @@ def main() -> None:
 
     if args.curves:
         made = made_runs(folder)
-        rows = [row for variant in args.curves for row in learning_curves(variant, made)]
+        only = args.seeds if args.report_seeds else None
+        rows = [row for variant in args.curves for row in learning_curves(variant, made, only)]
         (ROOT / "studies" / f"{args.name}_curves.json").write_text(json.dumps(rows, indent=1) + "\n")
 
 
