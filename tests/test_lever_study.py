@@ -115,6 +115,8 @@ def test_learning_curves_average_each_evaluation_over_the_seeds(tmp_path):
     assert (row["dataset"], row["system"], row["seeds"], row["steps"]) == ("compound_k2", "amer", [0, 1], [100, 200])
     assert row["train_loss"] == pytest.approx([2.0, 4.0]) and row["val_mrecall"] == pytest.approx([0.4, 0.5])
     assert study.learning_curves("today", study.made_runs(tmp_path)) == []
+    (first,) = study.learning_curves("corpus", study.made_runs(tmp_path), only=[1])
+    assert first["seeds"] == [1] and first["train_loss"] == pytest.approx([3.0, 6.0])
 
 
 def test_the_device_run_chains_a_variants_seeds_or_starts_one_process_each():

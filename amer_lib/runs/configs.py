@@ -264,8 +264,8 @@ class RealConfig(Config):
         choices=TRAIN_COMPONENTS,
         default_if_absent=True,
         help="beyond the paper, compound benchmark only: the components training compounds are made of; "
-        '"findable": the prepared ones (every answer in the off-the-shelf top 100), "corpus": every training '
-        "component whose documents the corpus holds, about five times as many (amer_lib.data.compound)",
+        '"findable": the prepared training compounds (components the off-the-shelf encoder finds, in the shipped '
+        'recipe); "corpus": every training component whose documents the corpus holds, five times as many there',
     )
     eval_every: int = param(100, minimum=1)
     search_depth: int = param(100, minimum=100)
