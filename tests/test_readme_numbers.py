@@ -597,7 +597,14 @@ def test_the_own_data_commands_times_are_the_measured_ones():
 
 
 @pytest.mark.parametrize(
-    "name", ["compound_levers", "compound_levers_gpu_seed0", "compound_levers_gpu", "compound_levers_avx2"]
+    "name",
+    [
+        "compound_levers",
+        "compound_levers_gpu_seed0",
+        "compound_levers_gpu",
+        "compound_levers_avx2",
+        "compound_levers_avx2_seed0",
+    ],
 )
 def test_the_lever_study_quotes_its_generated_tables_and_json(name):
     """Documentation check: studies/compound_levers.md holds each table `--report` wrote, whose
@@ -725,3 +732,70 @@ def test_the_hard_negative_audit_quoted_is_its_json():
     assert f"four evaluations ({curve(with_hard)} against {curve(without)})" in text
     low = rows[("lr_1e-4", 2, "amer", "senses only")]
     assert f"(AMER {low['after']:.2f} against {low['before']:.2f} on senses questions at k = 2)" in text
+
+
+def test_the_corpus_components_lever_quotes_its_json():
+    """Documentation check: the `corpus` variant's numbers in studies/compound_levers.md are
+    studies/compound_levers_avx2_seed0.json's (every variant's seed 0 under the figure kernels) and
+    its learning curves studies/compound_levers_avx2_seed0_curves.json's."""
+    import json
+
+    text = " ".join((ROOT / "studies" / "compound_levers.md").read_text().split())
+    rows = {
+        (r["variant"], r["dataset"][-1]): r
+        for r in json.loads((ROOT / "studies" / "compound_levers_avx2_seed0.json").read_text())
+    }
+    mine, today = [rows[("corpus", k)] for k in "123"], [rows[("today", k)] for k in "123"]
+    assert all(r["seeds"] == [0] for r in mine + today)
+    join = lambda values: " / ".join(f"{v:.2f}" for v in values)  # noqa: E731
+    assert f"AMER {join(r['amer_mean'] for r in mine)} against today's {join(r['amer_mean'] for r in today)}" in text
+    assert f"p = {mine[1]['p_behind']:.4f} and < 0.0001 that it is behind" in text and mine[2]["p_behind"] < 1e-4
+    single = [join(r["single_mean"] for r in rows) for rows in (mine, today)]
+    assert f"single-query {single[0]} against {single[1]}" in text
+    shares = [" / ".join(f"{100 * r['oracle_share']:.0f}%" for r in rows[1:]) for rows in (mine, today)]
+    assert f"share of the oracle's lead {shares[0]} against {shares[1]}" in text
+    curves = {
+        (r["variant"], r["dataset"][-1], r["system"]): r
+        for r in json.loads((ROOT / "studies" / "compound_levers_avx2_seed0_curves.json").read_text())
+    }
+    assert all(r["seeds"] == [0] for r in curves.values())
+    for k, system in (("1", "single"), ("2", "amer"), ("3", "amer")):
+        loss = [curves[(v, k, system)]["train_loss"][-1] for v in ("corpus", "today")]
+        assert f"{loss[0]:.3f} against {loss[1]:.3f}" in text
+    for k in "23":
+        found = [100 * curves[(v, k, "amer")]["val_mrecall"][-1] for v in ("corpus", "today")]
+        assert f"{found[0]:.2f} against {found[1]:.2f} at k = {k}" in text
+
+
+def test_the_lower_rate_on_the_cpu_quotes_its_json():
+    """Documentation check: lr 1e-4's three-seed numbers under the figure kernels in
+    studies/compound_levers.md are studies/compound_levers_avx2.json's, and the k = 1 gap's
+    n = 1 number is notebook 07's compound table's."""
+    import json
+
+    text = " ".join((ROOT / "studies" / "compound_levers.md").read_text().split())
+    rows = {
+        (r["variant"], r["dataset"][-1]): r
+        for r in json.loads((ROOT / "studies" / "compound_levers_avx2.json").read_text())
+    }
+    cell = lambda row, system="amer": f"{row[system + '_mean']:.2f} ± {row[system + '_std']:.2f}"  # noqa: E731
+    low1, low3, today1, today3 = (
+        rows[("lr_1e-4", "1")],
+        rows[("lr_1e-4", "3")],
+        rows[("today", "1")],
+        rows[("today", "3")],
+    )
+    assert low1["seeds"] == low3["seeds"] == [0, 1, 2] and low1["p_ahead"] < 1e-4
+    assert f"AMER {cell(low1)} against today's {cell(today1)} (p < 0.0001 that it is ahead)" in text
+    assert f"single-query {cell(low1, 'single')} against {cell(today1, 'single')}" in text
+    gaps = [r["single_mean"] - r["amer_mean"] for r in (low1, today1)]
+    assert f"AMER is {gaps[0]:.2f} points behind single-query instead of {gaps[1]:.2f}" in text
+    p_values = f"(p = {low3['p_ahead']:.2f} that it is ahead, {low3['p_behind']:.2f} behind)"
+    assert f"{cell(low3)} against today's {cell(today3)} {p_values}" in text
+    assert f"rises to {cell(low3, 'single')} from {cell(today3, 'single')}" in text
+    oracle = [cell(r, "decomposition_oracle") for r in (low3, today3)]
+    assert f"oracle to {oracle[0]} from {oracle[1]}" in text
+    assert f"falls to {100 * low3['oracle_share']:.0f}% from {100 * today3['oracle_share']:.0f}%" in text
+    beyond = (ROOT / "figures" / "07_beyond_compound" / "beyond_real.md").read_text()
+    assert "| compound_k1 | n = 1, round-robin (paper) | 1.00 | 78.94±2.47 |" in beyond
+    assert "(n = 1 gives 78.94 against single-query's 88.33" in text and f"{today1['single_mean']:.2f}" == "88.33"
