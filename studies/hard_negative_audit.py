@@ -120,6 +120,7 @@ def audit(count: int = 16, seed: int = 0) -> dict:
     counts = {source: {kind: Counter() for kind in compound.COMPONENT_KINDS} for source in ("mined", "random")}
     nearest = {"mined": [], "random": [], "targets": []}  # cosine to the closest (other) target
     of_test = Counter()  # negatives that are a test question's target
+    nouns = Counter()  # mined noun negatives, and those with lemmas the questions name
     questions_of = Counter()
     for question, rows in zip(questions, mined):
         component = by_qid[compound.components_of(question)[0]]
@@ -136,6 +137,9 @@ def audit(count: int = 16, seed: int = 0) -> dict:
             counts[source][kind].update(classify(ids[i], texts[ids[i]], word, kind, facts) for i in picked)
             nearest[source].extend((shards.rows(np.asarray(picked)) @ targets.T).max(1).tolist())
             of_test[source] += sum(ids[i] in test_targets for i in picked)
+            if source == "mined":
+                noun_ids = [ids[i] for i in picked if ids[i].startswith("n")]
+                nouns.update(nouns=len(noun_ids), known=sum(d in lemmas for d in noun_ids))
         among = targets @ targets.T - 2 * np.eye(len(targets))
         nearest["targets"].extend(among.max(1).tolist())
         questions_of[kind] += 1
@@ -146,6 +150,7 @@ def audit(count: int = 16, seed: int = 0) -> dict:
         "counts": {s: {k: {c: by[c] for c in CLASSES} for k, by in kinds.items()} for s, kinds in counts.items()},
         "nearest_target_cosine": {source: quantiles(values) for source, values in nearest.items()},
         "test_targets": {source: of_test[source] / len(nearest[source]) for source in ("mined", "random")},
+        "mined_nouns_with_known_lemmas": nouns["known"] / nouns["nouns"],
     }
 
 

@@ -713,6 +713,8 @@ def test_the_hard_negative_audit_quoted_is_its_json():
     assert f"category {share('mined', 'kinds', 'kind of a kind')} of the kinds questions'" in text
     mined, random = share("mined", "senses", "not a noun"), share("random", "senses", "not a noun")
     assert f"rarer among the mined ({mined}) than among random documents ({random})" in text
+    known = f"{100 * result['mined_nouns_with_known_lemmas']:.0f}%"
+    assert f"(floors: {known} of the mined noun synsets have lemmas known to the shipped questions)" in text
     cosine = result["nearest_target_cosine"]
     assert f"median of {cosine['mined']['median']:.3f}, below the {cosine['targets']['median']:.3f}" in text
     above = [f"{100 * cosine[source]['above_0.8']:.1f}%" for source in ("mined", "targets")]
