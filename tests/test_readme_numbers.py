@@ -798,6 +798,16 @@ def test_the_lower_rate_on_the_cpu_quotes_its_json():
     oracle = [cell(r, "decomposition_oracle") for r in (low3, today3)]
     assert f"oracle to {oracle[0]} from {oracle[1]}" in text
     assert f"falls to {100 * low3['oracle_share']:.0f}% from {100 * today3['oracle_share']:.0f}%" in text
+    low2, today2 = rows[("lr_1e-4", "2")], rows[("today", "2")]
+    assert low2["seeds"] == [0, 1, 2] and low2["p_ahead"] < 0.05
+    assert f"AMER {cell(low2)} against today's {cell(today2)} (p = {low2['p_ahead']:.4f} that it is ahead)" in text
+    assert f"single-query {cell(low2, 'single')} against {cell(today2, 'single')}" in text
+    oracle2 = [cell(r, "decomposition_oracle") for r in (low2, today2)]
+    assert f"the oracle {oracle2[0]} against {oracle2[1]}" in text
+    assert (
+        f"share of the oracle's lead {100 * low2['oracle_share']:.0f}% against {100 * today2['oracle_share']:.0f}%"
+        in text
+    )
     beyond = (ROOT / "figures" / "07_beyond_compound" / "beyond_real.md").read_text()
     assert "| compound_k1 | n = 1, round-robin (paper) | 1.00 | 78.94±2.47 |" in beyond
     assert "(n = 1 gives 78.94 against single-query's 88.33" in text and f"{today1['single_mean']:.2f}" == "88.33"
