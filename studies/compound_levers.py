@@ -167,9 +167,8 @@ def with_oracle(variant: str, seeds: list[int], folder: Path = FOLDER, overrides
             decomposition_oracle(params, dataset, seed)
 
 
-def report(folder: Path = FOLDER, name: str = "compound_levers", only=None) -> None:
-    """studies/NAME.json and NAME_table.md from the runs under `folder` (the seeds in `only`, if given)."""
-    made = made_runs(folder)
+def report(made: dict[str, list[dict]], name: str = "compound_levers", only=None) -> None:
+    """studies/NAME.json and NAME_table.md from the runs `made` (`made_runs`; the seeds in `only`, if given)."""
     rows = [row for variant in made for row in compare(variant, made, only)]
     (ROOT / "studies" / f"{name}.json").write_text(json.dumps(rows, indent=1) + "\n")
     lines = [
@@ -278,10 +277,10 @@ def main() -> None:
         train(variant, args.seeds, args.datasets, folder, overrides)
         if not amer_only(variant) and "compound_k1" in args.datasets:
             with_oracle(variant, args.seeds, folder, overrides)
+    made = made_runs(folder) if args.report or args.quartiles or args.curves else {}  # read once
     if args.report:
-        report(folder, args.name, args.seeds if args.report_seeds else None)
+        report(made, args.name, args.seeds if args.report_seeds else None)
     if args.quartiles:
-        made = made_runs(folder)
         rows = [row for variant in args.quartiles for row in by_target_similarity(variant, made)]
         (ROOT / "studies" / f"{args.name}_quartiles.json").write_text(json.dumps(rows, indent=1) + "\n")
         for r in rows:
@@ -289,7 +288,6 @@ def main() -> None:
             print(f"{where}: {r['amer_mean']:.2f} against {r['base_mean']:.2f}")
 
     if args.curves:
-        made = made_runs(folder)
         only = args.seeds if args.report_seeds else None
         rows = [row for variant in args.curves for row in learning_curves(variant, made, only)]
         (ROOT / "studies" / f"{args.name}_curves.json").write_text(json.dumps(rows, indent=1) + "\n")

@@ -99,7 +99,7 @@ def classify(doc: str, text: str, word: str, kind: str, facts: dict) -> str:
 
 def audit(count: int = 16, seed: int = 0) -> dict:
     """Mined and random negatives of every `compound_k1` training component, by class and kind."""
-    from amer_lib.data import compound, hard_negatives, wordnet
+    from amer_lib.data import compound, hard_negatives
     from amer_lib.data.benchmark import Benchmark
     from amer_lib.data.corpus import iter_documents
     from amer_lib.data.encoders import DocumentEncoder
@@ -110,9 +110,8 @@ def audit(count: int = 16, seed: int = 0) -> dict:
     mined = hard_negatives.cached_mine(PREPARED / "hard_negatives", questions, DocumentEncoder("minilm"), shards, count)
     ids = shards.ids
     texts = {d.id: d.text for d in iter_documents(PREPARED / "corpus.tsv")}
-    everything = [q for kind in wordnet.KINDS for split in wordnet.SPLITS for q in wordnet.load_questions(kind, split)]
-    lemmas, graph = lemmas_by_synset(everything), hyponym_graph(everything)
-    by_qid = compound.component_questions()
+    by_qid = compound.component_questions()  # every WordNet question, both kinds and splits
+    lemmas, graph = lemmas_by_synset(by_qid.values()), hyponym_graph(by_qid.values())
     test_targets = {
         d for name in benchmark.datasets for q in benchmark.questions(name, "test") for docs in q.targets for d in docs
     }

@@ -60,14 +60,15 @@ class Benchmark:
                 f"{', '.join(self.datasets)} (prepare another with notebooks/03_real_data_prep.ipynb)"
             )
 
-    def check_compound(self, datasets: list[str], setting: str = "train_compounds > 0") -> None:
-        """Fail before any work when a dataset is not one of the compound benchmark's."""
+    def check_compound(self, datasets: list[str], parameter: str = "train_compounds", setting: str = "> 0") -> None:
+        """Fail before any work when a dataset is not one of the compound benchmark's, which
+        `parameter` (at `setting`) needs."""
         self.check(datasets)
         if self.manifest.get("recipe", {}).get("source") != "compound":
             raise ValueError(
-                f"{setting} redraws a compound benchmark's training compounds; {self.directory} holds "
+                f"{parameter} {setting} redraws a compound benchmark's training compounds; {self.directory} holds "
                 f"{', '.join(self.datasets)}, not one (prepare it with params/03_real_data_prep/compound.yaml), "
-                f"or leave {setting.split()[0]} at its default"
+                f"or leave {parameter} at its default"
             )
 
     def n_queries(self, dataset: str) -> int:
@@ -108,7 +109,7 @@ class Benchmark:
     def corpus_compounds(self, dataset: str, n: int, seed: int) -> list[MultiAnswerQuestion]:
         """Training compounds of `dataset`'s k drawn by `seed` from every training component in the
         corpus (`corpus_components`): `n`, or as many as the prepared training split holds."""
-        self.check_compound([dataset], 'train_components = "corpus"')
+        self.check_compound([dataset], "train_components", '= "corpus"')
         n = n or len(self.questions(dataset, "train"))
         max_answers = self.manifest["recipe"]["max_answers"]
         rng = np.random.default_rng(seed)

@@ -171,14 +171,11 @@ def redrawn(
     """`n` distinct compounds drawn afresh from the components `questions` (compounds of one k) are
     made of, by `sample_compounds`: a run that draws as many as it trains on (steps x batch size)
     sees no compound twice, where the prepared split repeats each of its compounds (beyond the
-    paper: its third direction, training data at a larger scale). k = 1 keeps `questions`: a
-    component alone has no other combination."""
-    k = len(components_of(questions[0]))
-    if k == 1:
-        return questions
+    paper: its third direction, training data at a larger scale). k = 1 gives `questions` back (a
+    component alone has no other combination)."""
     by_qid = component_questions()
     pool = [by_qid[qid] for qid in dict.fromkeys(c for q in questions for c in components_of(q))]
-    return sample_compounds(pool, k, n, max_answers, rng)
+    return drawn_from(pool, len(components_of(questions[0])), n, max_answers, rng)
 
 
 # which training components a run's compounds are made of (`RealConfig.train_components`)
@@ -190,8 +187,8 @@ def corpus_components(
 ) -> list[MultiAnswerQuestion]:
     """Every training component of `kinds` whose gold documents are all in the corpus, findable by
     the off-the-shelf encoder or not, with at most `max_answers` answers and no word of a
-    `validation` compound's components (nor of a test component, `component_pools`): about five
-    times the findable ones a prepared benchmark trains on (beyond the paper: its third
+    `validation` compound's components (nor of a test component, `component_pools`): in the
+    shipped recipe about five times the findable ones it trains on (beyond the paper: its third
     direction, training on a larger scale, without touching the corpus or the test compounds)."""
     by_qid = component_questions()
     held = {component_word(by_qid[qid]) for q in validation for qid in components_of(q)}

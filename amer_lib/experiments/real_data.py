@@ -199,7 +199,7 @@ def run_all(params: RealConfig, progress: bool = True) -> list[dict]:
     if params.train_compounds:
         benchmark.check_compound(params.datasets)
     if params.train_components != "findable":
-        benchmark.check_compound(params.datasets, f"train_components = {params.train_components!r}")
+        benchmark.check_compound(params.datasets, "train_components", f'= "{params.train_components}"')
     cached = lambda *job: cached_result(*job, benchmark)
     jobs = [
         (params, dataset, system, seed)
