@@ -50,13 +50,14 @@ VARIANTS = {
     "spread_4": {"spread_weight": 4.0},
     "fresh": {"train_compounds": 12_800},  # 400 steps x 32: no training compound seen twice
     "corpus": {"train_components": "corpus"},  # every training component in the corpus, not only the findable
+    "single_step": {"single_target_step": True},  # the authors' extra step: vector 1 also trained as single-query
     # each lever at the rate carried forward (lr 1e-4), then all of them together
     "lr_1e-4+fresh": {"lr": 1e-4, "train_compounds": 12_800},
     "lr_1e-4+hard_0.5": {"lr": 1e-4, "hard_negative_share": 0.5},
     "lr_1e-4+spread_1": {"lr": 1e-4, "spread_weight": 1.0},
     "lr_1e-4+all": {"lr": 1e-4, "train_compounds": 12_800, "hard_negative_share": 0.5, "spread_weight": 1.0},
 }
-AMER_ONLY = {"spread_weight"}  # levers of the matched loss: single-query trains as without them
+AMER_ONLY = {"spread_weight", "single_target_step"}  # levers of AMER's training: single-query trains as without them
 DATASETS = ("compound_k1", "compound_k2", "compound_k3")
 
 
