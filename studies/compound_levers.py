@@ -146,9 +146,9 @@ def compare(variant: str, made: dict[str, list[dict]], only=None, n_resamples: i
         )
         row["against_amer_mean"] = float(np.mean([100 * score(base, s).mean() for s in seeds]))
         row["p_ahead"], row["p_behind"] = test["p_value"], test["p_value_behind"]
-        if f"{ORACLE}_mean" in row and "single_mean" in row:
-            lead = row[f"{ORACLE}_mean"] - row["single_mean"]
-            row["oracle_share"] = (row["amer_mean"] - row["single_mean"]) / lead if lead > 0 else float("nan")
+        lead = row.get(f"{ORACLE}_mean", 0.0) - row.get("single_mean", 0.0)
+        if f"{ORACLE}_mean" in row and lead > 0:  # at k = 1 the oracle is single-query: no lead, no share
+            row["oracle_share"] = (row["amer_mean"] - row["single_mean"]) / lead
         row["train_seconds_per_run"] = float(np.mean([runs["amer"][s]["train_seconds"] for s in seeds]))
         rows.append(row)
     return rows

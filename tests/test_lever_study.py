@@ -72,6 +72,14 @@ def test_compare_reads_the_reference_and_the_seeds_asked(tmp_path):
     assert first["oracle_share"] == pytest.approx((50 - 20) / (60 - 20))
 
 
+def test_no_share_where_the_oracle_has_no_lead(tmp_path):
+    """At k = 1 the oracle is single-query itself: the row has no share (the table prints "-")."""
+    for system, score in (("single", 0.8), ("amer", 0.7), ("decomposition_oracle", 0.8)):
+        _run(tmp_path, "today", "compound_k1", system, 0, [score] * 4)
+    (row,) = study.compare("today", study.made_runs(tmp_path), n_resamples=200)
+    assert row["decomposition_oracle_mean"] == pytest.approx(row["single_mean"]) and "oracle_share" not in row
+
+
 def test_pruned_rows_are_those_no_text_uses():
     """The device script keeps every token id a text of the benchmark produces (and the special
     ones), so a pruned row is one no run reads."""
