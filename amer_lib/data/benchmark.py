@@ -1,7 +1,8 @@
 """A prepared retrieval benchmark on disk: questions per dataset and split, the corpus, and the
 corpus embeddings of each document encoder (notebook 03 writes it, notebooks 01 and 04-07 read it).
 
-    <dir>/manifest.json                 {"corpus": <path of the corpus file>, "datasets": [...],
+    <dir>/manifest.json                 {"corpus": <the corpus file, relative to <dir>>,
+                                         "corpus_from": "benchmark", "datasets": [...],
                                          "n_queries": {dataset: n}, "use_titles": bool, "recipe": {...}}
     <dir>/<dataset>_<split>.jsonl       the library's multi-answer format
     <dir>/qrels/<dataset>_<split>.qrels TREC qrels of the same questions
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -50,6 +52,28 @@ class Benchmark:
     @property
     def datasets(self) -> list[str]:
         return self.manifest["datasets"]
+
+    @property
+    def corpus_path(self) -> Path:
+        """The corpus file. The manifest holds it relative to this folder (`"corpus_from":
+        "benchmark"`), so a benchmark reads from any working directory; one written before that
+        holds the path as given at preparation (relative to notebooks/ for the shipped recipes),
+        which is read from the working directory as it always was."""
+        path = Path(self.manifest["corpus"])
+        if self.manifest.get("corpus_from") == "benchmark":
+            path = self.directory / path
+        if not path.exists():
+            where = (
+                "this folder"
+                if self.manifest.get("corpus_from") == "benchmark"
+                else f"the working directory {Path.cwd()}"
+            )
+            raise FileNotFoundError(
+                f"the corpus of the benchmark in {self.directory} is not at {path} (its manifest's "
+                f"{self.manifest['corpus']!r}, relative to {where}); prepare it again with "
+                "notebooks/03_real_data_prep.ipynb or put the corpus back"
+            )
+        return path
 
     def check(self, datasets: list[str]) -> None:
         """Fail before any work when a dataset asked for is not in this benchmark."""
@@ -121,8 +145,7 @@ class Benchmark:
         validation compounds."""
         recipe = self.manifest["recipe"]
         validation = [q for d in self.datasets for q in self.questions(d, "validation")]
-        # a compound corpus is written beside its questions; the manifest holds the path as given then
-        corpus_ids = {d.id for d in iter_documents(self.directory / "corpus.tsv")}
+        corpus_ids = {d.id for d in iter_documents(self.corpus_path)}
         return compound.corpus_components(recipe["components"], corpus_ids, validation, recipe["max_answers"])
 
     def questions(self, dataset: str, split: str) -> list[MultiAnswerQuestion]:
@@ -132,7 +155,7 @@ class Benchmark:
 
     def documents(self):
         """The corpus; without titles where it was prepared with `use_titles = False`."""
-        documents = iter_documents(self.manifest["corpus"])
+        documents = iter_documents(self.corpus_path)
         if self.manifest.get("use_titles", True):
             return documents
         return (Document(d.id, "", d.text) for d in documents)
@@ -176,7 +199,8 @@ def write_benchmark(
         for split, questions in by_split.items():
             write_questions(directory / f"{dataset}_{split}.jsonl", questions)
     manifest = {
-        "corpus": str(corpus),
+        "corpus": os.path.relpath(Path(corpus).resolve(), Path(directory).resolve()),
+        "corpus_from": "benchmark",
         "corpus_size": corpus_size,
         "datasets": list(splits),
         "n_queries": {d: N_QUERIES[d] for d in splits if d in N_QUERIES},

@@ -114,7 +114,7 @@ def retrieve(
     encoder (its query instruction, exact search over its embeddings of the corpus)."""
     texts = [q.question for q in questions]
     if check_retriever(retriever) == "bm25":
-        corpus = Corpus.read(benchmark.manifest["corpus"])
+        corpus = Corpus.read(benchmark.corpus_path)
         index = Bm25Index.build(corpus.texts(), len(corpus), progress)
         return [[corpus.documents[r].id for r in row] for row in index.top_k(texts, k, progress)]
     shards = document_embeddings(benchmark, retriever, device, progress)

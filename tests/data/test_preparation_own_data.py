@@ -150,3 +150,26 @@ def test_a_missing_corpus_and_bytes_that_are_not_utf8_are_named(tmp_path):
     questions.write_bytes(questions.read_bytes().replace(b"question 1?", b"question \xff?"))
     with pytest.raises(DataFormatError, match=r"questions.jsonl:2 is not UTF-8 text"):
         prepare_files(tmp_path / "p", "mine", questions, corpus)
+
+
+def test_the_corpus_is_found_from_any_working_directory(tmp_path, monkeypatch):
+    """The manifest holds the corpus relative to the benchmark's folder: prepared with a path
+    relative to one working directory (as notebook 03 runs, from notebooks/), read from another."""
+    questions, corpus = write_files(tmp_path)
+    (tmp_path / "notebooks").mkdir()
+    monkeypatch.chdir(tmp_path / "notebooks")
+    prepare_files("../prepared", "mine", "../questions.jsonl", "../corpus.tsv", seed=1)
+    manifest = json.loads((tmp_path / "prepared" / "manifest.json").read_text())
+    assert manifest["corpus"] == "../corpus.tsv" and manifest["corpus_from"] == "benchmark"
+    monkeypatch.chdir(tmp_path / "prepared")
+    benchmark = Benchmark(".")
+    assert benchmark.corpus_path.resolve() == corpus.resolve()
+    assert [d.id for d in benchmark.documents()][:2] == ["d0", "d1"]
+    # a manifest written before: its path as given at preparation, read from the working directory
+    legacy = {k: v for k, v in manifest.items() if k != "corpus_from"} | {"corpus": "../corpus.tsv"}
+    (tmp_path / "prepared" / "manifest.json").write_text(json.dumps(legacy))
+    monkeypatch.chdir(tmp_path / "notebooks")
+    assert Benchmark("../prepared").corpus_path.resolve() == corpus.resolve()
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FileNotFoundError, match=r"not at \.\./corpus\.tsv.*relative to the working directory"):
+        Benchmark("prepared").corpus_path
