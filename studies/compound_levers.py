@@ -51,13 +51,15 @@ VARIANTS = {
     "fresh": {"train_compounds": 12_800},  # 400 steps x 32: no training compound seen twice
     "corpus": {"train_components": "corpus"},  # every training component in the corpus, not only the findable
     "single_step": {"single_target_step": True},  # the authors' extra step: vector 1 also trained as single-query
+    "first_single": {"first_vector": "single"},  # vector 1 trained as single-query only, the others matched
     # each lever at the rate carried forward (lr 1e-4), then all of them together
     "lr_1e-4+fresh": {"lr": 1e-4, "train_compounds": 12_800},
     "lr_1e-4+hard_0.5": {"lr": 1e-4, "hard_negative_share": 0.5},
     "lr_1e-4+spread_1": {"lr": 1e-4, "spread_weight": 1.0},
     "lr_1e-4+all": {"lr": 1e-4, "train_compounds": 12_800, "hard_negative_share": 0.5, "spread_weight": 1.0},
 }
-AMER_ONLY = {"spread_weight", "single_target_step"}  # levers of AMER's training: single-query trains as without them
+# levers of AMER's training alone: single-query trains as without them
+AMER_ONLY = {"spread_weight", "single_target_step", "first_vector"}
 DATASETS = ("compound_k1", "compound_k2", "compound_k3")
 
 
@@ -82,16 +84,17 @@ def params_of(variant: str, seeds: list[int], datasets: list[str], folder: Path 
     """Notebook 04's config of a variant, its folders under `folder` (absolute paths)."""
     from amer_lib.params import from_files
 
-    changes = VARIANTS[variant]
+    changes, overrides = VARIANTS[variant], dict(overrides or {})
     base = from_files(NOTEBOOK, RECIPE)
+    prepared = overrides.pop("prepared_dir", base.prepared_dir)  # another clone's, to read its runs
     folder = folder / variant
     return base.replace(
-        **(overrides or {}),
+        **overrides,
         **changes,
         seeds=seeds,
         datasets=datasets,
         systems=["amer"] if amer_only(variant) else ["single", "amer"],
-        prepared_dir=str((NOTEBOOK.parent / base.prepared_dir).resolve()),
+        prepared_dir=str((NOTEBOOK.parent / prepared).resolve()),
         results_dir=str(folder / "results"),
         runs_dir=str(folder / "runs"),
         figures_dir=str(folder / "figures"),
@@ -235,6 +238,30 @@ def learning_curves(variant: str, made: dict[str, list[dict]], only=None) -> lis
     return rows
 
 
+def vectors_alone(variant: str, seeds: list[int], folder: Path = FOLDER, overrides=None) -> list[dict]:
+    """Per seed, at k = 1: the test MRecall@100 of the variant's AMER with its first n vectors
+    (round-robin, n = 1 .. the recipe's), read from the run's kept weights, and whether its n
+    reproduces the run's stored score. Tells a weak first vector from a merge that dilutes it."""
+    from amer_lib.core.device import resolve_device
+    from amer_lib.experiments.beyond import lists_with_stop_head
+    from amer_lib.runs.benchmark_runs import RunContext
+    from amer_lib.runs.configs import BeyondConfig
+
+    dataset = DATASETS[0]
+    params = params_of(variant, seeds, [dataset], folder, overrides)
+    context = RunContext.of(params)
+    paper_n = context.n_queries(dataset, "amer")
+    rows = []
+    for seed in seeds:
+        test = lists_with_stop_head(BeyondConfig(max_n=paper_n), params, context, dataset, seed)["lists"]["test"]
+        stored = context.trained_run(params, dataset, "amer", seed, resolve_device("cpu"))[1]["mrecall"]
+        row = {"variant": variant, "dataset": dataset, "seed": seed}
+        row |= {f"n{n}": float(100 * test.merged(f"n{n}", "round_robin", {}).mean()) for n in range(1, paper_n + 1)}
+        row["reproduces_run"] = bool(np.allclose(test.merged("paper", "round_robin", {}), stored))
+        rows.append(row)
+    return rows
+
+
 def overrides_of(items: list[str]) -> dict:
     """`KEY=YAML` items as parameters (`lr=1e-4` a float, `datasets=[compound_k3]` a list)."""
     bad = [item for item in items if "=" not in item]
@@ -266,6 +293,13 @@ def main() -> None:
         "--curves", nargs="+", choices=tuple(VARIANTS), default=[], help="write studies/NAME_curves.json"
     )
     parser.add_argument(
+        "--vectors-alone",
+        nargs="+",
+        choices=tuple(VARIANTS),
+        default=[],
+        help="write studies/NAME_vectors.json: k = 1 MRecall@100 of AMER's first n vectors, per seed of --seeds",
+    )
+    parser.add_argument(
         "--report-seeds", action="store_true", help="the report and curves read only the runs of --seeds"
     )
     parser.add_argument(
@@ -292,6 +326,11 @@ def main() -> None:
         only = args.seeds if args.report_seeds else None
         rows = [row for variant in args.curves for row in learning_curves(variant, made, only)]
         (ROOT / "studies" / f"{args.name}_curves.json").write_text(json.dumps(rows, indent=1) + "\n")
+    if args.vectors_alone:
+        rows = [row for variant in args.vectors_alone for row in vectors_alone(variant, args.seeds, folder, overrides)]
+        (ROOT / "studies" / f"{args.name}_vectors.json").write_text(json.dumps(rows, indent=1) + "\n")
+        for r in rows:
+            print(r)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,8 @@ study = _module("studies/compound_levers.py", "compound_levers_study")
 
 def test_an_amer_only_lever_reads_the_variant_without_it():
     assert study.reference("spread_1") == "today" and study.amer_only("spread_1")
-    assert study.reference("single_step") == "today" and study.amer_only("single_step")
+    for lever in ("single_step", "first_single"):
+        assert study.reference(lever) == "today" and study.amer_only(lever)
     assert study.reference("lr_1e-4+spread_1") == "lr_1e-4" and study.amer_only("lr_1e-4+spread_1")
     # a lever of both systems trains its own single-query, alone or beside a loss lever
     for variant in ("today", "lr_1e-4", "hard_0.5", "lr_1e-4+fresh", "lr_1e-4+all"):

@@ -60,16 +60,21 @@ def info_nce(
     return -own_positive_block(log_probs, 1, first)[:, 0, 0].mean()
 
 
-def hungarian_assignment(block: np.ndarray, counts: np.ndarray, forbidden: np.ndarray | None = None) -> np.ndarray:
+def hungarian_assignment(
+    block: np.ndarray, counts: np.ndarray, forbidden: np.ndarray | None = None, fixed: int = 0
+) -> np.ndarray:
     """For each example, the target matched to each of its first `counts[b]` queries
-    (maximising the summed log-probability), never a `forbidden [B, n, M]` pair. Unused rows
-    point at column 0."""
+    (maximising the summed log-probability), never a `forbidden [B, n, M]` pair. The first `fixed`
+    queries keep their own targets (query j target j) and the others are matched among the rest.
+    Unused rows point at column 0."""
     if forbidden is not None:
         block = np.where(forbidden, -np.inf, block)
     assignment = np.zeros(block.shape[:2], dtype=np.int64)
+    assignment[:, :fixed] = np.arange(fixed)
     for b, count in enumerate(counts):
-        rows, cols = linear_sum_assignment(block[b, :count, :count], maximize=True)
-        assignment[b, rows] = cols
+        if count > fixed:
+            rows, cols = linear_sum_assignment(block[b, fixed:count, fixed:count], maximize=True)
+            assignment[b, rows + fixed] = cols + fixed
     return assignment
 
 
@@ -91,6 +96,8 @@ def fed_target_pairs(sample_mask: torch.Tensor, n_queries: int, max_targets: int
 
 
 MATCHED_REDUCTIONS = ("mean", "sum")  # of an example's matched terms: the authors' code, Equation 2
+# the first query vector: matched like the others (the paper), or trained as single-query is (beyond it)
+FIRST_VECTOR_MODES = ("matched", "single")
 
 
 def matched_info_nce(
@@ -103,6 +110,7 @@ def matched_info_nce(
     first: int = 0,
     reduction: str = "mean",
     spread_weight: float = 0.0,
+    first_vector: str = "matched",
 ) -> torch.Tensor:
     """Hungarian-matched InfoNCE.
 
@@ -115,8 +123,13 @@ def matched_info_nce(
     loss averages the examples.
     `forbidden [b, n, M]` excludes pairs from the matching (see `fed_target_pairs`); a perfect
     matching must remain. `spread_weight` > 0 adds that multiple of `spread_penalty` (beyond the
-    paper).
+    paper). `first_vector` "single" (beyond the paper) trains query 0 as the single-query model is
+    trained (`info_nce` against the example's first target, in its random order: the batch's first
+    targets and negatives the candidates) and matches queries 1.. to targets 1..: one vector stays
+    the whole question's query, the others share out the rest.
     """
+    if first_vector not in FIRST_VECTOR_MODES:
+        raise ValueError(f"unknown first_vector {first_vector!r}; valid: {', '.join(FIRST_VECTOR_MODES)}")
     own_mask = target_mask[first : first + queries.shape[0]]
     counts = own_mask.sum(-1)
     if bool((counts == 0).any()):
@@ -125,12 +138,18 @@ def matched_info_nce(
     max_targets = positives.shape[1]
     log_probs = candidate_log_probs(queries, positives, negatives, target_mask, temperature)
     block = own_positive_block(log_probs, max_targets, first)
+    fixed = int(first_vector == "single")
     assignment = hungarian_assignment(
         block.detach().float().cpu().numpy(),
         counts.cpu().numpy(),
         None if forbidden is None else forbidden.cpu().numpy(),
+        fixed,
     )
     matched = block.gather(-1, torch.as_tensor(assignment, device=block.device)[..., None]).squeeze(-1)
+    if fixed:
+        first_only = torch.ones_like(target_mask[:, :1])
+        single = candidate_log_probs(queries[:, :1], positives[:, :1], negatives[:, :1], first_only, temperature)
+        matched = torch.cat([own_positive_block(single, 1, first)[:, :, 0], matched[:, 1:]], dim=1)
     per_example = -(matched * own_mask).sum(-1)
     loss = (per_example if reduction == "sum" else per_example / counts).mean()
     if spread_weight > 0:

@@ -21,7 +21,15 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 
 from amer_lib.core import checkpointing, distributed
-from amer_lib.core.loss import MATCHED_REDUCTIONS, TEMPERATURE, fed_target_pairs, info_nce, matched_info_nce, stop_loss
+from amer_lib.core.loss import (
+    FIRST_VECTOR_MODES,
+    MATCHED_REDUCTIONS,
+    TEMPERATURE,
+    fed_target_pairs,
+    info_nce,
+    matched_info_nce,
+    stop_loss,
+)
 from amer_lib.core.model import AMERQueryEncoder, Prompt
 from amer_lib.io import save_torch
 from amer_lib.progress import announce_cost, tqdm
@@ -75,10 +83,13 @@ class TrainConfig:
     matched_loss: str = "mean"  # an example's matched terms: "mean" (the authors' code) or "sum" (Equation 2)
     hard_negative_share: float = 0.0  # beyond the paper: share of negatives drawn from the data's mined ones
     spread_weight: float = 0.0  # beyond the paper: weight of `loss.spread_penalty` (vectors as apart as targets)
+    first_vector: str = "matched"  # beyond the paper, "single": the first vector trained as single-query is
 
     def __post_init__(self):
         if self.sampling not in SAMPLING_MODES:
             raise ValueError(f"unknown sampling mode {self.sampling!r}; valid: {', '.join(SAMPLING_MODES)}")
+        if self.first_vector not in FIRST_VECTOR_MODES:
+            raise ValueError(f"unknown first_vector {self.first_vector!r}; valid: {', '.join(FIRST_VECTOR_MODES)}")
         if self.matched_loss not in MATCHED_REDUCTIONS:
             raise ValueError(f"unknown matched_loss {self.matched_loss!r}; valid: {', '.join(MATCHED_REDUCTIONS)}")
         for name in ("n_outputs", "steps", "batch_size", "eval_every", "checkpoint_every"):
@@ -245,6 +256,7 @@ def batch_loss(
         rows.start,
         config.matched_loss,
         config.spread_weight,
+        config.first_vector,
     )
     if config.stop_weight <= 0:
         return matched(model(prompt, n, targets[rows], sample_mask))

@@ -19,7 +19,7 @@ from amer_lib.core.backbones import BACKBONES, FINETUNE_MODES, is_large_backbone
 from amer_lib.core.config import Config, internal, param
 from amer_lib.core.device import DEVICES
 from amer_lib.core.expansion import EXPANSION_SOURCES
-from amer_lib.core.loss import MATCHED_REDUCTIONS
+from amer_lib.core.loss import FIRST_VECTOR_MODES, MATCHED_REDUCTIONS
 from amer_lib.core.merge import MERGES
 from amer_lib.core.metrics import DISTANCES
 from amer_lib.core.train import SAMPLING_MODES
@@ -251,6 +251,13 @@ class RealConfig(Config):
         minimum=0,
         help="beyond the paper: weight of a penalty on query vectors closer to each other than their matched "
         "targets (amer_lib.core.loss.spread_penalty); 0: the paper's loss",
+    )
+    first_vector: str = param(
+        "matched",
+        default_if_absent=True,
+        choices=FIRST_VECTOR_MODES,
+        help='beyond the paper: "single" trains the first query vector as the single-query model is and matches '
+        'the others to the remaining targets (amer_lib.core.loss.matched_info_nce); "matched": the paper\'s loss',
     )
     train_compounds: int = param(
         0,

@@ -31,7 +31,8 @@ from amer_lib.runs.configs import RealConfig, SyntheticConfig
 # run computes what a version-3 run did, but is made again all the same. Version 5: the compound
 # benchmark's redrawn training compounds (`train_compounds`, off at 0) joined it, likewise. Version 6:
 # the compound benchmark's training components (`train_components`, "findable" as before), likewise.
-CACHE_VERSION = 6
+# Version 7: the first query vector's loss (`first_vector`, "matched" as before), likewise.
+CACHE_VERSION = 7
 
 
 def params_digest(params: dict) -> str:

@@ -1,13 +1,16 @@
 import itertools
 import math
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 
 from amer_lib.core.loss import (
+    MATCHED_REDUCTIONS,
     candidate_log_probs,
     fed_target_pairs,
+    hungarian_assignment,
     info_nce,
     matched_info_nce,
     own_positive_block,
@@ -16,9 +19,13 @@ from amer_lib.core.loss import (
 )
 
 
-def brute_force_matched(queries, positives, negatives, mask, tau=0.05, forbidden=None, reduction="mean"):
+def brute_force_matched(
+    queries, positives, negatives, mask, tau=0.05, forbidden=None, reduction="mean", first_single=False
+):
     """Independent answer: the loss under every permutation (without a forbidden pair), minimum
-    per example; an example's matched terms summed (Equation 2) or averaged."""
+    per example; an example's matched terms summed (Equation 2) or averaged. `first_single`: query
+    0 scored as single-query is (against target 0, among every example's target 0 and negative 0)
+    and only permutations of queries 1.. over targets 1.. searched."""
     batch, m, _ = positives.shape
     candidates, valid = [], []
     for b in range(batch):
@@ -39,12 +46,18 @@ def brute_force_matched(queries, positives, negatives, mask, tau=0.05, forbidden
             own = math.exp(float(q @ F.normalize(positives[b, j], dim=0)) / tau)
             return -math.log(own / sum(scores))
 
+        fixed = 1 if first_single else 0
         allowed = [
-            perm
-            for perm in itertools.permutations(range(count))
-            if forbidden is None or not any(forbidden[b][i][perm[i]] for i in range(count))
+            tuple(range(fixed)) + perm
+            for perm in itertools.permutations(range(fixed, count))
+            if forbidden is None or not any(forbidden[b][i + fixed][perm[i]] for i in range(count - fixed))
         ]
-        best = min(sum(nll(i, perm[i]) for i in range(count)) for perm in allowed)
+        best = min(sum(nll(i, perm[i]) for i in range(fixed, count)) for perm in allowed)
+        if first_single:
+            q = F.normalize(queries[b, 0], dim=0)
+            firsts = [positives[e, 0] for e in range(batch)] + [negatives[e, 0] for e in range(batch)]
+            scores = [math.exp(float(q @ F.normalize(c, dim=0)) / tau) for c in firsts]
+            best += -math.log(scores[b] / sum(scores))
         total += best if reduction == "sum" else best / count
     return total / batch
 
@@ -101,6 +114,41 @@ def test_the_summed_loss_is_equation_3_and_weighs_an_example_by_its_targets():
     means = [matched_info_nce(q[b : b + 1], p, n, mask, first=b).item() for b in range(3)]
     assert summed == pytest.approx(sum(c * m for c, m in zip((1, 3, 2), means)) / 3, rel=1e-5)
     assert matched_info_nce(q, p, n, mask).item() == pytest.approx(sum(means) / 3, rel=1e-5)
+
+
+def test_a_first_vector_trained_as_single_query_equals_brute_force():
+    """Beyond the paper: query 0 scored as `info_nce` scores single-query's vector, queries 1..
+    matched over targets 1.. only, fed targets still excluded; an example with one target is its
+    single-query term alone."""
+    torch.manual_seed(5)
+    batch, m, d = 4, 4, 6
+    q, p, n = torch.randn(batch, m, d), torch.randn(batch, m, d), torch.randn(batch, m, d)
+    mask = torch.ones(batch, m, dtype=torch.bool)
+    mask[1, 2:], mask[3, 1:] = False, False
+    forbidden = fed_target_pairs(
+        torch.tensor([[False] * 3, [True, False, True], [False, True, False], [True] * 3]), m, m
+    )
+    for reduction in MATCHED_REDUCTIONS:
+        for excluded in (None, forbidden):
+            loss = matched_info_nce(q, p, n, mask, forbidden=excluded, reduction=reduction, first_vector="single")
+            answer = brute_force_matched(
+                q,
+                p,
+                n,
+                mask,
+                forbidden=None if excluded is None else excluded.tolist(),
+                reduction=reduction,
+                first_single=True,
+            )
+            assert loss.item() == pytest.approx(answer, rel=1e-5)
+    one = matched_info_nce(q[3:], p, n, mask, first=3, first_vector="single")
+    assert one.item() == pytest.approx(info_nce(q[3:, 0], p[:, 0], n[:, 0], first=3).item(), rel=1e-6)
+    # the first vector keeps its own target whatever the others' scores
+    block = np.array([[[0.0, 0.0, 2.0], [0.0, 0.0, 1.0], [0.0, 1.0, 0.0]]])
+    assert hungarian_assignment(block, [3]).tolist() == [[2, 0, 1]]
+    assert hungarian_assignment(block, [3], fixed=1).tolist() == [[0, 2, 1]]
+    with pytest.raises(ValueError, match="unknown first_vector 'centroid'; valid: matched, single"):
+        matched_info_nce(q, p, n, mask, first_vector="centroid")
 
 
 def test_info_nce_by_hand():

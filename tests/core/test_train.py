@@ -488,7 +488,9 @@ def _drawn_batch(config, p=0.5, seed=3):
         {"matched_loss": "sum"},
         {"spread_weight": 2.0},
         {"stop_weight": 0.5},
+        {"first_vector": "single"},
         {"exclude_fed_targets": True, "stop_weight": 0.5, "matched_loss": "sum", "spread_weight": 1.0},
+        {"exclude_fed_targets": True, "first_vector": "single", "matched_loss": "sum"},
     ],
 )
 def test_a_batch_share_is_scored_by_the_matched_loss_of_its_settings(changes):
@@ -519,6 +521,7 @@ def test_a_batch_share_is_scored_by_the_matched_loss_of_its_settings(changes):
         first=2,
         reduction=config.matched_loss,
         spread_weight=config.spread_weight,
+        first_vector=config.first_vector,
     )
     if config.stop_weight > 0:
         expected = expected + config.stop_weight * stop_loss(stop_logits, batch.mask[rows].sum(-1))
@@ -540,6 +543,7 @@ def test_each_setting_of_the_batch_loss_changes_it():
         {"matched_loss": "sum"},
         {"spread_weight": 2.0},
         {"stop_weight": 0.5},
+        {"first_vector": "single"},
     ):
         changed = batch_loss(model, data, batch, slice(2, 6), TrainConfig(**{**TRAIN_CONFIG, **changes}))
         assert not torch.isclose(changed, plain, atol=1e-4), changes
@@ -809,6 +813,7 @@ def test_the_single_target_step_is_for_multi_vector_runs_only(n_outputs):
     [
         ({"sampling": "greedy"}, "unknown sampling mode 'greedy'; valid: scheduled, teacher, predicted"),
         ({"matched_loss": "max"}, "unknown matched_loss 'max'; valid: mean, sum"),
+        ({"first_vector": "alone"}, "unknown first_vector 'alone'; valid: matched, single"),
         ({"steps": 0}, "steps must be >= 1, got 0"),
         ({"hard_negative_share": 1.5}, "hard_negative_share must be between 0 and 1, got 1.5"),
     ],
