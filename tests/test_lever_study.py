@@ -68,6 +68,7 @@ def test_compare_reads_the_reference_and_the_seeds_asked(tmp_path):
     assert row["decomposition_oracle_mean"] == pytest.approx(50.0)
     assert row["oracle_share"] == pytest.approx((45 - 10) / (50 - 10))
     assert row["against_amer_mean"] == pytest.approx(30.0) and row["p_ahead"] < 0.01
+    assert row["p_behind_single"] > 0.99  # AMER (45) well ahead of single-query (10): no evidence it is behind
     (first,) = study.compare("spread_1", study.made_runs(tmp_path), only=[0], n_resamples=200)
     assert first["seeds"] == [0] and first["amer_mean"] == pytest.approx(50.0)
     assert first["oracle_share"] == pytest.approx((50 - 20) / (60 - 20))
@@ -79,6 +80,7 @@ def test_no_share_where_the_oracle_has_no_lead(tmp_path):
         _run(tmp_path, "today", "compound_k1", system, 0, [score] * 4)
     (row,) = study.compare("today", study.made_runs(tmp_path), n_resamples=200)
     assert row["decomposition_oracle_mean"] == pytest.approx(row["single_mean"]) and "oracle_share" not in row
+    assert row["p_behind_single"] < 0.01  # 70 against 80 on every question
 
 
 def test_pruned_rows_are_those_no_text_uses():
