@@ -21,7 +21,8 @@ From the repository root, after notebook 03 has prepared the compound benchmark
 `--folder` and `--name` keep another study apart (its runs, its JSON and table), such as the one
 `benchmarks/device_compound_levers.py` runs on a lent GPU; `--set KEY=YAML` changes a parameter of
 every variant (workers, device), which the run key then records; `--quartiles` and `--curves` write
-where a variant gains or loses by target similarity, and its learning curves (`NAME_curves.json`).
+where a variant gains or loses by target similarity, and its learning curves (`NAME_curves.json`);
+`--vectors-alone` scores AMER's first n vectors from each run's weights (`NAME_vectors.json`).
 """
 
 from __future__ import annotations
@@ -243,25 +244,26 @@ def learning_curves(variant: str, made: dict[str, list[dict]], only=None) -> lis
     return rows
 
 
-def vectors_alone(variant: str, seeds: list[int], folder: Path = FOLDER, overrides=None) -> list[dict]:
-    """Per seed, at k = 1: the test MRecall@100 of the variant's AMER with its first n vectors
-    (round-robin, n = 1 .. the recipe's), read from the run's kept weights, and whether its n
-    reproduces the run's stored score. Tells a weak first vector from a merge that dilutes it."""
+def vectors_alone(
+    variant: str, seeds: list[int], dataset: str, max_n: int = 0, folder: Path = FOLDER, overrides=None
+) -> list[dict]:
+    """Per seed: the test MRecall@100 of the variant's AMER with its first n vectors (round-robin,
+    n = 1 .. `max_n`, or the recipe's n), read from the run's kept weights, and whether the recipe's
+    n reproduces the run's stored score. Tells a weak first vector from a merge that dilutes it."""
     from amer_lib.core.device import resolve_device
     from amer_lib.experiments.beyond import lists_with_stop_head
     from amer_lib.runs.benchmark_runs import RunContext
     from amer_lib.runs.configs import BeyondConfig
 
-    dataset = DATASETS[0]
     params = params_of(variant, seeds, [dataset], folder, overrides)
     context = RunContext.of(params)
-    paper_n = context.n_queries(dataset, "amer")
+    max_n = max_n or context.n_queries(dataset, "amer")
     rows = []
     for seed in seeds:
-        test = lists_with_stop_head(BeyondConfig(max_n=paper_n), params, context, dataset, seed)["lists"]["test"]
+        test = lists_with_stop_head(BeyondConfig(max_n=max_n), params, context, dataset, seed)["lists"]["test"]
         stored = context.trained_run(params, dataset, "amer", seed, resolve_device("cpu"))[1]["mrecall"]
         row = {"variant": variant, "dataset": dataset, "seed": seed}
-        row |= {f"n{n}": float(100 * test.merged(f"n{n}", "round_robin", {}).mean()) for n in range(1, paper_n + 1)}
+        row |= {f"n{n}": float(100 * test.merged(f"n{n}", "round_robin", {}).mean()) for n in range(1, max_n + 1)}
         row["reproduces_run"] = bool(np.allclose(test.merged("paper", "round_robin", {}), stored))
         rows.append(row)
     return rows
@@ -302,8 +304,9 @@ def main() -> None:
         nargs="+",
         choices=tuple(VARIANTS),
         default=[],
-        help="write studies/NAME_vectors.json: k = 1 MRecall@100 of AMER's first n vectors, per seed of --seeds",
+        help="write studies/NAME_vectors.json: MRecall@100 of AMER's first n vectors, per seed and dataset",
     )
+    parser.add_argument("--max-n", type=int, default=0, help="--vectors-alone's most vectors (0: the recipe's n)")
     parser.add_argument(
         "--report-seeds", action="store_true", help="the report and curves read only the runs of --seeds"
     )
@@ -332,12 +335,14 @@ def main() -> None:
         rows = [row for variant in args.curves for row in learning_curves(variant, made, only)]
         (ROOT / "studies" / f"{args.name}_curves.json").write_text(json.dumps(rows, indent=1) + "\n")
     if args.vectors_alone:
-        # rows of the variants not asked for stay: a variant's runs are read by the library of their cache version
+        # the rows of other variants and datasets stay: runs are read by the library of their cache version
         path = ROOT / "studies" / f"{args.name}_vectors.json"
         kept = json.loads(path.read_text()) if path.exists() else []
-        kept = [r for r in kept if r["variant"] not in args.vectors_alone]
-        rows = [row for variant in args.vectors_alone for row in vectors_alone(variant, args.seeds, folder, overrides)]
-        rows = sorted(kept + rows, key=lambda r: (list(VARIANTS).index(r["variant"]), r["seed"]))
+        asked = [(variant, dataset) for variant in args.vectors_alone for dataset in args.datasets]
+        kept = [r for r in kept if (r["variant"], r["dataset"]) not in asked]
+        for variant, dataset in asked:
+            kept += vectors_alone(variant, args.seeds, dataset, args.max_n, folder, overrides)
+        rows = sorted(kept, key=lambda r: (list(VARIANTS).index(r["variant"]), r["dataset"], r["seed"]))
         path.write_text(json.dumps(rows, indent=1) + "\n")
         for r in rows:
             print(r)

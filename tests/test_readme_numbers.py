@@ -617,11 +617,12 @@ def test_the_lever_study_quotes_its_generated_tables_and_json(name):
     rows = {(r["variant"], r["dataset"][-1]): r for r in json.loads((ROOT / "studies" / f"{name}.json").read_text())}
     body = [line.strip("|").split("|") for line in table.splitlines()[2:]]
     assert len(body) == len(rows)
-    for variant, k, _, single, amer, *_, p_ahead, _, _, _ in (map(str.strip, cells) for cells in body):
+    for variant, k, _, single, amer, *_, p_ahead, _, behind_single, _, _ in (map(str.strip, cells) for cells in body):
         row = rows[(variant, k)]
         assert amer == f"{row['amer_mean']:.2f}±{row['amer_std']:.2f}"
         assert single == (f"{row['single_mean']:.2f}±{row['single_std']:.2f}" if "single_mean" in row else "-")
         assert p_ahead == f"{row['p_ahead']:.4f}"
+        assert behind_single == (f"{row['p_behind_single']:.4f}" if "p_behind_single" in row else "-")
 
 
 def test_the_gpu_screen_prose_quotes_its_json():
@@ -811,3 +812,73 @@ def test_the_lower_rate_on_the_cpu_quotes_its_json():
     beyond = (ROOT / "figures" / "07_beyond_compound" / "beyond_real.md").read_text()
     assert "| compound_k1 | n = 1, round-robin (paper) | 1.00 | 78.94±2.47 |" in beyond
     assert "(n = 1 gives 78.94 against single-query's 88.33" in text and f"{today1['single_mean']:.2f}" == "88.33"
+
+
+def test_the_first_vector_levers_quote_their_json():
+    """Documentation check: the k = 1 gap's numbers in studies/compound_levers.md are
+    studies/compound_levers_avx2.json's (three seeds at k = 1, seed 0 at k = 2 and 3), the vectors
+    alone are _vectors.json's (every run reproduced) and the last validation MRecall the seed-0
+    curves'."""
+    import json
+
+    import numpy as np
+
+    text = " ".join((ROOT / "studies" / "compound_levers.md").read_text().split())
+    rows = {
+        (r["variant"], r["dataset"][-1]): r
+        for r in json.loads((ROOT / "studies" / "compound_levers_avx2.json").read_text())
+    }
+    vectors = json.loads((ROOT / "studies" / "compound_levers_avx2_vectors.json").read_text())
+    assert all(r["reproduces_run"] for r in vectors)
+    alone = lambda variant, k, n: np.mean([r[n] for r in vectors if (r["variant"], r["dataset"][-1]) == (variant, k)])  # noqa: E731
+    cell = lambda row, system="amer": f"{row[system + '_mean']:.2f} ± {row[system + '_std']:.2f}"  # noqa: E731
+    today = rows[("today", "1")]
+    step, first = rows[("single_step", "1")], rows[("first_single", "1")]
+    assert step["seeds"] == first["seeds"] == [0, 1, 2] and first["p_ahead"] < 1e-4
+    assert f"AMER {cell(step)} against today's {cell(today)} (p = {step['p_ahead']:.2f} that it is ahead)" in text
+    assert (
+        f"its first vector alone {alone('single_step', '1', 'n1'):.2f} (from 78.94) and both "
+        f"{alone('single_step', '1', 'n2'):.2f}" in text
+    )
+    assert f"AMER {cell(first)} against today's {cell(today)} (p < 0.0001 that it is ahead)" in text
+    assert f"single-query's {cell(first, 'single')} (p = {first['p_behind_single']:.2f} that it is behind" in text
+    assert (
+        f"its first vector alone {alone('first_single', '1', 'n1'):.2f}, both {alone('first_single', '1', 'n2'):.2f}"
+        in text
+    )
+    for variant in ("single_step", "first_single"):
+        k2, k3 = rows[(variant, "2")], rows[(variant, "3")]
+        assert k2["seeds"] == k3["seeds"] == [0] and max(k2["p_behind"], k3["p_behind"]) < 1e-4
+        assert (
+            f"{k2['amer_mean']:.2f} and {k3['amer_mean']:.2f} against today's 44.33 and 16.33 (p < 0.0001 behind both"
+            in text
+        )
+    k2, k3 = rows[("first_single", "2")], rows[("first_single", "3")]
+    assert (
+        f"share of the oracle's lead of {100 * k2['oracle_share']:.0f}% and "
+        f"{100 * k3['oracle_share']:.0f}% against 54% and 32%" in text
+    )
+    seed0 = {
+        (r["variant"], r["dataset"][-1]): r
+        for r in json.loads((ROOT / "studies" / "compound_levers_avx2_seed0.json").read_text())
+    }
+    assert [f"{100 * seed0[('today', k)]['oracle_share']:.0f}%" for k in "23"] == ["54%", "32%"]
+    assert [f"{seed0[('today', k)]['amer_mean']:.2f}" for k in "23"] == ["44.33", "16.33"]
+    (fs2,) = [r for r in vectors if (r["variant"], r["dataset"]) == ("first_single", "compound_k2")]
+    (fs3,) = [r for r in vectors if (r["variant"], r["dataset"]) == ("first_single", "compound_k3")]
+    assert f"(alone {fs2['n1']:.2f} at k = 2, single-query {seed0[('today', '2')]['single_mean']:.2f})" in text
+    most2 = max(fs2[f"n{n}"] for n in range(3, 9))
+    assert f"{fs2['n2']:.2f} with two vectors and no more than {most2:.2f} up to eight at k = 2" in text
+    assert f"{fs3['n1']:.2f} alone and {fs3['n5']:.2f} with five to eight at k = 3" in text
+    assert {round(fs3[f"n{n}"], 2) for n in range(5, 9)} == {round(fs3["n5"], 2)}
+    curves = {
+        (r["variant"], r["dataset"][-1], r["system"]): r
+        for r in json.loads((ROOT / "studies" / "compound_levers_avx2_seed0_curves.json").read_text())
+    }
+    last = lambda variant, k: f"{curves[(variant, k, 'amer')]['val_mrecall'][-1]:.2f}"  # noqa: E731
+    assert (
+        f"{last('first_single', '2')} at k = 2 and {last('first_single', '3')} at k = 3 against today's "
+        f"{last('today', '2')} and {last('today', '3')}" in text
+    )
+    stds = [f"{rows[('today', k)]['amer_std']:.2f}" for k in "23"]
+    assert f"({stds[0]} at k = 2, {stds[1]} at k = 3)" in text
