@@ -248,8 +248,9 @@ def vectors_alone(
     variant: str, seeds: list[int], dataset: str, max_n: int = 0, folder: Path = FOLDER, overrides=None
 ) -> list[dict]:
     """Per seed: the test MRecall@100 of the variant's AMER with its first n vectors (round-robin,
-    n = 1 .. `max_n`, or the recipe's n), read from the run's kept weights, and whether the recipe's
-    n reproduces the run's stored score. Tells a weak first vector from a merge that dilutes it."""
+    n = 1 .. `max_n`, or the recipe's n), read from the run's kept weights, whether the recipe's
+    n reproduces the run's stored score, and how close each later vector comes to an earlier one.
+    Tells a weak first vector from a merge that dilutes it, and later vectors that repeat."""
     from amer_lib.core.device import resolve_device
     from amer_lib.experiments.beyond import lists_with_stop_head
     from amer_lib.runs.benchmark_runs import RunContext
@@ -260,11 +261,14 @@ def vectors_alone(
     max_n = max_n or context.n_queries(dataset, "amer")
     rows = []
     for seed in seeds:
-        test = lists_with_stop_head(BeyondConfig(max_n=max_n), params, context, dataset, seed)["lists"]["test"]
+        record = lists_with_stop_head(BeyondConfig(max_n=max_n), params, context, dataset, seed)
+        test = record["lists"]["test"]
         stored = context.trained_run(params, dataset, "amer", seed, resolve_device("cpu"))[1]["mrecall"]
         row = {"variant": variant, "dataset": dataset, "seed": seed}
         row |= {f"n{n}": float(100 * test.merged(f"n{n}", "round_robin", {}).mean()) for n in range(1, max_n + 1)}
         row["reproduces_run"] = bool(np.allclose(test.merged("paper", "round_robin", {}), stored))
+        # per vector after the first: the median cosine to the closest vector before it (1: a repeat)
+        row["median_repeat_cosine"] = record["median_repeat_cosine"]
         rows.append(row)
     return rows
 

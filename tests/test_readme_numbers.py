@@ -882,3 +882,18 @@ def test_the_first_vector_levers_quote_their_json():
     )
     stds = [f"{rows[('today', k)]['amer_std']:.2f}" for k in "23"]
     assert f"({stds[0]} at k = 2, {stds[1]} at k = 3)" in text
+    stop = json.loads((ROOT / "figures" / "07_beyond_compound" / "real_comparison.json").read_text())["stop"]
+    today_repeat = {r["dataset"][-1]: r["median_repeat_cosine"][0] for r in stop if r["seed"] == 0}
+    first_repeat = np.mean(
+        [
+            r["median_repeat_cosine"][0]
+            for r in vectors
+            if r["variant"] == "first_single" and r["dataset"] == "compound_k1"
+        ]
+    )
+    assert (
+        f"median cosine to the first is {fs2['median_repeat_cosine'][0]:.3f} at k = 2 and "
+        f"{fs3['median_repeat_cosine'][0]:.3f} at k = 3 (today's seed 0, notebook 07's record: "
+        f"{today_repeat['2']:.3f} and {today_repeat['3']:.3f}), {first_repeat:.2f} at k = 1 (three seeds' mean; "
+        f"today's seed 0: {today_repeat['1']:.3f})"
+    ) in text
