@@ -53,6 +53,7 @@ VARIANTS = {
     "corpus": {"train_components": "corpus"},  # every training component in the corpus, not only the findable
     "single_step": {"single_target_step": True},  # the authors' extra step: vector 1 also trained as single-query
     "first_single": {"first_vector": "single"},  # vector 1 trained as single-query only, the others matched
+    "first_single+spread_1": {"first_vector": "single", "spread_weight": 1.0},  # and the later vectors kept apart
     # each lever at the rate carried forward (lr 1e-4), then all of them together
     "lr_1e-4+fresh": {"lr": 1e-4, "train_compounds": 12_800},
     "lr_1e-4+hard_0.5": {"lr": 1e-4, "hard_negative_share": 0.5},

@@ -27,7 +27,7 @@ study = _module("studies/compound_levers.py", "compound_levers_study")
 
 def test_an_amer_only_lever_reads_the_variant_without_it():
     assert study.reference("spread_1") == "today" and study.amer_only("spread_1")
-    for lever in ("single_step", "first_single"):
+    for lever in ("single_step", "first_single", "first_single+spread_1"):
         assert study.reference(lever) == "today" and study.amer_only(lever)
     assert study.reference("lr_1e-4+spread_1") == "lr_1e-4" and study.amer_only("lr_1e-4+spread_1")
     # a lever of both systems trains its own single-query, alone or beside a loss lever
