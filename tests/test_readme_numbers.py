@@ -882,6 +882,25 @@ def test_the_first_vector_levers_quote_their_json():
     )
     stds = [f"{rows[('today', k)]['amer_std']:.2f}" for k in "23"]
     assert f"({stds[0]} at k = 2, {stds[1]} at k = 3)" in text
+    both = {k: rows[("first_single+spread_1", k)] for k in "123"}
+    assert [r["seeds"] for r in both.values()] == [[0]] * 3
+    assert f"k = 1 keeps the gain ({both['1']['amer_mean']:.2f})" in text
+    assert (
+        f"{both['2']['amer_mean']:.2f} and {both['3']['amer_mean']:.2f} against 44.33 and 16.33 (p = "
+        f"{both['2']['p_behind']:.4f} and {both['3']['p_behind']:.4f} behind), a share of "
+        f"{100 * both['2']['oracle_share']:.0f}% and {100 * both['3']['oracle_share']:.0f}%"
+    ) in text
+    (sp2,) = [r for r in vectors if (r["variant"], r["dataset"]) == ("first_single+spread_1", "compound_k2")]
+    (sp3,) = [r for r in vectors if (r["variant"], r["dataset"]) == ("first_single+spread_1", "compound_k3")]
+    assert (
+        f"median cosine to the first {sp2['median_repeat_cosine'][0]:.3f} at k = 2 and "
+        f"{sp3['median_repeat_cosine'][0]:.3f} at k = 3)"
+    ) in text
+    most = [max(r[f"n{n}"] for n in range(4, 9)) for r in (sp2, sp3)]
+    assert (
+        f"({sp2['n3']:.2f} with three vectors at k = 2 and {sp3['n3']:.2f} at k = 3, no more than "
+        f"{most[0]:.2f} and {most[1]:.2f} up to eight)"
+    ) in text
     stop = json.loads((ROOT / "figures" / "07_beyond_compound" / "real_comparison.json").read_text())["stop"]
     today_repeat = {r["dataset"][-1]: r["median_repeat_cosine"][0] for r in stop if r["seed"] == 0}
     first_repeat = np.mean(
