@@ -252,8 +252,7 @@ def vectors_alone(
     n = 1 .. `max_n`, or the recipe's n), read from the run's kept weights, whether the recipe's
     n reproduces the run's stored score, and how close each later vector comes to an earlier one.
     Tells a weak first vector from a merge that dilutes it, and later vectors that repeat."""
-    from amer_lib.core.device import resolve_device
-    from amer_lib.experiments.beyond import lists_with_stop_head
+    from amer_lib.experiments.beyond import context_result, lists_with_stop_head
     from amer_lib.runs.benchmark_runs import RunContext
     from amer_lib.runs.configs import BeyondConfig
 
@@ -264,7 +263,7 @@ def vectors_alone(
     for seed in seeds:
         record = lists_with_stop_head(BeyondConfig(max_n=max_n), params, context, dataset, seed)
         test = record["lists"]["test"]
-        stored = context.trained_run(params, dataset, "amer", seed, resolve_device("cpu"))[1]["mrecall"]
+        stored = context_result(params, dataset, seed)["mrecall"]
         row = {"variant": variant, "dataset": dataset, "seed": seed}
         row |= {f"n{n}": float(100 * test.merged(f"n{n}", "round_robin", {}).mean()) for n in range(1, max_n + 1)}
         row["reproduces_run"] = bool(np.allclose(test.merged("paper", "round_robin", {}), stored))
