@@ -46,6 +46,21 @@ def own_positive_block(log_probs: torch.Tensor, max_targets: int, first: int = 0
     return positives[index, :, first + index, :]
 
 
+def info_nce_log_probs(
+    queries: torch.Tensor,
+    positives: torch.Tensor,
+    negatives: torch.Tensor,
+    temperature: float = TEMPERATURE,
+    first: int = 0,
+) -> torch.Tensor:
+    """`[b]`: each query's log-probability of its positive under plain InfoNCE, one query `[b, d]`
+    per example against one positive `[B, d]` and one negative per example of the batch; the
+    queries are examples `first ..` of the batch."""
+    mask = torch.ones(positives.shape[0], 1, dtype=torch.bool, device=positives.device)
+    log_probs = candidate_log_probs(queries[:, None], positives[:, None], negatives[:, None], mask, temperature)
+    return own_positive_block(log_probs, 1, first)[:, 0, 0]
+
+
 def info_nce(
     queries: torch.Tensor,
     positives: torch.Tensor,
@@ -53,11 +68,8 @@ def info_nce(
     temperature: float = TEMPERATURE,
     first: int = 0,
 ) -> torch.Tensor:
-    """Plain InfoNCE for one query `[b, d]` per example against one positive `[B, d]` and one
-    negative per example of the batch; the queries are examples `first ..` of the batch."""
-    mask = torch.ones(positives.shape[0], 1, dtype=torch.bool, device=positives.device)
-    log_probs = candidate_log_probs(queries[:, None], positives[:, None], negatives[:, None], mask, temperature)
-    return -own_positive_block(log_probs, 1, first)[:, 0, 0].mean()
+    """Plain InfoNCE: the mean negative of `info_nce_log_probs`."""
+    return -info_nce_log_probs(queries, positives, negatives, temperature, first).mean()
 
 
 def hungarian_assignment(
@@ -146,10 +158,9 @@ def matched_info_nce(
         fixed,
     )
     matched = block.gather(-1, torch.as_tensor(assignment, device=block.device)[..., None]).squeeze(-1)
-    if fixed:
-        first_only = torch.ones_like(target_mask[:, :1])
-        single = candidate_log_probs(queries[:, :1], positives[:, :1], negatives[:, :1], first_only, temperature)
-        matched = torch.cat([own_positive_block(single, 1, first)[:, :, 0], matched[:, 1:]], dim=1)
+    if fixed:  # query 0 scored as single-query's vector is
+        single = info_nce_log_probs(queries[:, 0], positives[:, 0], negatives[:, 0], temperature, first)
+        matched = torch.cat([single[:, None], matched[:, 1:]], dim=1)
     per_example = -(matched * own_mask).sum(-1)
     loss = (per_example if reduction == "sum" else per_example / counts).mean()
     if spread_weight > 0:

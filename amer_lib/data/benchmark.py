@@ -59,15 +59,10 @@ class Benchmark:
         "benchmark"`), so a benchmark reads from any working directory; one written before that
         holds the path as given at preparation (relative to notebooks/ for the shipped recipes),
         which is read from the working directory as it always was."""
-        path = Path(self.manifest["corpus"])
-        if self.manifest.get("corpus_from") == "benchmark":
-            path = self.directory / path
+        from_benchmark = self.manifest.get("corpus_from") == "benchmark"
+        path = self.directory / self.manifest["corpus"] if from_benchmark else Path(self.manifest["corpus"])
         if not path.exists():
-            where = (
-                "this folder"
-                if self.manifest.get("corpus_from") == "benchmark"
-                else f"the working directory {Path.cwd()}"
-            )
+            where = "this folder" if from_benchmark else f"the working directory {Path.cwd()}"
             raise FileNotFoundError(
                 f"the corpus of the benchmark in {self.directory} is not at {path} (its manifest's "
                 f"{self.manifest['corpus']!r}, relative to {where}); prepare it again with "
