@@ -58,10 +58,17 @@ TEXT_SOURCES = ("amer_lib/data/compound.py", "amer_lib/core/backbones.py")
 
 
 def benchmark_texts(prepared: Path) -> list[str]:
-    """Every text of the prepared benchmark a run tokenises, and the sources of its templates."""
-    texts = []
+    """Every text of the prepared benchmark a run tokenises (the compounds' components too, which
+    the component term encodes alone), and the sources of its templates."""
+    from amer_lib.data import compound
+
+    texts, qids = [], set()
     for path in sorted(prepared.glob("*.jsonl")):
-        texts += [json.loads(line)["question"] for line in path.read_text().splitlines() if line.strip()]
+        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        texts += [row["question"] for row in rows]
+        qids.update(row["qid"] for row in rows)
+    by_qid = compound.component_questions()
+    texts += sorted({by_qid[c].question for qid in qids for c in qid.partition(":")[2].split(compound.SEPARATOR)})
     for line in (prepared / "corpus.tsv").read_text().splitlines()[1:]:
         texts += line.split("\t")[1:]
     texts += [(ROOT / source).read_text() for source in TEXT_SOURCES]
@@ -192,9 +199,13 @@ def _commands(args) -> dict[str, list[str]]:
         script = [sys.executable, "studies/compound_levers.py", "--variants", variant, "--seeds", str(seed)]
         return shlex.join(script + options)
 
+    seeds = {}  # a variant written "name@0,1" runs those seeds instead of --seeds
+    for item in args.variants:
+        name, _, own = item.partition("@")
+        seeds[name] = [int(s) for s in own.split(",")] if own else args.seeds
     if args.seed_processes:
-        return {f"{v}_seed{s}": [command(v, s)] for v in args.variants for s in args.seeds}
-    return {v: [command(v, s) for s in args.seeds] for v in args.variants}
+        return {f"{v}_seed{s}": [command(v, s)] for v, chosen in seeds.items() for s in chosen}
+    return {v: [command(v, s) for s in chosen] for v, chosen in seeds.items()}
 
 
 def study(args, budget: float, logs: Path) -> dict:
@@ -265,7 +276,7 @@ def main() -> None:
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("pack", help="here: fill .devcarry/")
     on_device = commands.add_parser("run", help="there: install, encode, run the study")
-    on_device.add_argument("--variants", nargs="+", required=True)
+    on_device.add_argument("--variants", nargs="+", required=True, help="e.g. today spread_1@0,1 (those seeds only)")
     on_device.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     on_device.add_argument("--datasets", nargs="+", default=["compound_k1", "compound_k2", "compound_k3"])
     on_device.add_argument("--seed-processes", action="store_true", help="one process per variant and seed")

@@ -54,6 +54,10 @@ VARIANTS = {
     "single_step": {"single_target_step": True},  # the authors' extra step: vector 1 also trained as single-query
     "first_single": {"first_vector": "single"},  # vector 1 trained as single-query only, the others matched
     "first_single+spread_1": {"first_vector": "single", "spread_weight": 1.0},  # and the later vectors kept apart
+    # the vectors pulled onto the off-the-shelf encoder's vectors of the components (three weights)
+    "components_1": {"component_weight": 1.0},
+    "components_10": {"component_weight": 10.0},
+    "components_100": {"component_weight": 100.0},
     # each lever at the rate carried forward (lr 1e-4), then all of them together
     "lr_1e-4+fresh": {"lr": 1e-4, "train_compounds": 12_800},
     "lr_1e-4+hard_0.5": {"lr": 1e-4, "hard_negative_share": 0.5},
@@ -61,7 +65,7 @@ VARIANTS = {
     "lr_1e-4+all": {"lr": 1e-4, "train_compounds": 12_800, "hard_negative_share": 0.5, "spread_weight": 1.0},
 }
 # levers of AMER's training alone: single-query trains as without them
-AMER_ONLY = {"spread_weight", "single_target_step", "first_vector"}
+AMER_ONLY = {"spread_weight", "single_target_step", "first_vector", "component_weight"}
 DATASETS = ("compound_k1", "compound_k2", "compound_k3")
 
 

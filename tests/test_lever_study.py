@@ -151,6 +151,9 @@ def test_the_device_run_chains_a_variants_seeds_or_starts_one_process_each():
     )
     args.seed_processes = True
     assert list(device._commands(args)) == ["today_seed1", "today_seed2", "spread_1_seed1", "spread_1_seed2"]
+    args.variants = ["today", "spread_1@0,2"]  # a variant's own seeds
+    assert list(device._commands(args)) == ["today_seed1", "today_seed2", "spread_1_seed0", "spread_1_seed2"]
+    assert device._commands(args)["spread_1_seed2"][0].split("--variants ")[1].startswith("spread_1 --seeds 2 ")
 
 
 audit = _module("studies/hard_negative_audit.py", "hard_negative_audit_study")

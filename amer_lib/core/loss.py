@@ -198,3 +198,30 @@ def stop_loss(stop_logits: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
     scored = position < counts[:, None]
     labels = (position == counts[:, None] - 1).float()
     return F.binary_cross_entropy_with_logits(stop_logits.float()[scored], labels[scored])
+
+
+def component_loss(
+    queries: torch.Tensor, query_counts: torch.Tensor, components: torch.Tensor, component_mask: torch.Tensor
+) -> torch.Tensor:
+    """Beyond the paper: how far an example's query vectors are from the off-the-shelf encoder's
+    vectors of the questions it is made of (a compound question's components; a plain question
+    itself), each component matched to a query of its own by the Hungarian algorithm on cosine
+    similarity. `queries [b, n, d]` of which an example's first `query_counts[b]` are valid (one
+    per target, as in `matched_info_nce`), `components [b, C, d]` with `component_mask [b, C]`
+    (valid first, at most as many as the valid queries). The loss is `1 - cos(q, c)` of the matched
+    pairs, averaged over an example's components, then over the examples: zero when every
+    component's vector is one of the queries."""
+    counts = component_mask.sum(-1)
+    short = torch.nonzero((counts == 0) | (counts > query_counts)).flatten().tolist()
+    if short:
+        raise ValueError(
+            f"examples {short} have {counts[short].tolist()} components for {query_counts[short].tolist()} "
+            "query vectors: each needs between 1 and as many components as query vectors"
+        )
+    cosine = F.normalize(queries.float(), dim=-1) @ F.normalize(components.float(), dim=-1).transpose(1, 2)
+    detached = cosine.detach().cpu().numpy()
+    matched = []
+    for b, (n, count) in enumerate(zip(query_counts.tolist(), counts.tolist())):
+        rows, cols = linear_sum_assignment(detached[b, :n, :count], maximize=True)
+        matched.append(cosine[b, torch.as_tensor(rows), torch.as_tensor(cols)].mean())
+    return 1.0 - torch.stack(matched).mean()

@@ -25,6 +25,7 @@ from amer_lib.core.loss import (
     FIRST_VECTOR_MODES,
     MATCHED_REDUCTIONS,
     TEMPERATURE,
+    component_loss,
     fed_target_pairs,
     info_nce,
     matched_info_nce,
@@ -51,6 +52,11 @@ class MultiTargetData(Protocol):
 
     def targets(self, indices: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Targets `[B, M, d]` and their mask `[B, M]` (valid targets first)."""
+        ...
+
+    def components(self, indices: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Only for `component_weight` > 0: the off-the-shelf vectors of the questions each example
+        is made of `[B, C, d]` and their mask `[B, C]` (`loss.component_loss`)."""
         ...
 
 
@@ -84,6 +90,7 @@ class TrainConfig:
     hard_negative_share: float = 0.0  # beyond the paper: share of negatives drawn from the data's mined ones
     spread_weight: float = 0.0  # beyond the paper: weight of `loss.spread_penalty` (vectors as apart as targets)
     first_vector: str = "matched"  # beyond the paper, "single": the first vector trained as single-query is
+    component_weight: float = 0.0  # beyond the paper, multi-vector runs: weight of `loss.component_loss`
 
     def __post_init__(self):
         if self.sampling not in SAMPLING_MODES:
@@ -97,8 +104,9 @@ class TrainConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not 0.0 <= self.hard_negative_share <= 1.0:
             raise ValueError(f"hard_negative_share must be between 0 and 1, got {self.hard_negative_share}")
-        if self.spread_weight < 0:
-            raise ValueError(f"spread_weight must be >= 0, got {self.spread_weight}")
+        for name in ("spread_weight", "component_weight"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.micro_batch_size < 0:
             raise ValueError(f"micro_batch_size must be >= 0 (0: the whole batch at once), got {self.micro_batch_size}")
 
@@ -236,8 +244,9 @@ def batch_loss(
     config: TrainConfig,
 ) -> torch.Tensor:
     """The mean loss of the batch's examples `rows`, run through the model and scored against the
-    candidates of the whole batch. AMER: matched InfoNCE; single-query: plain InfoNCE against the
-    first (random) target."""
+    candidates of the whole batch. AMER: matched InfoNCE (plus the stop head's and the components'
+    terms where their weights are set); single-query: plain InfoNCE against the first (random)
+    target."""
     encoder = model.module if isinstance(model, DistributedDataParallel) else model
     prompt = data.prompt(encoder, batch.indices[rows])
     targets, negatives, mask = batch.targets, batch.negatives, batch.mask
@@ -259,9 +268,17 @@ def batch_loss(
         config.first_vector,
     )
     if config.stop_weight <= 0:
-        return matched(model(prompt, n, targets[rows], sample_mask))
-    outputs, stop_logits = model(prompt, n, targets[rows], sample_mask, with_stop=True)
-    return matched(outputs) + config.stop_weight * stop_loss(stop_logits, mask[rows].sum(-1))
+        outputs = model(prompt, n, targets[rows], sample_mask)
+        loss = matched(outputs)
+    else:
+        outputs, stop_logits = model(prompt, n, targets[rows], sample_mask, with_stop=True)
+        loss = matched(outputs) + config.stop_weight * stop_loss(stop_logits, mask[rows].sum(-1))
+    if config.component_weight > 0:
+        components, component_mask = data.components(batch.indices[rows])
+        loss = loss + config.component_weight * component_loss(
+            outputs, mask[rows].sum(-1), components.to(outputs.device), component_mask.to(outputs.device)
+        )
+    return loss
 
 
 def example_loss(

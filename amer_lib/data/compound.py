@@ -220,3 +220,14 @@ def component_questions() -> dict[str, MultiAnswerQuestion]:
     """Every WordNet question a compound can be made of, by qid."""
     splits = [wordnet.load_questions(kind, split) for kind in COMPONENT_KINDS for split in wordnet.SPLITS]
     return {q.qid: q for questions in splits for q in questions}
+
+
+def is_compound(question: MultiAnswerQuestion) -> bool:
+    return components_in(question.qid.partition(":")[0]) is not None
+
+
+def part_texts(questions: list[MultiAnswerQuestion]) -> list[list[str]]:
+    """The texts of the questions each question is made of: a compound question's components in
+    its answers' order, a plain question itself."""
+    by_qid = component_questions() if any(map(is_compound, questions)) else {}
+    return [[by_qid[c].question for c in components_of(q)] if is_compound(q) else [q.question] for q in questions]

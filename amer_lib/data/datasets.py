@@ -40,6 +40,13 @@ class PaddedTargetData:
             "(amer_lib.data.hard_negatives)"
         )
 
+    def components(self, indices: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each example's component vectors `[B, C, d]` and mask `[B, C]` (`ComponentTextData`)."""
+        raise ValueError(
+            f"{type(self).__name__} holds no component vectors: component_weight > 0 needs ComponentTextData "
+            "(amer_lib.runs.benchmark_runs.RunContext.component_text_data)"
+        )
+
     def subset(self, indices: torch.Tensor):
         return type(self)(*(t[indices] for t in self._tensors()))
 
@@ -81,6 +88,19 @@ class MinedTextData(TextData):
 
     def hard_negatives(self, indices: torch.Tensor) -> torch.Tensor:
         return self.hard_vectors[indices]
+
+
+@dataclass
+class ComponentTextData(TextData):
+    """`TextData` with the off-the-shelf encoder's vectors of the questions each example is made
+    of, `component_vectors [N, C, d]` and `component_mask [N, C]` (valid first): a compound
+    question's components, a plain question itself (`loss.component_loss`), beyond the paper."""
+
+    component_vectors: torch.Tensor
+    component_mask: torch.Tensor
+
+    def components(self, indices: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.component_vectors[indices], self.component_mask[indices]
 
 
 def token_prompt(model: AMERQueryEncoder, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> Prompt:

@@ -80,8 +80,7 @@ def run_one(
         dataset, seed, params.train_compounds, params.train_components
     )
     questions = train_questions + val_questions
-    mined = params.hard_negative_share > 0
-    data = (context.mined_text_data(questions) if mined else context.text_data(questions)).to(device)
+    data = context.training_data(questions, params).to(device)
     train_idx, val_idx = torch.arange(len(train_questions)), torch.arange(len(train_questions), len(data))
     model = build_query_encoder(params, seed, context.shards.dim, device)
     config = train_config(params, n_queries, seed, group_by_targets=True)

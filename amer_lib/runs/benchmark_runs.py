@@ -10,9 +10,9 @@ import torch
 from amer_lib.core.backbones import get_backbone, load_tokenizer
 from amer_lib.core.metrics import KS, K, evaluate, mean_pairwise_cosine, pad_clusters
 from amer_lib.core.model import AMERQueryEncoder
-from amer_lib.data import hard_negatives
+from amer_lib.data import compound, hard_negatives
 from amer_lib.data.benchmark import Benchmark
-from amer_lib.data.datasets import MinedTextData, TextData, target_tensor
+from amer_lib.data.datasets import ComponentTextData, MinedTextData, TextData, target_tensor
 from amer_lib.data.encoders import DocumentEncoder
 from amer_lib.data.prompts import PromptTemplate
 from amer_lib.data.questions import MultiAnswerQuestion
@@ -84,6 +84,34 @@ class RunContext:
         rows = hard_negatives.cached_mine(folder, questions, DocumentEncoder(self.encoder), self.shards)
         hard = torch.from_numpy(self.shards.rows(rows.reshape(-1)).reshape(*rows.shape, -1))
         return MinedTextData(*self.text_data(questions)._tensors(), hard)
+
+    def training_data(self, questions: list[MultiAnswerQuestion], params: RealConfig) -> TextData:
+        """The data a notebook-04 run trains on: `text_data`, with the mined hard negatives or the
+        component vectors its levers need (beyond the paper; not both at once)."""
+        mined, components = params.hard_negative_share > 0, params.component_weight > 0
+        if mined and components:
+            raise ValueError(
+                "hard_negative_share > 0 and component_weight > 0 cannot be combined: choose one of the two levers"
+            )
+        if mined:
+            return self.mined_text_data(questions)
+        return self.component_text_data(questions) if components else self.text_data(questions)
+
+    def component_text_data(self, questions: list[MultiAnswerQuestion]) -> ComponentTextData:
+        """`text_data` with the off-the-shelf encoder's query vectors of the questions each one is
+        made of: a compound question's components in its answers' order, a plain question itself."""
+        parts = compound.part_texts(questions)
+        texts = sorted({text for row in parts for text in row})
+        encoded = DocumentEncoder(self.encoder).encode_queries(texts)
+        row_of = {text: i for i, text in enumerate(texts)}
+        width = max(len(row) for row in parts)
+        vectors = np.zeros((len(questions), width, encoded.shape[1]), dtype=np.float32)
+        mask = np.zeros((len(questions), width), dtype=bool)
+        for i, row in enumerate(parts):
+            vectors[i, : len(row)] = encoded[[row_of[text] for text in row]]
+            mask[i, : len(row)] = True
+        data = self.text_data(questions)
+        return ComponentTextData(*data._tensors(), torch.from_numpy(vectors), torch.from_numpy(mask))
 
     def query_vectors(
         self,

@@ -259,6 +259,14 @@ class RealConfig(Config):
         help='beyond the paper: "single" trains the first query vector as the single-query model is and matches '
         'the others to the remaining targets (amer_lib.core.loss.matched_info_nce); "matched": the paper\'s loss',
     )
+    component_weight: float = param(
+        0.0,
+        default_if_absent=True,
+        minimum=0,
+        help="beyond the paper: weight of a term pulling AMER's query vectors onto the off-the-shelf encoder's "
+        "vectors of the questions a training question is made of, its compound components or itself "
+        "(amer_lib.core.loss.component_loss); 0: the paper's loss",
+    )
     train_compounds: int = param(
         0,
         default_if_absent=True,

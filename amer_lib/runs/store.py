@@ -32,7 +32,8 @@ from amer_lib.runs.configs import RealConfig, SyntheticConfig
 # benchmark's redrawn training compounds (`train_compounds`, off at 0) joined it, likewise. Version 6:
 # the compound benchmark's training components (`train_components`, "findable" as before), likewise.
 # Version 7: the first query vector's loss (`first_vector`, "matched" as before), likewise.
-CACHE_VERSION = 7
+# Version 8: the component term (`component_weight`, 0 as before), likewise.
+CACHE_VERSION = 8
 
 
 def params_digest(params: dict) -> str:

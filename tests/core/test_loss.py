@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from amer_lib.core.loss import (
     MATCHED_REDUCTIONS,
     candidate_log_probs,
+    component_loss,
     fed_target_pairs,
     hungarian_assignment,
     info_nce,
@@ -281,3 +282,39 @@ def test_two_ranks_shares_of_the_spread_loss_average_to_the_whole_batchs():
     whole = matched_info_nce(q, p, n, mask, spread_weight=0.5)
     shares = [matched_info_nce(q[r : r + 2], p, n, mask, first=r, spread_weight=0.5) for r in (0, 2)]
     assert whole.item() == pytest.approx(sum(s.item() for s in shares) / 2, rel=1e-6)
+
+
+def test_component_loss_equals_the_brute_force_best_assignment():
+    """Each example's components go to distinct valid queries so that the mean 1 - cosine is
+    lowest: the minimum over every injective choice of queries, found by enumeration."""
+    torch.manual_seed(4)
+    queries, components = torch.randn(3, 4, 6), torch.randn(3, 3, 6)
+    query_counts = torch.tensor([4, 3, 2])
+    component_mask = torch.tensor([[True, True, True], [True, True, False], [True, False, False]])
+    cosine = F.normalize(queries, dim=-1) @ F.normalize(components, dim=-1).transpose(1, 2)
+    best = []
+    for b in range(3):
+        count, n = int(component_mask[b].sum()), int(query_counts[b])
+        choices = itertools.permutations(range(n), count)
+        best.append(min(np.mean([1 - float(cosine[b, q, c]) for c, q in enumerate(rows)]) for rows in choices))
+    loss = component_loss(queries, query_counts, components, component_mask)
+    assert loss.item() == pytest.approx(np.mean(best), abs=1e-6)
+
+
+def test_component_loss_is_zero_when_each_component_has_its_vector_and_ignores_padded_queries():
+    e1, e2, e3 = torch.eye(3)
+    # the components are queries 2 and 0 (any order, any length); query 3 is padding and equals neither
+    queries = torch.stack([e2, e3, 3 * e1, -e2])[None]
+    components = torch.stack([e1, e2, torch.zeros(3)])[None]
+    mask = torch.tensor([[True, True, False]])
+    assert component_loss(queries, torch.tensor([3]), components, mask).item() == pytest.approx(0.0, abs=1e-7)
+    # one component at right angles to every valid query costs 1, at its opposite 2
+    assert component_loss(queries[:, :1], torch.tensor([1]), e1[None, None], mask[:, :1]).item() == pytest.approx(1)
+    assert component_loss(queries[:, :1], torch.tensor([1]), -e2[None, None], mask[:, :1]).item() == pytest.approx(2)
+
+
+def test_component_loss_names_an_example_with_more_components_than_vectors():
+    queries, components = torch.randn(2, 3, 4), torch.randn(2, 3, 4)
+    mask = torch.tensor([[True, True, True], [True, False, False]])
+    with pytest.raises(ValueError, match=r"examples \[0\] have \[3\] components for \[2\] query vectors"):
+        component_loss(queries, torch.tensor([2, 3]), components, mask)

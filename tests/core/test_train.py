@@ -816,6 +816,7 @@ def test_the_single_target_step_is_for_multi_vector_runs_only(n_outputs):
         ({"first_vector": "alone"}, "unknown first_vector 'alone'; valid: matched, single"),
         ({"steps": 0}, "steps must be >= 1, got 0"),
         ({"hard_negative_share": 1.5}, "hard_negative_share must be between 0 and 1, got 1.5"),
+        ({"component_weight": -1.0}, "component_weight must be >= 0, got -1.0"),
     ],
 )
 def test_a_bad_setting_is_named_with_its_value_and_the_valid_choices(changes, message):
@@ -881,3 +882,39 @@ def test_a_single_query_batch_has_no_sample_mask_and_mined_draws_use_the_run_gen
         torch.manual_seed(global_seed)
         draws.append(draw_batch(data, torch.arange(16), pool, config, 0.5, torch.Generator().manual_seed(0)).negatives)
     assert torch.equal(*draws)
+
+
+class ComponentVectorData(VectorData):
+    """The stand-in problem with two component vectors per example (one for those with two targets)."""
+
+    def components(self, indices):
+        vectors = torch.stack([self.inputs, self.inputs.flip(1)], dim=1)[indices]
+        mask = torch.ones(len(indices), 2, dtype=torch.bool)
+        mask[:, 1] = self.mask[indices].sum(-1) > 2
+        return vectors, mask
+
+
+@pytest.mark.parametrize("changes", [{}, {"stop_weight": 0.5, "exclude_fed_targets": True}])
+def test_the_component_term_adds_its_weight_times_the_component_loss_of_the_shares_outputs(changes):
+    """`batch_loss` with `component_weight` = the loss without it + the weight x `component_loss`
+    of the share's outputs (the same forward pass) against its examples' components; a dataset
+    without components is named."""
+    from amer_lib.core.loss import component_loss
+    from amer_lib.core.train import batch_loss, draw_batch
+
+    plain_data, pool = make_problem()
+    data = ComponentVectorData(*plain_data._tensors())
+    config = TrainConfig(**{**TRAIN_CONFIG, **changes})
+    weighted = TrainConfig(**{**TRAIN_CONFIG, **changes, "component_weight": 0.7})
+    batch = draw_batch(data, torch.arange(8), pool, config, 0.5, torch.Generator().manual_seed(3))
+    torch.manual_seed(0)
+    model = AMERQueryEncoder(make_model().backbone, DIM, stop_head=True).eval()
+    rows = slice(2, 6)
+    n = batch.targets.shape[1]
+    outputs = model(data.prompt(model, batch.indices[rows]), n, batch.targets[rows], batch.sample_mask[rows])
+    term = component_loss(outputs, batch.mask[rows].sum(-1), *data.components(batch.indices[rows]))
+    assert term > 0.1
+    expected = batch_loss(model, data, batch, rows, config) + 0.7 * term
+    assert torch.allclose(batch_loss(model, data, batch, rows, weighted), expected, atol=1e-6)
+    with pytest.raises(ValueError, match="VectorData holds no component vectors: component_weight > 0 needs"):
+        batch_loss(model, plain_data, batch, rows, weighted)

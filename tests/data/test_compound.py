@@ -329,3 +329,16 @@ def test_the_oracle_comparison_reads_each_metric_and_amers_share_of_the_oracles_
     with pytest.warns(UserWarning, match="the oracle is left out"):
         alone = experiment.oracle_comparison(SimpleNamespace(datasets=["compound_k2"], seeds=[0, 1]), results, 10)
     assert [r["system"] for r in alone] == ["single", "amer"] and "mrecall_oracle_share" not in alone[1]
+
+
+def test_a_compound_question_is_made_of_its_components_texts_and_a_plain_question_of_itself():
+    """`part_texts` on WordNet's own questions: a compound joined from two test components gives
+    their texts in its answers' order; the components themselves give their own text."""
+    first, second = wordnet.load_questions("kinds", "test")[0], wordnet.load_questions("senses", "test")[0]
+    joined = join([first, second], 0)
+    assert compound.is_compound(joined) and not compound.is_compound(first)
+    assert compound.part_texts([joined, first, second]) == [
+        [first.question, second.question],
+        [first.question],
+        [second.question],
+    ]

@@ -1,5 +1,6 @@
 """Notebook 04's levers beyond the paper run end to end: hard negatives mined once per benchmark by
-the corpus encoder and drawn in training, and the spread penalty, on a tiny prepared benchmark."""
+the corpus encoder and drawn in training, the spread penalty, and the component term, on a tiny
+prepared benchmark."""
 
 from pathlib import Path
 
@@ -29,3 +30,26 @@ def test_runs_with_mined_negatives_and_the_spread_penalty_train_and_mine_once(tm
         assert not gold & set(negatives.tolist()) and len(set(negatives.tolist())) == 16
     run_one(params, "wordnet_kinds", "single", 0, progress=False)  # the same questions: read back, not mined
     assert list((Path(params.prepared_dir) / "hard_negatives").iterdir()) == mined
+
+
+def test_a_run_with_the_component_term_trains_on_each_questions_own_off_the_shelf_vector(tmp_path):
+    """On plain (not compound) questions a question's one component is itself, encoded by the
+    corpus encoder as a query; the run trains and scores, and the term cannot join mined negatives."""
+    import torch
+
+    from amer_lib.data.encoders import DocumentEncoder
+    from amer_lib.runs.benchmark_runs import RunContext
+
+    params = tiny_wordnet_runs(tmp_path, component_weight=2.0)
+    result = run_one(params, "wordnet_kinds", "amer", 0, progress=False)
+    assert result["best_step"] in (1, 2) and result["params"]["component_weight"] == 2.0
+    assert len(result["mrecall"]) == len(result["qids"]) > 0 and all(0 <= m <= 1 for m in result["mrecall"])
+    context = RunContext.of(params)
+    questions = context.benchmark.questions("wordnet_kinds", "test")[:5]
+    data = context.training_data(questions, params)
+    vectors, mask = data.components(torch.arange(5))
+    expected = DocumentEncoder("minilm").encode_queries([q.question for q in questions])
+    assert mask.all() and vectors.shape == (5, 1, expected.shape[1])
+    np.testing.assert_allclose(vectors[:, 0].numpy(), expected, atol=1e-6)
+    with pytest.raises(ValueError, match="hard_negative_share > 0 and component_weight > 0 cannot be combined"):
+        context.training_data(questions, params.replace(hard_negative_share=0.5))

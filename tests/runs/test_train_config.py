@@ -35,14 +35,15 @@ def test_every_training_field_a_config_holds_reaches_the_training_config():
 
 def test_notebook_04s_levers_beyond_the_paper_reach_the_training_config_and_are_checked_first(tmp_path):
     file = tmp_path / "levers.yaml"
-    file.write_text(yaml.safe_dump({"hard_negative_share": 0.25, "spread_weight": 0.5}))
+    file.write_text(yaml.safe_dump({"hard_negative_share": 0.25, "spread_weight": 0.5, "component_weight": 3}))
     config = train_config(from_files(NOTEBOOKS / "04_real_data.ipynb", file), n_outputs=5, seed=0)
-    assert (config.hard_negative_share, config.spread_weight) == (0.25, 0.5)
+    assert (config.hard_negative_share, config.spread_weight, config.component_weight) == (0.25, 0.5, 3.0)
     defaults = train_config(from_files(NOTEBOOKS / "04_real_data.ipynb"), n_outputs=5, seed=0)
-    assert (defaults.hard_negative_share, defaults.spread_weight) == (0.0, 0.0)  # the paper's recipe
+    assert (defaults.hard_negative_share, defaults.spread_weight, defaults.component_weight) == (0, 0, 0)  # the paper
     for name, value, message in (
         ("hard_negative_share", 1.5, "'hard_negative_share' must be between 0 and 1, got 1.5"),
         ("spread_weight", -0.5, "'spread_weight' must be >= 0, got -0.5"),
+        ("component_weight", -1, "'component_weight' must be >= 0, got -1"),
     ):
         file.write_text(yaml.safe_dump({name: value}))
         with pytest.raises(ValueError, match=message):
