@@ -58,6 +58,8 @@ VARIANTS = {
     "components_1": {"component_weight": 1.0},
     "components_10": {"component_weight": 10.0},
     "components_100": {"component_weight": 100.0},
+    # the same term for single-query too (its one vector pulled onto its nearest component's)
+    "components_10+single": {"component_weight": 10.0, "single_too": True},
     # each lever at the rate carried forward (lr 1e-4), then all of them together
     "lr_1e-4+fresh": {"lr": 1e-4, "train_compounds": 12_800},
     "lr_1e-4+hard_0.5": {"lr": 1e-4, "hard_negative_share": 0.5},
@@ -71,7 +73,8 @@ DATASETS = ("compound_k1", "compound_k2", "compound_k3")
 
 def reference(variant: str) -> str:
     """The variant whose single-query and oracle runs this one reports: itself, or for a lever of
-    AMER's loss alone, the variant without that lever."""
+    AMER's loss alone, the variant without that lever (`single_too`: a lever of AMER's loss that
+    this variant applies to single-query as well)."""
     others = {k: v for k, v in VARIANTS[variant].items() if k not in AMER_ONLY}
     return next((name for name, changes in VARIANTS.items() if changes == others), variant)
 
@@ -90,7 +93,8 @@ def params_of(variant: str, seeds: list[int], datasets: list[str], folder: Path 
     """Notebook 04's config of a variant, its folders under `folder` (absolute paths)."""
     from amer_lib.params import from_files
 
-    changes, overrides = VARIANTS[variant], dict(overrides or {})
+    changes = {k: v for k, v in VARIANTS[variant].items() if k != "single_too"}
+    overrides = dict(overrides or {})
     base = from_files(NOTEBOOK, RECIPE)
     prepared = overrides.pop("prepared_dir", base.prepared_dir)  # another clone's, to read its runs
     folder = folder / variant
@@ -256,6 +260,7 @@ def vectors_alone(
     from amer_lib.core.metrics import K
     from amer_lib.core.search import ShardedFlatIndex
     from amer_lib.core.stopping import repeat_cosine
+    from amer_lib.data import compound
     from amer_lib.experiments.beyond import context_result, scores_per_n
     from amer_lib.runs.benchmark_runs import RunContext
     from amer_lib.runs.query_encoders import generated_vectors, text_prompts
@@ -268,6 +273,7 @@ def vectors_alone(
         raise SystemExit(f"--max-n {max_n} is below {dataset}'s n = {paper_n}, which the check against the run needs")
     questions = context.benchmark.questions(dataset, "test")
     gold, index = context.gold(questions), ShardedFlatIndex(context.shards)
+    components = component_vectors(questions, params.encoder) if compound.components_in(dataset) > 1 else None
     rows = []
     for seed in seeds:
         model = context.trained_encoder(params, dataset, "amer", seed, device)
@@ -280,8 +286,53 @@ def vectors_alone(
         # per vector after the first: the median cosine to the closest vector before it (1: a repeat)
         median = np.median(repeat_cosine(vectors)[:, 1:], axis=0)
         row["median_repeat_cosine"] = [round(float(c), 3) for c in median]
+        if compound.components_in(dataset) > 1:
+            row |= component_match(vectors[:, :paper_n], components, index, gold, params.search_depth)
         rows.append(row)
     return rows
+
+
+def component_vectors(questions: list, encoder: str) -> np.ndarray:
+    """The off-the-shelf encoder's query vectors of each compound's components `[Q, k, d]`."""
+    from amer_lib.data import compound
+    from amer_lib.data.encoders import DocumentEncoder
+
+    parts = compound.part_texts(questions)
+    vectors = DocumentEncoder(encoder).encode_queries([t for row in parts for t in row])
+    return vectors.reshape(len(parts), len(parts[0]), -1)
+
+
+def component_match(vectors: np.ndarray, components: np.ndarray, index, gold: np.ndarray, depth: int) -> dict:
+    """How AMER's vectors `[Q, n, d]` stand to the off-the-shelf vectors of the question's
+    components `[Q, k, d]`: each component matched to a vector of its own (Hungarian, cosine), the
+    mean matched cosine, how often each position is matched, and the MRecall@100 of the matched k
+    vectors alone (round-robin, as if AMER knew which of its vectors to keep) beside that of the
+    components' own vectors (the off-the-shelf decomposition oracle)."""
+    from scipy.optimize import linear_sum_assignment
+
+    from amer_lib.core.metrics import K, evaluate
+    from amer_lib.core.search import multi_vector_search
+
+    unit = vectors / np.linalg.norm(vectors, axis=-1, keepdims=True)
+    cosine = np.einsum("qnd,qkd->qnk", unit, components)
+    picked, matched = [], []
+    for q in range(len(cosine)):
+        rows, cols = linear_sum_assignment(cosine[q], maximize=True)
+        picked.append(rows[np.argsort(cols)])
+        matched.append(cosine[q, rows, cols].mean())
+    picked = np.array(picked)
+    selected = np.take_along_axis(vectors, picked[..., None], axis=1)
+
+    def mrecall(queries):
+        ranked = multi_vector_search(index, queries, K, depth=max(depth, K))
+        return round(float(100 * evaluate(ranked, gold, [K])[f"mrecall@{K}"].mean()), 2)
+
+    return {
+        "component_cosine": round(float(np.mean(matched)), 3),
+        "component_positions": np.bincount(picked.ravel(), minlength=vectors.shape[1]).tolist(),
+        "matched_vectors_mrecall": mrecall(selected),
+        "components_own_mrecall": mrecall(components),
+    }
 
 
 def overrides_of(items: list[str]) -> dict:

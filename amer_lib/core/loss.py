@@ -207,21 +207,23 @@ def component_loss(
     vectors of the questions it is made of (a compound question's components; a plain question
     itself), each component matched to a query of its own by the Hungarian algorithm on cosine
     similarity. `queries [b, n, d]` of which an example's first `query_counts[b]` are valid (one
-    per target, as in `matched_info_nce`), `components [b, C, d]` with `component_mask [b, C]`
-    (valid first, at most as many as the valid queries). The loss is `1 - cos(q, c)` of the matched
-    pairs, averaged over an example's components, then over the examples: zero when every
-    component's vector is one of the queries."""
+    per target, as in `matched_info_nce`; one for single-query), `components [b, C, d]` with
+    `component_mask [b, C]` (valid first). With fewer valid queries than components, each query
+    gets one component and the others are left out. The loss is `1 - cos(q, c)` of the matched
+    pairs, averaged over an example's pairs, then over the examples: zero when every query that
+    can have a component lies on one."""
     counts = component_mask.sum(-1)
-    short = torch.nonzero((counts == 0) | (counts > query_counts)).flatten().tolist()
-    if short:
-        raise ValueError(
-            f"examples {short} have {counts[short].tolist()} components for {query_counts[short].tolist()} "
-            "query vectors: each needs between 1 and as many components as query vectors"
-        )
+    empty = torch.nonzero((counts == 0) | (query_counts == 0)).flatten().tolist()
+    if empty:
+        raise ValueError(f"examples {empty} have no components or no query vectors")
     cosine = F.normalize(queries.float(), dim=-1) @ F.normalize(components.float(), dim=-1).transpose(1, 2)
     detached = cosine.detach().cpu().numpy()
-    matched = []
+    chosen = np.zeros(component_mask.shape, dtype=np.int64)  # the query each component is matched to
+    paired = torch.zeros(component_mask.shape, dtype=torch.bool)  # the components that got one
     for b, (n, count) in enumerate(zip(query_counts.tolist(), counts.tolist())):
         rows, cols = linear_sum_assignment(detached[b, :n, :count], maximize=True)
-        matched.append(cosine[b, torch.as_tensor(rows), torch.as_tensor(cols)].mean())
-    return 1.0 - torch.stack(matched).mean()
+        chosen[b, cols], paired[b, cols] = rows, True
+    paired = paired.to(cosine.device)
+    matched = cosine.gather(1, torch.as_tensor(chosen, device=cosine.device)[:, None]).squeeze(1)  # [b, C]
+    per_example = (matched * paired).sum(-1) / paired.sum(-1)
+    return 1.0 - per_example.mean()

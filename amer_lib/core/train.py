@@ -90,7 +90,7 @@ class TrainConfig:
     hard_negative_share: float = 0.0  # beyond the paper: share of negatives drawn from the data's mined ones
     spread_weight: float = 0.0  # beyond the paper: weight of `loss.spread_penalty` (vectors as apart as targets)
     first_vector: str = "matched"  # beyond the paper, "single": the first vector trained as single-query is
-    component_weight: float = 0.0  # beyond the paper, multi-vector runs: weight of `loss.component_loss`
+    component_weight: float = 0.0  # beyond the paper: weight of `loss.component_loss` (the data's `components`)
 
     def __post_init__(self):
         if self.sampling not in SAMPLING_MODES:
@@ -244,14 +244,16 @@ def batch_loss(
     config: TrainConfig,
 ) -> torch.Tensor:
     """The mean loss of the batch's examples `rows`, run through the model and scored against the
-    candidates of the whole batch. AMER: matched InfoNCE (plus the stop head's and the components'
-    terms where their weights are set); single-query: plain InfoNCE against the first (random)
-    target."""
+    candidates of the whole batch. AMER: matched InfoNCE (plus the stop head's term where its
+    weight is set); single-query: plain InfoNCE against the first (random) target; either plus the
+    components' term where its weight is set."""
     encoder = model.module if isinstance(model, DistributedDataParallel) else model
     prompt = data.prompt(encoder, batch.indices[rows])
     targets, negatives, mask = batch.targets, batch.negatives, batch.mask
     if config.n_outputs == 1:
-        return info_nce(model(prompt, 1)[:, 0], targets[:, 0], negatives[:, 0], config.temperature, rows.start)
+        output = model(prompt, 1)
+        loss = info_nce(output[:, 0], targets[:, 0], negatives[:, 0], config.temperature, rows.start)
+        return loss + _component_term(output, torch.ones_like(mask[rows].sum(-1)), data, batch, rows, config)
     n = targets.shape[1]
     sample_mask = batch.sample_mask[rows]
     forbidden = fed_target_pairs(sample_mask, n, n) if config.exclude_fed_targets else None
@@ -273,12 +275,20 @@ def batch_loss(
     else:
         outputs, stop_logits = model(prompt, n, targets[rows], sample_mask, with_stop=True)
         loss = matched(outputs) + config.stop_weight * stop_loss(stop_logits, mask[rows].sum(-1))
-    if config.component_weight > 0:
-        components, component_mask = data.components(batch.indices[rows])
-        loss = loss + config.component_weight * component_loss(
-            outputs, mask[rows].sum(-1), components.to(outputs.device), component_mask.to(outputs.device)
-        )
-    return loss
+    return loss + _component_term(outputs, mask[rows].sum(-1), data, batch, rows, config)
+
+
+def _component_term(
+    outputs: torch.Tensor, query_counts: torch.Tensor, data: MultiTargetData, batch: Batch, rows: slice, config
+) -> torch.Tensor | float:
+    """`component_weight` x `loss.component_loss` of the share's outputs (0 when the weight is 0)."""
+    if config.component_weight <= 0:
+        return 0.0
+    components, component_mask = data.components(batch.indices[rows])
+    device = outputs.device
+    return config.component_weight * component_loss(
+        outputs, query_counts, components.to(device), component_mask.to(device)
+    )
 
 
 def example_loss(

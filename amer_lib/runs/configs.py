@@ -263,9 +263,9 @@ class RealConfig(Config):
         0.0,
         default_if_absent=True,
         minimum=0,
-        help="beyond the paper: weight of a term pulling AMER's query vectors onto the off-the-shelf encoder's "
-        "vectors of the questions a training question is made of, its compound components or itself "
-        "(amer_lib.core.loss.component_loss); 0: the paper's loss",
+        help="beyond the paper: weight of a term pulling the query vectors (AMER's; single-query's one) onto the "
+        "off-the-shelf encoder's vectors of the questions a training question is made of, its compound components "
+        "or itself (amer_lib.core.loss.component_loss); 0: the paper's loss",
     )
     train_compounds: int = param(
         0,

@@ -285,20 +285,24 @@ def test_two_ranks_shares_of_the_spread_loss_average_to_the_whole_batchs():
 
 
 def test_component_loss_equals_the_brute_force_best_assignment():
-    """Each example's components go to distinct valid queries so that the mean 1 - cosine is
-    lowest: the minimum over every injective choice of queries, found by enumeration."""
+    """Each example's components go to distinct valid queries (or, with fewer queries, each query
+    to a distinct component) so that the summed cosine is highest; the loss is the mean 1 - cosine
+    of those pairs: the best over every injective choice, found by enumeration."""
     torch.manual_seed(4)
-    queries, components = torch.randn(3, 4, 6), torch.randn(3, 3, 6)
-    query_counts = torch.tensor([4, 3, 2])
-    component_mask = torch.tensor([[True, True, True], [True, True, False], [True, False, False]])
+    queries, components = torch.randn(4, 4, 6), torch.randn(4, 3, 6)
+    query_counts = torch.tensor([4, 3, 2, 1])
+    component_mask = torch.tensor([[True, True, True], [True, True, False], [True, True, True], [True, True, False]])
     cosine = F.normalize(queries, dim=-1) @ F.normalize(components, dim=-1).transpose(1, 2)
     best = []
-    for b in range(3):
+    for b in range(4):
         count, n = int(component_mask[b].sum()), int(query_counts[b])
-        choices = itertools.permutations(range(n), count)
-        best.append(min(np.mean([1 - float(cosine[b, q, c]) for c, q in enumerate(rows)]) for rows in choices))
+        pairs = [
+            [(q, c) for c, q in enumerate(rows)] if count <= n else [(q, c) for q, c in enumerate(rows)]
+            for rows in itertools.permutations(range(max(n, count)), min(n, count))
+        ]
+        best.append(max(np.mean([float(cosine[b, q, c]) for q, c in p]) for p in pairs))
     loss = component_loss(queries, query_counts, components, component_mask)
-    assert loss.item() == pytest.approx(np.mean(best), abs=1e-6)
+    assert loss.item() == pytest.approx(1 - np.mean(best), abs=1e-6)
 
 
 def test_component_loss_is_zero_when_each_component_has_its_vector_and_ignores_padded_queries():
@@ -313,8 +317,8 @@ def test_component_loss_is_zero_when_each_component_has_its_vector_and_ignores_p
     assert component_loss(queries[:, :1], torch.tensor([1]), -e2[None, None], mask[:, :1]).item() == pytest.approx(2)
 
 
-def test_component_loss_names_an_example_with_more_components_than_vectors():
+def test_component_loss_names_an_example_without_components():
     queries, components = torch.randn(2, 3, 4), torch.randn(2, 3, 4)
-    mask = torch.tensor([[True, True, True], [True, False, False]])
-    with pytest.raises(ValueError, match=r"examples \[0\] have \[3\] components for \[2\] query vectors"):
+    mask = torch.tensor([[True, True, True], [False, False, False]])
+    with pytest.raises(ValueError, match=r"examples \[1\] have no components or no query vectors"):
         component_loss(queries, torch.tensor([2, 3]), components, mask)

@@ -894,11 +894,11 @@ class ComponentVectorData(VectorData):
         return vectors, mask
 
 
-@pytest.mark.parametrize("changes", [{}, {"stop_weight": 0.5, "exclude_fed_targets": True}])
+@pytest.mark.parametrize("changes", [{}, {"stop_weight": 0.5, "exclude_fed_targets": True}, {"n_outputs": 1}])
 def test_the_component_term_adds_its_weight_times_the_component_loss_of_the_shares_outputs(changes):
     """`batch_loss` with `component_weight` = the loss without it + the weight x `component_loss`
-    of the share's outputs (the same forward pass) against its examples' components; a dataset
-    without components is named."""
+    of the share's outputs (the same forward pass; single-query's one vector goes to its nearest
+    component) against its examples' components; a dataset without components is named."""
     from amer_lib.core.loss import component_loss
     from amer_lib.core.train import batch_loss, draw_batch
 
@@ -910,9 +910,14 @@ def test_the_component_term_adds_its_weight_times_the_component_loss_of_the_shar
     torch.manual_seed(0)
     model = AMERQueryEncoder(make_model().backbone, DIM, stop_head=True).eval()
     rows = slice(2, 6)
-    n = batch.targets.shape[1]
-    outputs = model(data.prompt(model, batch.indices[rows]), n, batch.targets[rows], batch.sample_mask[rows])
-    term = component_loss(outputs, batch.mask[rows].sum(-1), *data.components(batch.indices[rows]))
+    prompt = data.prompt(model, batch.indices[rows])
+    if config.n_outputs == 1:
+        outputs, query_counts = model(prompt, 1), torch.ones(4, dtype=torch.long)
+    else:
+        n = batch.targets.shape[1]
+        outputs = model(prompt, n, batch.targets[rows], batch.sample_mask[rows])
+        query_counts = batch.mask[rows].sum(-1)
+    term = component_loss(outputs, query_counts, *data.components(batch.indices[rows]))
     assert term > 0.1
     expected = batch_loss(model, data, batch, rows, config) + 0.7 * term
     assert torch.allclose(batch_loss(model, data, batch, rows, weighted), expected, atol=1e-6)
