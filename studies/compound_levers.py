@@ -60,6 +60,8 @@ VARIANTS = {
     "components_100": {"component_weight": 100.0},
     # the same term for single-query too (its one vector pulled onto its nearest component's)
     "components_10+single": {"component_weight": 10.0, "single_too": True},
+    # the term with 2.5 times the steps (both systems), for vectors that come closer to the components
+    "components_10+steps_1000": {"component_weight": 10.0, "steps": 1000},
     # each lever at the rate carried forward (lr 1e-4), then all of them together
     "lr_1e-4+fresh": {"lr": 1e-4, "train_compounds": 12_800},
     "lr_1e-4+hard_0.5": {"lr": 1e-4, "hard_negative_share": 0.5},
