@@ -604,6 +604,8 @@ def test_the_own_data_commands_times_are_the_measured_ones():
         "compound_levers_gpu",
         "compound_levers_avx2",
         "compound_levers_avx2_seed0",
+        "compound_levers_h200",
+        "compound_levers_pilot2",
     ],
 )
 def test_the_lever_study_quotes_its_generated_tables_and_json(name):
@@ -916,3 +918,74 @@ def test_the_first_vector_levers_quote_their_json():
         f"{today_repeat['2']:.3f} and {today_repeat['3']:.3f}), {first_repeat:.2f} at k = 1 (three seeds' mean; "
         f"today's seed 0: {today_repeat['1']:.3f})"
     ) in text
+
+
+def test_the_component_term_quotes_its_json():
+    """Documentation check: the component term's numbers in studies/compound_levers.md are
+    studies/compound_levers_h200.json's (each weight against today's on seeds 0 and 1),
+    _pilot2.json's (single-query given the term) and _pilot2_vectors.json's (every run reproduced),
+    and today's share on the weights' seeds is computed from the H200 run files' means."""
+    import json
+
+    text = " ".join((ROOT / "studies" / "compound_levers.md").read_text().split())
+    rows = {
+        (r["variant"], r["dataset"][-1]): r
+        for r in json.loads((ROOT / "studies" / "compound_levers_h200.json").read_text())
+    }
+    cell = lambda row: f"{row['amer_mean']:.2f} ± {row['amer_std']:.2f}"  # noqa: E731
+    w1, w10, w100 = ({k: rows[(f"components_{w}", k)] for k in "123"} for w in (1, 10, 100))
+    assert all(r["seeds"] == [0, 1] for w in (w1, w10, w100) for r in w.values())
+    assert w10["1"]["p_ahead"] < 1e-4 and w10["1"]["p_behind_single"] > 0.99
+    assert (
+        f"AMER {cell(w10['1'])} against today's {w10['1']['against_amer_mean']:.2f} on the same seeds (p < 0.0001 "
+        f"ahead) and single-query's {w10['1']['single_mean']:.2f} ± {w10['1']['single_std']:.2f} (p = "
+        f"{w10['1']['p_behind_single']:.4f} that AMER is behind single-query" in text
+    )
+    assert f"Weight 1 gives {w1['1']['amer_mean']:.2f}, weight 100 {w100['1']['amer_mean']:.2f}" in text
+    today3 = w10["3"]["against_amer_mean"]
+    share3 = (today3 - w10["3"]["single_mean"]) / (w10["3"]["decomposition_oracle_mean"] - w10["3"]["single_mean"])
+    assert (
+        f"{cell(w1['3'])} and {cell(w10['3'])} against today's {today3:.2f} (p = {w1['3']['p_ahead']:.4f} and "
+        f"{w10['3']['p_ahead']:.4f} that they are ahead), a share of the oracle's lead of "
+        f"{100 * w1['3']['oracle_share']:.0f}% and {100 * w10['3']['oracle_share']:.0f}% against today's "
+        f"{100 * share3:.0f}% on those seeds" in text
+    )
+    assert (
+        f"{cell(w1['2'])} and {cell(w10['2'])} against today's {w10['2']['against_amer_mean']:.2f} (p = "
+        f"{w10['2']['p_ahead']:.2f} that weight 10 is ahead), {cell(w100['2'])} at weight 100 (p = "
+        f"{w100['2']['p_behind']:.4f} behind)" in text
+    )
+    today = {k: rows[("today", k)] for k in "23"}
+    assert (
+        f"above the trained oracle ({today['2']['decomposition_oracle_mean']:.2f} / "
+        f"{today['3']['decomposition_oracle_mean']:.2f} on the H200)" in text
+    )
+    pilot = {
+        (r["variant"], r["dataset"][-1]): r
+        for r in json.loads((ROOT / "studies" / "compound_levers_pilot2.json").read_text())
+    }
+    both, plain = pilot[("components_10+single", "1")], pilot[("today", "1")]
+    assert (
+        f"single-query {both['single_mean']:.2f} and AMER {both['amer_mean']:.2f}, against "
+        f"{plain['single_mean']:.2f} and {plain['amer_mean']:.2f} without it" in text
+    )
+    assert f"(p = {both['p_behind_single']:.2f} that AMER is behind)" in text
+    vectors = {
+        r["variant"]: r for r in json.loads((ROOT / "studies" / "compound_levers_pilot2_vectors.json").read_text())
+    }
+    assert all(r["reproduces_run"] for r in vectors.values())
+    today_v, v10, v100 = vectors["today"], vectors["components_10"], vectors["components_100"]
+    assert {r["components_own_mrecall"] for r in vectors.values()} == {64.17}
+    assert "the components' own vectors searched and merged round-robin: 64.17 at k = 2" in text
+    assert (
+        f"at a mean cosine of {v10['component_cosine']:.2f} to its own (today's vectors: "
+        f"{today_v['component_cosine']:.2f})" in text
+    )
+    assert f"every answer of {v10['n1']:.2f}% of the questions, today's {today_v['n1']:.2f}%" in text
+    assert v10["median_repeat_cosine"][2] == today_v["median_repeat_cosine"][2] == 0.999
+    assert (
+        f"find {v10['matched_vectors_mrecall']:.2f} (weight 10) and {v100['matched_vectors_mrecall']:.2f} "
+        f"(weight 100), less than today's two matched vectors ({today_v['matched_vectors_mrecall']:.2f}, at "
+        f"cosine {today_v['component_cosine']:.2f})" in text
+    )
+    assert f"nearer still ({v100['component_cosine']:.2f}), finds less" in text
