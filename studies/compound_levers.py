@@ -62,6 +62,8 @@ VARIANTS = {
     "components_10+single": {"component_weight": 10.0, "single_too": True},
     # the term with 2.5 times the steps (both systems), for vectors that come closer to the components
     "components_10+steps_1000": {"component_weight": 10.0, "steps": 1000},
+    # the term as a ranking distillation (the query's softmax over the batch's candidates held to the component's)
+    "components_rank_1": {"component_weight": 1.0, "component_distance": "ranking"},
     # each lever at the rate carried forward (lr 1e-4), then all of them together
     "lr_1e-4+fresh": {"lr": 1e-4, "train_compounds": 12_800},
     "lr_1e-4+hard_0.5": {"lr": 1e-4, "hard_negative_share": 0.5},
@@ -69,7 +71,7 @@ VARIANTS = {
     "lr_1e-4+all": {"lr": 1e-4, "train_compounds": 12_800, "hard_negative_share": 0.5, "spread_weight": 1.0},
 }
 # levers of AMER's training alone: single-query trains as without them
-AMER_ONLY = {"spread_weight", "single_target_step", "first_vector", "component_weight"}
+AMER_ONLY = {"spread_weight", "single_target_step", "first_vector", "component_weight", "component_distance"}
 DATASETS = ("compound_k1", "compound_k2", "compound_k3")
 
 

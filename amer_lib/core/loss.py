@@ -200,8 +200,19 @@ def stop_loss(stop_logits: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
     return F.binary_cross_entropy_with_logits(stop_logits.float()[scored], labels[scored])
 
 
+# how a component's vector and its query are compared: 1 - cosine, or the KL divergence of the
+# query's softmax over the batch's candidates from the component vector's (a ranking distillation)
+COMPONENT_DISTANCES = ("cosine", "ranking")
+
+
 def component_loss(
-    queries: torch.Tensor, query_counts: torch.Tensor, components: torch.Tensor, component_mask: torch.Tensor
+    queries: torch.Tensor,
+    query_counts: torch.Tensor,
+    components: torch.Tensor,
+    component_mask: torch.Tensor,
+    distance: str = "cosine",
+    candidates: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
+    temperature: float = TEMPERATURE,
 ) -> torch.Tensor:
     """Beyond the paper: how far an example's query vectors are from the off-the-shelf encoder's
     vectors of the questions it is made of (a compound question's components; a plain question
@@ -209,9 +220,13 @@ def component_loss(
     similarity. `queries [b, n, d]` of which an example's first `query_counts[b]` are valid (one
     per target, as in `matched_info_nce`; one for single-query), `components [b, C, d]` with
     `component_mask [b, C]` (valid first). With fewer valid queries than components, each query
-    gets one component and the others are left out. The loss is `1 - cos(q, c)` of the matched
-    pairs, averaged over an example's pairs, then over the examples: zero when every query that
-    can have a component lies on one."""
+    gets one component and the others are left out. A matched pair costs `1 - cos(q, c)`
+    ("cosine"), or ("ranking") the KL divergence of the query's softmax over the batch's
+    `candidates` (positives `[B, M, d]`, negatives, target mask, as `candidate_log_probs` takes
+    them) from the component vector's, held fixed: the query ranks the documents as the
+    component's own vector does. Averaged over an example's pairs, then over the examples."""
+    if distance not in COMPONENT_DISTANCES:
+        raise ValueError(f"unknown component distance {distance!r}; valid: {', '.join(COMPONENT_DISTANCES)}")
     counts = component_mask.sum(-1)
     empty = torch.nonzero((counts == 0) | (query_counts == 0)).flatten().tolist()
     if empty:
@@ -223,7 +238,14 @@ def component_loss(
     for b, (n, count) in enumerate(zip(query_counts.tolist(), counts.tolist())):
         rows, cols = linear_sum_assignment(detached[b, :n, :count], maximize=True)
         chosen[b, cols], paired[b, cols] = rows, True
-    paired = paired.to(cosine.device)
-    matched = cosine.gather(1, torch.as_tensor(chosen, device=cosine.device)[:, None]).squeeze(1)  # [b, C]
-    per_example = (matched * paired).sum(-1) / paired.sum(-1)
-    return 1.0 - per_example.mean()
+    paired, chosen = paired.to(cosine.device), torch.as_tensor(chosen, device=cosine.device)
+    if distance == "cosine":
+        matched = cosine.gather(1, chosen[:, None]).squeeze(1)  # [b, C]
+        return 1.0 - ((matched * paired).sum(-1) / paired.sum(-1)).mean()
+    if candidates is None:
+        raise ValueError("the ranking distance needs the batch's candidates (positives, negatives, target mask)")
+    matched = queries.gather(1, chosen[..., None].expand(-1, -1, queries.shape[-1]))  # [b, C, d]
+    student = candidate_log_probs(matched.float(), *candidates, temperature)
+    teacher = candidate_log_probs(components.float(), *candidates, temperature).detach()
+    terms = torch.where(torch.isfinite(teacher), teacher.exp() * (teacher - student), 0.0)  # padded: none
+    return ((terms.sum(-1) * paired).sum(-1) / paired.sum(-1)).mean()

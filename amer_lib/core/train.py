@@ -22,6 +22,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from amer_lib.core import checkpointing, distributed
 from amer_lib.core.loss import (
+    COMPONENT_DISTANCES,
     FIRST_VECTOR_MODES,
     MATCHED_REDUCTIONS,
     TEMPERATURE,
@@ -91,10 +92,15 @@ class TrainConfig:
     spread_weight: float = 0.0  # beyond the paper: weight of `loss.spread_penalty` (vectors as apart as targets)
     first_vector: str = "matched"  # beyond the paper, "single": the first vector trained as single-query is
     component_weight: float = 0.0  # beyond the paper: weight of `loss.component_loss` (the data's `components`)
+    component_distance: str = "cosine"  # of `loss.component_loss`: "cosine", or "ranking" (over the batch's candidates)
 
     def __post_init__(self):
         if self.sampling not in SAMPLING_MODES:
             raise ValueError(f"unknown sampling mode {self.sampling!r}; valid: {', '.join(SAMPLING_MODES)}")
+        if self.component_distance not in COMPONENT_DISTANCES:
+            raise ValueError(
+                f"unknown component_distance {self.component_distance!r}; valid: {', '.join(COMPONENT_DISTANCES)}"
+            )
         if self.first_vector not in FIRST_VECTOR_MODES:
             raise ValueError(f"unknown first_vector {self.first_vector!r}; valid: {', '.join(FIRST_VECTOR_MODES)}")
         if self.matched_loss not in MATCHED_REDUCTIONS:
@@ -287,7 +293,13 @@ def _component_term(
     components, component_mask = data.components(batch.indices[rows])
     device = outputs.device
     return config.component_weight * component_loss(
-        outputs, query_counts, components.to(device), component_mask.to(device)
+        outputs,
+        query_counts,
+        components.to(device),
+        component_mask.to(device),
+        config.component_distance,
+        (batch.targets, batch.negatives, batch.mask),
+        config.temperature,
     )
 
 

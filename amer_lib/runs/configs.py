@@ -19,7 +19,7 @@ from amer_lib.core.backbones import BACKBONES, FINETUNE_MODES, is_large_backbone
 from amer_lib.core.config import Config, internal, param
 from amer_lib.core.device import DEVICES
 from amer_lib.core.expansion import EXPANSION_SOURCES
-from amer_lib.core.loss import FIRST_VECTOR_MODES, MATCHED_REDUCTIONS
+from amer_lib.core.loss import COMPONENT_DISTANCES, FIRST_VECTOR_MODES, MATCHED_REDUCTIONS
 from amer_lib.core.merge import MERGES
 from amer_lib.core.metrics import DISTANCES
 from amer_lib.core.train import SAMPLING_MODES
@@ -266,6 +266,13 @@ class RealConfig(Config):
         help="beyond the paper: weight of a term pulling the query vectors (AMER's; single-query's one) onto the "
         "off-the-shelf encoder's vectors of the questions a training question is made of, its compound components "
         "or itself (amer_lib.core.loss.component_loss); 0: the paper's loss",
+    )
+    component_distance: str = param(
+        "cosine",
+        default_if_absent=True,
+        choices=COMPONENT_DISTANCES,
+        help='beyond the paper, with component_weight > 0: "cosine" (1 - cosine of a component\'s vector and its '
+        "query) or \"ranking\" (the query's softmax over the batch's candidates held to the component vector's)",
     )
     train_compounds: int = param(
         0,

@@ -32,8 +32,9 @@ from amer_lib.runs.configs import RealConfig, SyntheticConfig
 # benchmark's redrawn training compounds (`train_compounds`, off at 0) joined it, likewise. Version 6:
 # the compound benchmark's training components (`train_components`, "findable" as before), likewise.
 # Version 7: the first query vector's loss (`first_vector`, "matched" as before), likewise.
-# Version 8: the component term (`component_weight`, 0 as before), likewise.
-CACHE_VERSION = 8
+# Version 8: the component term (`component_weight`, 0 as before), likewise. Version 9: its
+# distance (`component_distance`, "cosine" as in version 8), likewise.
+CACHE_VERSION = 9
 
 
 def params_digest(params: dict) -> str:

@@ -322,3 +322,43 @@ def test_component_loss_names_an_example_without_components():
     mask = torch.tensor([[True, True, True], [False, False, False]])
     with pytest.raises(ValueError, match=r"examples \[1\] have no components or no query vectors"):
         component_loss(queries, torch.tensor([2, 3]), components, mask)
+
+
+def test_the_ranking_distance_is_the_kl_of_each_matched_querys_softmax_from_its_components():
+    """ "ranking": for the cosine-matched pairs, KL(teacher || student) with the teacher the
+    component vector's softmax and the student the query's, both over the batch's valid candidates
+    (every valid positive and its negative; padded ones left out), computed here candidate by
+    candidate; zero when the queries are the components themselves."""
+    torch.manual_seed(5)
+    queries, components = torch.randn(2, 3, 6), torch.randn(2, 2, 6)
+    positives, negatives = torch.randn(2, 3, 6), torch.randn(2, 3, 6)
+    target_mask = torch.tensor([[True, True, True], [True, True, False]])
+    query_counts, component_mask = torch.tensor([3, 2]), torch.tensor([[True, True], [True, False]])
+    valid = [(e, m) for e in range(2) for m in range(3) if target_mask[e, m]]
+    pool = torch.stack([positives[e, m] for e, m in valid] + [negatives[e, m] for e, m in valid])
+
+    def softmax(vector):
+        scores = F.normalize(pool, dim=-1) @ F.normalize(vector, dim=-1) / 0.05
+        return scores.softmax(0)
+
+    cosine = F.normalize(queries, dim=-1) @ F.normalize(components, dim=-1).transpose(1, 2)
+    per_example = []
+    for b in range(2):
+        count, n = int(component_mask[b].sum()), int(query_counts[b])
+        best = max(
+            itertools.permutations(range(n), count), key=lambda r: sum(float(cosine[b, q, c]) for c, q in enumerate(r))
+        )
+        kls = []
+        for c, q in enumerate(best):
+            teacher, student = softmax(components[b, c]), softmax(queries[b, q])
+            kls.append(float((teacher * (teacher.log() - student.log())).sum()))
+        per_example.append(np.mean(kls))
+    candidates = (positives, negatives, target_mask)
+    loss = component_loss(queries, query_counts, components, component_mask, "ranking", candidates)
+    assert loss.item() == pytest.approx(np.mean(per_example), rel=1e-5)
+    itself = torch.cat([components, components[:, :1]], dim=1)
+    assert component_loss(itself, query_counts, components, component_mask, "ranking", candidates).item() == (
+        pytest.approx(0.0, abs=1e-6)
+    )
+    with pytest.raises(ValueError, match="unknown component distance 'l2'; valid: cosine, ranking"):
+        component_loss(queries, query_counts, components, component_mask, "l2")

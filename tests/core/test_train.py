@@ -817,6 +817,7 @@ def test_the_single_target_step_is_for_multi_vector_runs_only(n_outputs):
         ({"steps": 0}, "steps must be >= 1, got 0"),
         ({"hard_negative_share": 1.5}, "hard_negative_share must be between 0 and 1, got 1.5"),
         ({"component_weight": -1.0}, "component_weight must be >= 0, got -1.0"),
+        ({"component_distance": "l2"}, "unknown component_distance 'l2'; valid: cosine, ranking"),
     ],
 )
 def test_a_bad_setting_is_named_with_its_value_and_the_valid_choices(changes, message):
@@ -894,7 +895,16 @@ class ComponentVectorData(VectorData):
         return vectors, mask
 
 
-@pytest.mark.parametrize("changes", [{}, {"stop_weight": 0.5, "exclude_fed_targets": True}, {"n_outputs": 1}])
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},
+        {"stop_weight": 0.5, "exclude_fed_targets": True},
+        {"n_outputs": 1},
+        {"component_distance": "ranking"},
+        {"n_outputs": 1, "component_distance": "ranking"},
+    ],
+)
 def test_the_component_term_adds_its_weight_times_the_component_loss_of_the_shares_outputs(changes):
     """`batch_loss` with `component_weight` = the loss without it + the weight x `component_loss`
     of the share's outputs (the same forward pass; single-query's one vector goes to its nearest
@@ -917,7 +927,10 @@ def test_the_component_term_adds_its_weight_times_the_component_loss_of_the_shar
         n = batch.targets.shape[1]
         outputs = model(prompt, n, batch.targets[rows], batch.sample_mask[rows])
         query_counts = batch.mask[rows].sum(-1)
-    term = component_loss(outputs, query_counts, *data.components(batch.indices[rows]))
+    candidates = (batch.targets, batch.negatives, batch.mask)
+    term = component_loss(
+        outputs, query_counts, *data.components(batch.indices[rows]), config.component_distance, candidates
+    )
     assert term > 0.1
     expected = batch_loss(model, data, batch, rows, config) + 0.7 * term
     assert torch.allclose(batch_loss(model, data, batch, rows, weighted), expected, atol=1e-6)

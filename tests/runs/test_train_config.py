@@ -44,6 +44,7 @@ def test_notebook_04s_levers_beyond_the_paper_reach_the_training_config_and_are_
         ("hard_negative_share", 1.5, "'hard_negative_share' must be between 0 and 1, got 1.5"),
         ("spread_weight", -0.5, "'spread_weight' must be >= 0, got -0.5"),
         ("component_weight", -1, "'component_weight' must be >= 0, got -1"),
+        ("component_distance", "l2", "'component_distance'"),
     ):
         file.write_text(yaml.safe_dump({name: value}))
         with pytest.raises(ValueError, match=message):
