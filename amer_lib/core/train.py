@@ -285,7 +285,12 @@ def batch_loss(
 
 
 def _component_term(
-    outputs: torch.Tensor, query_counts: torch.Tensor, data: MultiTargetData, batch: Batch, rows: slice, config
+    outputs: torch.Tensor,
+    query_counts: torch.Tensor,
+    data: MultiTargetData,
+    batch: Batch,
+    rows: slice,
+    config: TrainConfig,
 ) -> torch.Tensor | float:
     """`component_weight` x `loss.component_loss` of the share's outputs (0 when the weight is 0)."""
     if config.component_weight <= 0:
