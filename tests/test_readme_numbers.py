@@ -989,3 +989,68 @@ def test_the_component_term_quotes_its_json():
         f"cosine {today_v['component_cosine']:.2f})" in text
     )
     assert f"nearer still ({v100['component_cosine']:.2f}), finds less" in text
+    longer, steps = vectors["components_10+steps_1000"], pilot[("components_10+steps_1000", "2")]
+    assert longer["reproduces_run"] and steps["p_ahead"] > 0.05
+    assert (
+        f"cosine {longer['component_cosine']:.2f}, the two matched vectors alone "
+        f"{longer['matched_vectors_mrecall']:.2f} as at 400 steps, AMER {steps['amer_mean']:.2f} against today's "
+        f"{steps['against_amer_mean']:.2f} (p = {steps['p_ahead']:.2f} that it is ahead). Its single-query column "
+        f"({steps['single_mean']:.2f})" in text
+    )
+    assert longer["matched_vectors_mrecall"] == v10["matched_vectors_mrecall"]
+
+
+def test_the_ranking_distance_quotes_its_json():
+    """Documentation check: the ranking distance's numbers in studies/compound_levers.md are
+    studies/compound_levers_h200.json's (three seeds, against today's three), _pilot2.json's and
+    _pilot2_vectors.json's (its vectors at k = 2, seed 0, beside today's)."""
+    import json
+
+    text = " ".join((ROOT / "studies" / "compound_levers.md").read_text().split())
+    rows = {
+        (r["variant"], r["dataset"][-1]): r
+        for r in json.loads((ROOT / "studies" / "compound_levers_h200.json").read_text())
+    }
+    rank, today = ({k: rows[(v, k)] for k in "123"} for v in ("components_rank_1", "today"))
+    assert all(r["seeds"] == [0, 1, 2] for r in (*rank.values(), *today.values()))
+    cell = lambda row: f"{row['amer_mean']:.2f} ± {row['amer_std']:.2f}"  # noqa: E731
+    share = lambda row: f"{100 * row['oracle_share']:.0f}%"  # noqa: E731
+    assert max(rank[k]["p_ahead"] for k in "123") < 1e-4
+    assert (
+        f"AMER {cell(rank['2'])} against today's {cell(today['2'])} (p < 0.0001 that it is ahead), a share of "
+        f"the oracle's lead of {share(rank['2'])} against {share(today['2'])}" in text
+    )
+    assert (
+        f"{cell(rank['3'])} against {cell(today['3'])} (p < 0.0001), a share of {share(rank['3'])} against "
+        f"{share(today['3'])}, and the seed-to-seed spread falls from {today['3']['amer_std']:.2f} to "
+        f"{rank['3']['amer_std']:.2f}" in text
+    )
+    assert (
+        f"{cell(rank['1'])} against single-query's {rank['1']['single_mean']:.2f} ± {rank['1']['single_std']:.2f} "
+        f"(p = {rank['1']['p_behind_single']:.2f} that AMER is behind single-query" in text
+    )
+    assert f"and today's {today['1']['amer_mean']:.2f} (p < 0.0001 ahead)" in text
+    assert f"stands at {share(rank['2'])} / {share(rank['3'])} against the aim's 75% / 50%" in text
+    assert f"from {share(today['2'])} / {share(today['3'])} to {share(rank['2'])} / {share(rank['3'])}" in text
+    pilot = {
+        (r["variant"], r["dataset"][-1]): r
+        for r in json.loads((ROOT / "studies" / "compound_levers_pilot2.json").read_text())
+    }
+    p_rank, p_today = pilot[("components_rank_1", "2")], pilot[("today", "2")]
+    assert f"(the pilot: {p_rank['amer_mean']:.2f} against {p_today['amer_mean']:.2f}, share {share(p_rank)})" in text
+    assert (
+        f"{round(p_rank['train_seconds_per_run'])} s for the k = 2 pilot here against today's "
+        f"{round(p_today['train_seconds_per_run'])} s" in text
+    )
+    vectors = {
+        r["variant"]: r for r in json.loads((ROOT / "studies" / "compound_levers_pilot2_vectors.json").read_text())
+    }
+    v, t = vectors["components_rank_1"], vectors["today"]
+    assert v["reproduces_run"]
+    assert (
+        f"the two matched vectors alone find {v['matched_vectors_mrecall']:.2f}, more than today's "
+        f"({t['matched_vectors_mrecall']:.2f}) though their cosine to the components ({v['component_cosine']:.2f})"
+        in text
+    )
+    assert f"for {v['n1']:.2f}% of the questions (today {t['n1']:.2f}%), two vectors give {v['n2']:.2f}" in text
+    assert v["median_repeat_cosine"][2] == 0.999
