@@ -222,3 +222,36 @@ def test_the_audit_table_gives_each_class_share_per_kind_and_source():
     assert lines[-1] == "A test question's target (any k): 50.0% of the mined, 25.0% of the random."
     q = audit.quantiles([0.5, 0.65, 0.75, 0.85])
     assert q["median"] == pytest.approx(0.7) and (q["above_0.6"], q["above_0.7"], q["above_0.8"]) == (0.75, 0.5, 0.25)
+
+
+def test_the_component_match_finds_each_components_own_vector_and_scores_the_kept_ones():
+    """Hand-made: two compounds of two components over a 300-document corpus, each component's
+    answer its nearest document. Question 0's AMER vectors hold the second component's vector at
+    position 0 and the first's at position 2 (a random vector between); question 1's hold both
+    components at positions 1 and 0. Each component is matched to its own vector (cosine 1), the
+    positions are counted, and the matched vectors alone retrieve exactly what the components do
+    (every answer found: 100); vectors that miss one component's answer score 0 for that question."""
+    from amer_lib.core.metrics import pad_clusters
+    from amer_lib.core.search import VectorIndex, unit_norm
+
+    rng = np.random.default_rng(0)
+    corpus = unit_norm(rng.normal(size=(300, 16)).astype(np.float32))
+    components = unit_norm(rng.normal(size=(2, 2, 16)).astype(np.float32))
+    nearest = (components @ corpus.T).argmax(-1)  # [question, component]
+    gold = pad_clusters([[[int(doc)] for doc in row] for row in nearest])
+    other = unit_norm(rng.normal(size=(16,)).astype(np.float32))
+    vectors = np.stack(
+        [
+            np.stack([components[0, 1], other, components[0, 0]]),
+            np.stack([components[1, 1], components[1, 0], other]),
+        ]
+    )
+    index = VectorIndex(corpus, use_gpu=False)
+    match = study.component_match(vectors, components, index, gold, 100)
+    assert match["component_cosine"] == pytest.approx(1.0, abs=1e-3)
+    assert match["component_positions"] == [2, 1, 1]  # q0: positions 2 and 0; q1: 1 and 0
+    assert match["matched_vectors_mrecall"] == match["components_own_mrecall"] == 100.0
+    # the first component's vector replaced, in both questions, by one far from its answer
+    far = unit_norm(-components[:, :1])
+    missing = study.component_match(np.concatenate([far, components[:, 1:]], axis=1), components, index, gold, 100)
+    assert missing["components_own_mrecall"] == 100.0 and missing["matched_vectors_mrecall"] == 0.0
