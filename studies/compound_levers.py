@@ -64,6 +64,8 @@ VARIANTS = {
     "components_10+steps_1000": {"component_weight": 10.0, "steps": 1000},
     # the term as a ranking distillation (the query's softmax over the batch's candidates held to the component's)
     "components_rank_1": {"component_weight": 1.0, "component_distance": "ranking"},
+    "components_rank_3": {"component_weight": 3.0, "component_distance": "ranking"},
+    "components_rank_10": {"component_weight": 10.0, "component_distance": "ranking"},
     # each lever at the rate carried forward (lr 1e-4), then all of them together
     "lr_1e-4+fresh": {"lr": 1e-4, "train_compounds": 12_800},
     "lr_1e-4+hard_0.5": {"lr": 1e-4, "hard_negative_share": 0.5},
