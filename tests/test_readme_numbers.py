@@ -1054,3 +1054,10 @@ def test_the_ranking_distance_quotes_its_json():
     )
     assert f"for {v['n1']:.2f}% of the questions (today {t['n1']:.2f}%), two vectors give {v['n2']:.2f}" in text
     assert v["median_repeat_cosine"][2] == 0.999
+    r3, r10 = pilot[("components_rank_3", "2")], pilot[("components_rank_10", "2")]
+    assert (
+        f"against today's {r3['against_amer_mean']:.2f}): weight 3 gives {r3['amer_mean']:.2f} (share {share(r3)}, "
+        f"p = {r3['p_ahead']:.4f} that it is ahead of today's), weight 10 {r10['amer_mean']:.2f} (share "
+        f"{share(r10)}, p = {r10['p_ahead']:.4f}), weight 1 {p_rank['amer_mean']:.2f} ({share(p_rank)})" in text
+    )
+    assert all(vectors[w]["reproduces_run"] for w in ("components_rank_3", "components_rank_10"))
