@@ -68,7 +68,7 @@ def benchmark_texts(prepared: Path) -> list[str]:
         texts += [row["question"] for row in rows]
         qids.update(row["qid"] for row in rows)
     by_qid = compound.component_questions()
-    texts += sorted({by_qid[c].question for qid in qids for c in qid.partition(":")[2].split(compound.SEPARATOR)})
+    texts += sorted({by_qid[c].question for qid in qids for c in compound.component_qids(qid)})
     for line in (prepared / "corpus.tsv").read_text().splitlines()[1:]:
         texts += line.split("\t")[1:]
     texts += [(ROOT / source).read_text() for source in TEXT_SOURCES]

@@ -213,7 +213,12 @@ def drawn_from(
 
 def components_of(question: MultiAnswerQuestion) -> list[str]:
     """The component qids of a compound question, in its answers' order."""
-    return question.qid.partition(":")[2].split(SEPARATOR)
+    return component_qids(question.qid)
+
+
+def component_qids(qid: str) -> list[str]:
+    """The component qids a compound's qid names (`compound_k2:kinds:n00036762+senses:bass`)."""
+    return qid.partition(":")[2].split(SEPARATOR)
 
 
 def component_questions() -> dict[str, MultiAnswerQuestion]:

@@ -112,14 +112,19 @@ def token_prompt(model: AMERQueryEncoder, input_ids: torch.Tensor, attention_mas
 def target_tensor(questions: list[MultiAnswerQuestion], embedding_of) -> tuple[torch.Tensor, torch.Tensor]:
     """Padded targets `[N, M, d]` and mask: the first gold document of each answer cluster,
     embedded by `embedding_of(list_of_doc_ids) -> [n, d]`."""
-    width = max(len(q.targets) for q in questions)
-    firsts = [[docs[0] for docs in q.targets] for q in questions]
-    vectors = embedding_of([d for ids in firsts for d in ids])
-    out = np.zeros((len(questions), width, vectors.shape[1]), dtype=np.float32)
-    mask = np.zeros((len(questions), width), dtype=bool)
+    return padded_vectors([[docs[0] for docs in q.targets] for q in questions], embedding_of)
+
+
+def padded_vectors(rows: list[list], embedding_of) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each row's items embedded by `embedding_of(list_of_items) -> [n, d]` (one call for all),
+    padded to `[N, M, d]` with the mask `[N, M]` of the real ones (first)."""
+    width = max(len(row) for row in rows)
+    vectors = embedding_of([item for row in rows for item in row])
+    out = np.zeros((len(rows), width, vectors.shape[1]), dtype=np.float32)
+    mask = np.zeros((len(rows), width), dtype=bool)
     cursor = 0
-    for i, ids in enumerate(firsts):
-        out[i, : len(ids)] = vectors[cursor : cursor + len(ids)]
-        mask[i, : len(ids)] = True
-        cursor += len(ids)
+    for i, row in enumerate(rows):
+        out[i, : len(row)] = vectors[cursor : cursor + len(row)]
+        mask[i, : len(row)] = True
+        cursor += len(row)
     return torch.from_numpy(out), torch.from_numpy(mask)

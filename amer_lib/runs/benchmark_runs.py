@@ -12,7 +12,7 @@ from amer_lib.core.metrics import KS, K, evaluate, mean_pairwise_cosine, pad_clu
 from amer_lib.core.model import AMERQueryEncoder
 from amer_lib.data import compound, hard_negatives
 from amer_lib.data.benchmark import Benchmark
-from amer_lib.data.datasets import ComponentTextData, MinedTextData, TextData, target_tensor
+from amer_lib.data.datasets import ComponentTextData, MinedTextData, TextData, padded_vectors, target_tensor
 from amer_lib.data.encoders import DocumentEncoder
 from amer_lib.data.prompts import PromptTemplate
 from amer_lib.data.questions import MultiAnswerQuestion
@@ -101,17 +101,11 @@ class RunContext:
         """`text_data` with the off-the-shelf encoder's query vectors of the questions each one is
         made of: a compound question's components in its answers' order, a plain question itself."""
         parts = compound.part_texts(questions)
-        texts = sorted({text for row in parts for text in row})
-        encoded = DocumentEncoder(self.encoder).encode_queries(texts)
-        row_of = {text: i for i, text in enumerate(texts)}
-        width = max(len(row) for row in parts)
-        vectors = np.zeros((len(questions), width, encoded.shape[1]), dtype=np.float32)
-        mask = np.zeros((len(questions), width), dtype=bool)
-        for i, row in enumerate(parts):
-            vectors[i, : len(row)] = encoded[[row_of[text] for text in row]]
-            mask[i, : len(row)] = True
+        texts = sorted({text for row in parts for text in row})  # each component encoded once
+        encoded = dict(zip(texts, DocumentEncoder(self.encoder).encode_queries(texts)))
+        vectors, mask = padded_vectors(parts, lambda items: np.stack([encoded[text] for text in items]))
         data = self.text_data(questions)
-        return ComponentTextData(*data._tensors(), torch.from_numpy(vectors), torch.from_numpy(mask))
+        return ComponentTextData(*data._tensors(), vectors, mask)
 
     def query_vectors(
         self,
