@@ -59,7 +59,7 @@ VARIANTS = {
     "components_10": {"component_weight": 10.0},
     "components_100": {"component_weight": 100.0},
     # the same term for single-query too (its one vector pulled onto its nearest component's)
-    "components_10+single": {"component_weight": 10.0, "single_too": True},
+    "components_10+single": {"component_weight": 10.0, "component_single": True},
     # the term with 2.5 times the steps (both systems), for vectors that come closer to the components
     "components_10+steps_1000": {"component_weight": 10.0, "steps": 1000},
     # the term as a ranking distillation (the query's softmax over the batch's candidates held to the component's)
@@ -72,15 +72,16 @@ VARIANTS = {
     "lr_1e-4+spread_1": {"lr": 1e-4, "spread_weight": 1.0},
     "lr_1e-4+all": {"lr": 1e-4, "train_compounds": 12_800, "hard_negative_share": 0.5, "spread_weight": 1.0},
 }
-# levers of AMER's training alone: single-query trains as without them
+# levers of AMER's training alone: single-query trains as without them (amer_lib.runs.configs.AMER_LOSS_LEVERS
+# but component_single, which gives single-query the component term too)
 AMER_ONLY = {"spread_weight", "single_target_step", "first_vector", "component_weight", "component_distance"}
 DATASETS = ("compound_k1", "compound_k2", "compound_k3")
 
 
 def reference(variant: str) -> str:
     """The variant whose single-query and oracle runs this one reports: itself, or for a lever of
-    AMER's loss alone, the variant without that lever (`single_too`: a lever of AMER's loss that
-    this variant applies to single-query as well)."""
+    AMER's loss alone, the variant without that lever (`component_single`: the component term
+    given to single-query as well, so both systems train)."""
     others = {k: v for k, v in VARIANTS[variant].items() if k not in AMER_ONLY}
     return next((name for name, changes in VARIANTS.items() if changes == others), variant)
 
@@ -99,7 +100,7 @@ def params_of(variant: str, seeds: list[int], datasets: list[str], folder: Path 
     """Notebook 04's config of a variant, its folders under `folder` (absolute paths)."""
     from amer_lib.params import from_files
 
-    changes = {k: v for k, v in VARIANTS[variant].items() if k != "single_too"}
+    changes = VARIANTS[variant]
     overrides = dict(overrides or {})
     base = from_files(NOTEBOOK, RECIPE)
     prepared = overrides.pop("prepared_dir", base.prepared_dir)  # another clone's, to read its runs

@@ -25,15 +25,22 @@ def _module(path: str, name: str):
 study = _module("studies/compound_levers.py", "compound_levers_study")
 
 
+def test_the_studys_amer_only_levers_are_those_single_query_trains_without():
+    from amer_lib.runs.configs import AMER_LOSS_LEVERS
+
+    assert study.AMER_ONLY == set(AMER_LOSS_LEVERS) - {"component_single"}
+
+
 def test_an_amer_only_lever_reads_the_variant_without_it():
     assert study.reference("spread_1") == "today" and study.amer_only("spread_1")
     for lever in ("single_step", "first_single", "first_single+spread_1", "components_10"):
         assert study.reference(lever) == "today" and study.amer_only(lever)
-    # the component term given to single-query as well trains both systems, without the study's marker
+    # the component term given to single-query as well (component_single) trains both systems
     assert study.reference("components_10+single") == "components_10+single"
     assert not study.amer_only("components_10+single")
     params = study.params_of("components_10+single", [0], ["compound_k1"])
     assert params.component_weight == 10.0 and params.systems == ["single", "amer"]
+    assert params.for_system("single").component_weight == 10.0
     assert study.reference("lr_1e-4+spread_1") == "lr_1e-4" and study.amer_only("lr_1e-4+spread_1")
     # a lever of both systems trains its own single-query, alone or beside a loss lever
     for variant in ("today", "lr_1e-4", "hard_0.5", "lr_1e-4+fresh", "lr_1e-4+all"):

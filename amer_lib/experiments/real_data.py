@@ -72,6 +72,7 @@ def run_one(
 
     On every rank of a torch.distributed group (`amer_lib.core.distributed`, with this rank's
     `device`): the ranks train together, rank 0 retrieves and writes, the others return None."""
+    params = params.for_system(system)  # single-query trains without AMER's loss levers
     benchmark = Benchmark(params.prepared_dir)  # opened once for the run
     context = RunContext.of(params, benchmark)
     device = device or resolve_device(params.device)
@@ -283,6 +284,7 @@ def run_baseline(params: RealConfig, dataset: str, system: str, seed: int, progr
     """One baseline on one dataset and seed; its results JSON is reused when the params match."""
     if system not in BASELINES:
         raise ValueError(f"unknown baseline {system!r}; valid: {', '.join(BASELINES)}")
+    params = params.for_system(system)
     cached = cached_result(params, dataset, system, seed)
     if cached is not None and _same_baseline(cached, params, system):
         return cached
@@ -364,6 +366,7 @@ METRICS = {"mrecall": "MRecall@100", "mrecall_10": "MRecall@10", "recall": "Reca
 def decomposition_oracle(params: RealConfig, dataset: str, seed: int) -> dict:
     """The oracle's run on `dataset`'s test compounds with seed `seed`'s `compound_k1` single-query
     model (trained by notebook 04 first); its results JSON and TREC run, like any run's."""
+    params = params.for_system(ORACLE)
     cached = cached_result(params, dataset, ORACLE, seed)
     if cached is not None:
         return cached
@@ -509,6 +512,7 @@ def save_run(
     with the run's training data, steps, seed and test scores (and `facts`); `stop`: its stop
     head's settings (`core.saved.save_pretrained`)."""
     dataset, system, seed = run
+    params = params.for_system(system)
     trained_on = context.benchmark.training_split(dataset, seed, params.train_compounds, params.train_components)[0]
     card = {
         "trained on": f"{dataset} ({len(trained_on)} questions)",

@@ -58,7 +58,7 @@ class RunContext:
     ) -> tuple[AMERQueryEncoder, dict]:
         """`trained_encoder` and the run's results."""
         name, facts = real_run_name(dataset, system, seed), run_facts(self.benchmark, dataset, system)
-        return load_trained(REAL_RUNS, params, name, self.shards.dim, device, facts)
+        return load_trained(REAL_RUNS, params.for_system(system), name, self.shards.dim, device, facts)
 
     def n_queries(self, dataset: str, system: str) -> int:
         """Query vectors per question: one for single-query, the dataset's number for AMER."""
@@ -133,7 +133,7 @@ class RunContext:
     ) -> dict:
         """Score a ranked top K `[Q, K]` (corpus rows), write its TREC run file (its qrels are the
         prepared benchmark's) and the results JSON of notebook 04's run of `params`."""
-        name = real_run_name(dataset, system, seed)
+        name, params = real_run_name(dataset, system, seed), params.for_system(system)
         self.benchmark.qrels(dataset)
         write_trec_run(
             REAL_RUNS.result_path(params, name, ".trec"),
@@ -170,4 +170,4 @@ def cached_result(
     """The run's results when it was made with these run parameters, else None; `benchmark`: the
     prepared benchmark when the caller has opened it already."""
     facts = run_facts(benchmark or Benchmark(params.prepared_dir), dataset, system)
-    return REAL_RUNS.cached(params, real_run_name(dataset, system, seed), facts)
+    return REAL_RUNS.cached(params.for_system(system), real_run_name(dataset, system, seed), facts)

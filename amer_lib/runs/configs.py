@@ -177,6 +177,18 @@ class SyntheticConfig(Config):
     stop_weight: float = internal(0.0)
 
 
+# levers of AMER's loss beyond the paper (and the authors' extra step): a single-query run trains
+# without them (`RealConfig.for_system`)
+AMER_LOSS_LEVERS = (
+    "single_target_step",
+    "spread_weight",
+    "first_vector",
+    "component_weight",
+    "component_distance",
+    "component_single",
+)
+
+
 @dataclass(frozen=True)
 class RealConfig(Config):
     """Notebook 04: one backbone trained on the prepared datasets, with the baselines."""
@@ -263,9 +275,9 @@ class RealConfig(Config):
         0.0,
         default_if_absent=True,
         minimum=0,
-        help="beyond the paper: weight of a term pulling the query vectors (AMER's; single-query's one) onto the "
-        "off-the-shelf encoder's vectors of the questions a training question is made of, its compound components "
-        "or itself (amer_lib.core.loss.component_loss); 0: the paper's loss",
+        help="beyond the paper: weight of a term pulling AMER's query vectors onto the off-the-shelf encoder's "
+        "vectors of the questions a training question is made of, its compound components or itself "
+        "(amer_lib.core.loss.component_loss); 0: the paper's loss",
     )
     component_distance: str = param(
         "cosine",
@@ -273,6 +285,12 @@ class RealConfig(Config):
         choices=COMPONENT_DISTANCES,
         help='beyond the paper, with component_weight > 0: "cosine" (1 - cosine of a component\'s vector and its '
         "query) or \"ranking\" (the query's softmax over the batch's candidates held to the component vector's)",
+    )
+    component_single: bool = param(
+        False,
+        default_if_absent=True,
+        help="beyond the paper, with component_weight > 0: single-query's one vector takes the term too (toward its "
+        "nearest component), and so do the models the oracle and baselines use; false: they train as the paper's",
     )
     train_compounds: int = param(
         0,
@@ -323,6 +341,18 @@ class RealConfig(Config):
         if self.mixed_precision == "auto":
             on_gpu = self.device == "cuda" or (self.device == "auto" and torch.cuda.is_available())
             object.__setattr__(self, "mixed_precision", large and on_gpu)
+
+    def for_system(self, system: str) -> RealConfig:
+        """The config a run of `system` is trained and keyed by: AMER's, this one; any other system's
+        (single-query, the baselines and the oracle built on it), the levers of AMER's loss at their
+        defaults (`AMER_LOSS_LEVERS`: no-ops for one vector, but for `component_weight` unless
+        `component_single`), so a lever's runs share single-query's with the recipe without it."""
+        if system == "amer":
+            return self
+        kept = {"component_weight", "component_distance", "component_single"} if self.component_single else set()
+        defaults = type(self).defaults()
+        reset = {name: defaults[name] for name in AMER_LOSS_LEVERS if name not in kept}
+        return self.replace(**reset) if any(getattr(self, k) != v for k, v in reset.items()) else self
 
     @property
     def backbone_name(self) -> str:

@@ -33,8 +33,10 @@ from amer_lib.runs.configs import RealConfig, SyntheticConfig
 # the compound benchmark's training components (`train_components`, "findable" as before), likewise.
 # Version 7: the first query vector's loss (`first_vector`, "matched" as before), likewise.
 # Version 8: the component term (`component_weight`, 0 as before), likewise. Version 9: its
-# distance (`component_distance`, "cosine" as in version 8), likewise.
-CACHE_VERSION = 9
+# distance (`component_distance`, "cosine" as in version 8), likewise. Version 10: a single-query run
+# (and the oracle's and baselines') keyed without AMER's loss levers (`RealConfig.for_system`), and
+# `component_single` (false) joined the key.
+CACHE_VERSION = 10
 
 
 def params_digest(params: dict) -> str:

@@ -1,6 +1,6 @@
 """Notebook 04's levers beyond the paper run end to end: hard negatives mined once per benchmark by
 the corpus encoder and drawn in training, the spread penalty, and the component term, on a tiny
-prepared benchmark."""
+prepared benchmark; single-query trains without AMER's loss levers."""
 
 from pathlib import Path
 
@@ -53,3 +53,26 @@ def test_a_run_with_the_component_term_trains_on_each_questions_own_off_the_shel
     np.testing.assert_allclose(vectors[:, 0].numpy(), expected, atol=1e-6)
     with pytest.raises(ValueError, match="hard_negative_share > 0 and component_weight > 0 cannot be combined"):
         context.training_data(questions, params.replace(hard_negative_share=0.5))
+
+
+def test_a_levers_single_query_run_is_the_recipes_and_is_read_back_not_trained_again(tmp_path):
+    """Single-query trains without AMER's loss levers: the run made under the recipe is the lever
+    config's own single-query run (its results and its model read back), AMER's is not; with
+    `component_single` single-query takes the term and is a run of its own."""
+    import torch
+
+    from amer_lib.runs.benchmark_runs import RunContext, cached_result
+
+    recipe = tiny_wordnet_runs(tmp_path)
+    made = run_one(recipe, "wordnet_kinds", "single", 0, progress=False)
+    lever = recipe.replace(component_weight=2.0, component_distance="ranking")
+    assert cached_result(lever, "wordnet_kinds", "single", 0) == made
+    loaded = [
+        RunContext.of(p).trained_encoder(p, "wordnet_kinds", "single", 0, torch.device("cpu")).state_dict()
+        for p in (lever, recipe)
+    ]
+    assert all(torch.equal(loaded[0][k], loaded[1][k]) for k in loaded[1])
+    assert cached_result(lever.replace(component_single=True), "wordnet_kinds", "single", 0) is None
+    run_one(recipe, "wordnet_kinds", "amer", 0, progress=False)
+    assert cached_result(lever, "wordnet_kinds", "amer", 0) is None
+    assert cached_result(recipe, "wordnet_kinds", "amer", 0) is not None

@@ -49,3 +49,25 @@ def test_notebook_04s_levers_beyond_the_paper_reach_the_training_config_and_are_
         file.write_text(yaml.safe_dump({name: value}))
         with pytest.raises(ValueError, match=message):
             from_files(NOTEBOOKS / "04_real_data.ipynb", file)
+
+
+def test_single_query_and_what_is_built_on_it_train_without_the_levers_of_amers_loss():
+    """`for_system`: AMER's config is the notebook's; single-query's (and the oracle's and the
+    baselines', built on its model) has every lever of AMER's loss at its default, so its training
+    config and its run folder are the recipe's without them; `component_single` keeps the term."""
+    from amer_lib.runs.store import REAL_RUNS
+
+    recipe = from_files(NOTEBOOKS / "04_real_data.ipynb")
+    levers = dict(component_weight=3.0, component_distance="ranking", spread_weight=0.5, first_vector="single")
+    params = recipe.replace(**levers, single_target_step=True)
+    assert params.for_system("amer") is params and recipe.for_system("single") is recipe
+    for system in ("single", "decomposition_oracle", "rerank", "query_expansion"):
+        assert params.for_system(system) == recipe
+    single = train_config(params.for_system("single"), n_outputs=1, seed=0)
+    assert (single.component_weight, single.spread_weight, single.first_vector) == (0.0, 0.0, "matched")
+    assert train_config(params.for_system("amer"), n_outputs=5, seed=0).component_weight == 3.0
+    run_dir = lambda p: REAL_RUNS.run_dir(p, "wordnet_kinds_single_seed0").name
+    assert run_dir(params.for_system("single")) == run_dir(recipe) != run_dir(params)
+    both = params.replace(component_single=True).for_system("single")
+    assert (both.component_weight, both.component_distance, both.component_single) == (3.0, "ranking", True)
+    assert (both.spread_weight, both.first_vector, both.single_target_step) == (0.0, "matched", False)
