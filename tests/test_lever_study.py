@@ -262,3 +262,57 @@ def test_the_component_match_finds_each_components_own_vector_and_scores_the_kep
     far = unit_norm(-components[:, :1])
     missing = study.component_match(np.concatenate([far, components[:, 1:]], axis=1), components, index, gold, 100)
     assert missing["components_own_mrecall"] == 100.0 and missing["matched_vectors_mrecall"] == 0.0
+
+
+kinds = _module("studies/kinds_distilled.py", "kinds_distilled_study")
+
+
+def test_the_kinds_study_carries_the_compound_recipes_lever_to_amer_alone(tmp_path):
+    import yaml
+
+    from amer_lib.runs.store import REAL_RUNS
+
+    kept = yaml.safe_load((ROOT / "params" / "04_real_data" / "compound_distilled.yaml").read_text())
+    assert kinds.lever() == {k: kept[k] for k in ("component_weight", "component_distance")}
+    today, distilled = kinds.configs([0, 1], tmp_path)
+    assert today.datasets == distilled.datasets == ["wordnet_kinds"] and today.seeds == [0, 1]
+    assert today.systems == ["single", "amer"] and distilled.systems == ["amer"]
+    assert distilled.component_weight == kept["component_weight"] > 0 and today.component_weight == 0
+    key = lambda p: {k: v for k, v in REAL_RUNS.run_params(p.as_dict()).items() if not k.endswith("_dir")}  # noqa: E731
+    assert key(distilled.for_system("single")) == key(today.for_system("single"))  # the same single-query
+    assert key(distilled) != key(today)
+    written = tmp_path / "params.yaml"
+    written.write_text(today.replace(steps=123, results_dir="elsewhere").to_yaml())
+    read, _ = kinds.configs([2], tmp_path, str(written))
+    assert (read.steps, read.results_dir, read.seeds) == (123, "elsewhere", [2])  # today's runs where they were made
+
+
+def test_the_kinds_study_compares_seed_averaged_questions_on_both_test_sets():
+    """Six questions, two seeds: the means by hand, the low-similarity third (the two questions of
+    least target similarity), and a lever ahead of today's everywhere."""
+    similarity = [0.9, 0.1, 0.5, 0.2, 0.8, 0.7]  # the low-similarity third: questions 1 and 3
+    run = lambda system, seed, scores: {  # noqa: E731
+        "system": system,
+        "seed": seed,
+        "mrecall": scores,
+        "target_similarity": similarity,
+        "train_seconds": 10.0 + seed,
+    }
+    today = [
+        run("single", 0, [1, 0, 1, 0, 1, 1]),
+        run("single", 1, [1, 0, 1, 0, 1, 0]),
+        run("amer", 0, [0, 0, 1, 0, 1, 0]),
+        run("amer", 1, [0, 0, 0, 0, 1, 0]),
+    ]
+    distilled = [run("amer", 0, [1, 1, 1, 1, 1, 1]), run("amer", 1, [1, 1, 1, 1, 1, 0])]
+    whole, low = kinds.compare(today, distilled, n_resamples=2000)
+    assert (whole["questions"], low["questions"], whole["seeds"]) == (6, 2, [0, 1])
+    assert whole["single_mean"] == pytest.approx(100 * (4 / 6 + 3 / 6) / 2)
+    assert whole["single_std"] == pytest.approx(100 * (4 / 6 - 3 / 6) / 2)
+    assert whole["amer_mean"] == pytest.approx(100 * (2 / 6 + 1 / 6) / 2)
+    assert whole["distilled_mean"] == pytest.approx(100 * (6 / 6 + 5 / 6) / 2)
+    assert (low["single_mean"], low["amer_mean"], low["distilled_mean"]) == (0.0, 0.0, 100.0)
+    assert whole["p_ahead_of_today"] < 0.01 and low["p_ahead_of_today"] == 0.0
+    assert whole["p_behind_single"] == 1.0 and whole["train_seconds_per_run"] == 10.5
+    with pytest.raises(SystemExit, match="no seed has"):
+        kinds.compare(today, [run("amer", 5, [1] * 6)])

@@ -477,26 +477,26 @@ def test_beyond_notebook(real_runs, synthetic_runs):
     assert exported["stop"] == {"threshold": 0.5, "max_n": 5} and exported["n_queries"] == 2
 
 
-def test_the_compound_notebooks_record_the_oracle_comparison_their_runs_give(tmp_path):
-    """Notebook 03 prepares a tiny compound benchmark, notebook 04 trains on compound_k1 and k2 and
-    records the oracle comparison and the vector roles: each recorded mean is the mean of the run
-    files it reads (the oracle's included), and the table prints them."""
-    prep = run_notebook(
-        "03_real_data_prep.ipynb",
-        {**tiny_prep(tmp_path), "source": "compound", "compound_ks": [1, 2], "corpus_size": 800, "max_train": 40},
-        tmp_path / "03",
-    )
-    assert prep.returncode == 0, prep.stderr[-3000:]
-    datasets = ["compound_k1", "compound_k2"]
-    training = run_notebook(
-        "04_real_data.ipynb",
-        {**tiny_real(tmp_path), "datasets": datasets, "baselines": [], "steps": 3},
-        tmp_path / "04",
-    )
-    assert training.returncode == 0, training.stderr[-3000:]
-    values = recorded(tmp_path / "04" / "out.ipynb")
+COMPOUND_DATASETS = ["compound_k1", "compound_k2"]
+
+
+@pytest.fixture(scope="module")
+def compound_runs(tmp_path_factory):
+    """Notebook 03 prepares a tiny compound benchmark (k = 1 and 2), notebook 04 trains on it."""
+    folder = tmp_path_factory.mktemp("compound")
+    prep = {**tiny_prep(folder), "source": "compound", "compound_ks": [1, 2], "corpus_size": 800, "max_train": 40}
+    run_once(folder, "03_real_data_prep.ipynb", prep)
+    return run_once(folder, "04_real_data.ipynb", {**tiny_real(folder), "datasets": COMPOUND_DATASETS, "baselines": []})
+
+
+def test_the_compound_notebooks_record_the_oracle_comparison_their_runs_give(compound_runs):
+    """Notebook 04 on compound_k1 and k2 records the oracle comparison and the vector roles: each
+    recorded mean is the mean of the run files it reads (the oracle's included), and the table
+    prints them."""
+    tmp_path = compound_runs
+    values = recorded(tmp_path / "04_real_data" / "out.ipynb")
     rows = {(r["dataset"], r["system"]): r for r in values["compound_oracle"]}
-    assert set(rows) == {(d, s) for d in datasets for s in ("single", "amer", "decomposition_oracle")}
+    assert set(rows) == {(d, s) for d in COMPOUND_DATASETS for s in ("single", "amer", "decomposition_oracle")}
     for (dataset, system), row in rows.items():
         runs = [json.loads((tmp_path / "results04" / f"{dataset}_{system}_seed{s}.json").read_text()) for s in (0, 1)]
         for metric in ("mrecall", "recall", "mrecall_10"):
@@ -507,6 +507,75 @@ def test_the_compound_notebooks_record_the_oracle_comparison_their_runs_give(tmp
     assert roles["dataset"] == "compound_k2" and roles["seeds"] == 2
     table = pd.read_csv(tmp_path / "figures04" / "compound_oracle_minilm_compound_k1+compound_k2.csv")
     assert table["System"].tolist() == ["Single-Query", "AMER", "Decomposition oracle"] * 2
+
+
+def test_the_distilled_compound_files_run_beside_todays(compound_runs, synthetic_runs):
+    """The lever of params/*/compound_distilled.yaml on the tiny compound benchmark: notebook 04
+    trains AMER with the component term while single-query and the oracle repeat today's runs
+    question for question; notebooks 06 and 07 read those runs."""
+    tmp_path = compound_runs
+    lever = yaml.safe_load((ROOT / "params" / "04_real_data" / "compound_distilled.yaml").read_text())
+    lever = {k: lever[k] for k in ("component_weight", "component_distance")}
+    folders = {"results_dir": "results04d", "runs_dir": "runs04d", "figures_dir": "figures04d"}
+    distilled = {
+        **tiny_real(tmp_path),
+        "datasets": COMPOUND_DATASETS,
+        "baselines": [],
+        **lever,
+        **{k: str(tmp_path / v) for k, v in folders.items()},
+    }
+    training = run_notebook("04_real_data.ipynb", distilled, tmp_path / "04d")
+    assert training.returncode == 0, training.stderr[-3000:]
+    run = lambda folder, name: json.loads((tmp_path / folder / f"{name}.json").read_text())
+    for dataset in COMPOUND_DATASETS:
+        for system in ("single", "decomposition_oracle"):
+            today, beside = (
+                run("results04", f"{dataset}_{system}_seed1"),
+                run("results04d", f"{dataset}_{system}_seed1"),
+            )
+            assert beside["mrecall"] == today["mrecall"] and beside["params"]["component_weight"] == 0
+        amer = run("results04d", f"{dataset}_amer_seed1")
+        assert amer["params"]["component_weight"] == lever["component_weight"] > 0
+        assert amer["params"]["component_distance"] == lever["component_distance"]
+    real_params = [str(tmp_path / "results04d" / "params_minilm_compound_k1+compound_k2.yaml")]
+    diversity = run_notebook(
+        "06_diversity_analysis.ipynb",
+        {
+            "synthetic_params": str(synthetic_runs / "results" / "params.yaml"),
+            "real_params": real_params,
+            "synthetic_setting": "single",
+            "seeds": [0, 1],
+            "random_pairs": 500,
+            "figures_dir": str(tmp_path / "figures06d"),
+        },
+        tmp_path / "06d",
+    )
+    assert diversity.returncode == 0, diversity.stderr[-3000:]
+    outputs = json.loads((tmp_path / "figures06d" / "output_similarity.json").read_text())
+    assert [(r["dataset"], r["seed"]) for r in outputs][:4] == [(d, s) for d in COMPOUND_DATASETS for s in (0, 1)]
+    seen = json.loads((tmp_path / "figures06d" / "seen_and_unseen.json").read_text())
+    [k2] = [
+        r for r in seen if (r["dataset"], r["system"], r["seed"], r["questions"]) == ("compound_k2", "amer", 1, "test")
+    ]
+    assert k2["mrecall"] == pytest.approx(np.mean(run("results04d", "compound_k2_amer_seed1")["mrecall"]))
+    beyond = run_notebook(
+        "07_beyond.ipynb",
+        {
+            "synthetic_params": str(synthetic_runs / "results" / "params.yaml"),
+            "synthetic_steps": 4,
+            "real_params": real_params,
+            "real_seeds": [0, 1],
+            "max_n": 4,
+            "bootstrap_resamples": 200,
+            "results_dir": str(tmp_path / "results07d"),
+            "runs_dir": str(tmp_path / "runs07d"),
+            "figures_dir": str(tmp_path / "figures07d"),
+        },
+        tmp_path / "07d",
+    )
+    assert beyond.returncode == 0, beyond.stderr[-3000:]
+    values = recorded(tmp_path / "07d" / "out.ipynb")
+    assert values["reproduces_notebook04"] is True  # the paper's system is the distilled AMER, read back
 
 
 def test_notebooks_open_unchanged():
