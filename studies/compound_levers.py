@@ -142,7 +142,7 @@ def compare(variant: str, made: dict[str, list[dict]], only=None, n_resamples: i
     """Per dataset: the variant's AMER against its baseline's (paired bootstrap on the seeds both
     have, within `only` if given), with single-query and the oracle of its reference variant's
     training; `made` is `made_runs`."""
-    from amer_lib.core.metrics import paired_bootstrap
+    from amer_lib.core.metrics import paired_bootstrap, share_interval
     from amer_lib.experiments.real_data import ORACLE
 
     mine, against, others = (made.get(name, []) for name in (variant, baseline(variant), reference(variant)))
@@ -169,6 +169,8 @@ def compare(variant: str, made: dict[str, list[dict]], only=None, n_resamples: i
         lead = row.get(f"{ORACLE}_mean", 0.0) - row.get("single_mean", 0.0)
         if f"{ORACLE}_mean" in row and lead > 0:  # at k = 1 the oracle is single-query: no lead, no share
             row["oracle_share"] = (row["amer_mean"] - row["single_mean"]) / lead
+            per_question = [np.mean([score(runs[s], seed) for seed in seeds], 0) for s in ("single", "amer", ORACLE)]
+            row["oracle_share_low"], row["oracle_share_high"] = share_interval(*per_question, n_resamples)
         row["train_seconds_per_run"] = float(np.mean([runs["amer"][s]["train_seconds"] for s in seeds]))
         rows.append(row)
     return rows
@@ -194,12 +196,14 @@ def report(made: dict[str, list[dict]], name: str = "compound_levers", only=None
     (ROOT / "studies" / f"{name}.json").write_text(json.dumps(rows, indent=1) + "\n")
     lines = [
         "| variant | k | seeds | single-query | AMER | oracle | against | its AMER | p ahead | p behind "
-        "| p behind single-query | oracle share | train s/run |",
+        "| p behind single-query | oracle share (95% interval over questions) | train s/run |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     cell = lambda row, name: f"{row[name + '_mean']:.2f}±{row[name + '_std']:.2f}" if name + "_mean" in row else "-"  # noqa: E731
     for r in rows:
         share = f"{100 * r['oracle_share']:.0f}%" if "oracle_share" in r else "-"
+        if "oracle_share_low" in r:
+            share += f" ({100 * r['oracle_share_low']:.0f}-{100 * r['oracle_share_high']:.0f}%)"
         behind_single = f"{r['p_behind_single']:.4f}" if "p_behind_single" in r else "-"
         lines.append(
             f"| {r['variant']} | {r['dataset'][-1]} | {','.join(map(str, r['seeds']))} | {cell(r, 'single')} | "

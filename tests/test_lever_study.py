@@ -79,6 +79,8 @@ def test_compare_reads_the_reference_and_the_seeds_asked(tmp_path):
     assert row["single_mean"] == pytest.approx(10.0) and row["amer_mean"] == pytest.approx(45.0)
     assert row["decomposition_oracle_mean"] == pytest.approx(50.0)
     assert row["oracle_share"] == pytest.approx((45 - 10) / (50 - 10))
+    # every question scores alike within a system: each resample of the questions gives the same share
+    assert (row["oracle_share_low"], row["oracle_share_high"]) == pytest.approx((35 / 40, 35 / 40))
     assert row["against_amer_mean"] == pytest.approx(30.0) and row["p_ahead"] < 0.01
     assert row["p_behind_single"] > 0.99  # AMER (45) well ahead of single-query (10): no evidence it is behind
     (first,) = study.compare("spread_1", study.made_runs(tmp_path), only=[0], n_resamples=200)
@@ -92,6 +94,7 @@ def test_no_share_where_the_oracle_has_no_lead(tmp_path):
         _run(tmp_path, "today", "compound_k1", system, 0, [score] * 4)
     (row,) = study.compare("today", study.made_runs(tmp_path), n_resamples=200)
     assert row["decomposition_oracle_mean"] == pytest.approx(row["single_mean"]) and "oracle_share" not in row
+    assert "oracle_share_low" not in row
     assert row["p_behind_single"] < 0.01  # 70 against 80 on every question
 
 

@@ -1061,3 +1061,51 @@ def test_the_ranking_distance_quotes_its_json():
         f"{share(r10)}, p = {r10['p_ahead']:.4f}), weight 1 {p_rank['amer_mean']:.2f} ({share(p_rank)})" in text
     )
     assert all(vectors[w]["reproduces_run"] for w in ("components_rank_3", "components_rank_10"))
+
+
+def test_the_kept_lever_over_seven_seeds_quotes_its_json():
+    """Documentation check: the section on the kept lever's seven H200 seeds in
+    studies/compound_levers.md quotes studies/compound_levers_h200_distilled.json, and its verdicts
+    (the k = 2 aim inside the interval, k = 3 short of 50%) hold there."""
+    import json
+
+    text = " ".join((ROOT / "studies" / "compound_levers.md").read_text().split())
+    rows = {
+        (r["variant"], r["dataset"][-1]): r
+        for r in json.loads((ROOT / "studies" / "compound_levers_h200_distilled.json").read_text())
+    }
+    kept, today, w3 = ({k: rows[(v, k)] for k in "123"} for v in ("components_rank_10", "today", "components_rank_3"))
+    assert all(r["seeds"] == list(range(7)) for r in (*kept.values(), *today.values()))
+    assert all(r["seeds"] == [0, 1, 2] for r in w3.values())
+    cell = lambda row: f"{row['amer_mean']:.2f} ± {row['amer_std']:.2f}"  # noqa: E731
+    pct = lambda x: f"{100 * x:.0f}%"  # noqa: E731
+    share = lambda r: f"{pct(r['oracle_share'])} ({100 * r['oracle_share_low']:.0f}-{pct(r['oracle_share_high'])})"  # noqa: E731
+    assert max(kept[k]["p_ahead"] for k in "123") < 1e-4
+    assert (
+        f"**k = 1**: {cell(kept['1'])} against single-query's {kept['1']['single_mean']:.2f} ± "
+        f"{kept['1']['single_std']:.2f} (p = {kept['1']['p_behind_single']:.2f} that AMER is behind single-query: "
+        f"no evidence that it is) and today's {today['1']['amer_mean']:.2f} (p < 0.0001 ahead)" in text
+    )
+    assert kept["1"]["p_behind_single"] > 0.5
+    assert (
+        f"**k = 2**: {cell(kept['2'])} against today's {cell(today['2'])} (p < 0.0001 that it is ahead), a "
+        f"share of the oracle's lead of {share(kept['2'])} against {share(today['2'])}" in text
+    )
+    assert kept["2"]["oracle_share_low"] < 0.75 < kept["2"]["oracle_share"]
+    assert (
+        f"**k = 3**: {cell(kept['3'])} against {cell(today['3'])} (p < 0.0001), a share of {share(kept['3'])} "
+        f"against {share(today['3'])}: short of the aim's 50%" in text
+    )
+    assert kept["3"]["oracle_share"] < 0.5 < kept["3"]["oracle_share_high"]
+    assert (
+        f"{w3['2']['amer_mean']:.2f} / {w3['3']['amer_mean']:.2f} at k = 2 / 3 (shares "
+        f"{pct(w3['2']['oracle_share'])} / {pct(w3['3']['oracle_share'])}) and {w3['1']['amer_mean']:.2f} at k = 1"
+        in text
+    )
+    seconds = " / ".join(f"{round(kept[k]['train_seconds_per_run'])}" for k in "123")
+    assert f"Cost: {seconds} s of training a run" in text
+    assert f"today's {' / '.join(str(round(today[k]['train_seconds_per_run'])) for k in '123')} s in the same" in text
+    assert (
+        f"reaches {pct(kept['3']['oracle_share'])} of the oracle's lead at k = 3, against today's "
+        f"{pct(today['3']['oracle_share'])}" in text
+    )

@@ -146,3 +146,22 @@ def paired_bootstrap(baseline: np.ndarray, system: np.ndarray, n_resamples: int 
         "n_resamples": n_resamples,
         "seed": seed,
     }
+
+
+def share_interval(
+    single: np.ndarray, system: np.ndarray, oracle: np.ndarray, n_resamples: int = 10_000, seed: int = 0
+) -> tuple[float, float]:
+    """The 95% bootstrap interval of a system's share of the oracle's lead over single-query,
+    (mean system - mean single) / (mean oracle - mean single), resampling the questions (the
+    three arrays paired, one score per question)."""
+    arrays = [np.asarray(a, float) for a in (single, system, oracle)]
+    if any(a.ndim != 1 or a.shape != arrays[0].shape for a in arrays):
+        shapes = ", ".join(str(a.shape) for a in arrays)
+        raise ValueError(f"share_interval takes three 1-D arrays of one length, got {shapes}")
+    scores = np.stack(arrays)
+    rng = np.random.default_rng(seed)
+    samples = rng.integers(0, scores.shape[1], size=(n_resamples, scores.shape[1]))
+    single_mean, system_mean, oracle_mean = scores[:, samples].mean(axis=2)
+    shares = (system_mean - single_mean) / (oracle_mean - single_mean)
+    low, high = np.percentile(shares, [2.5, 97.5])
+    return float(low), float(high)

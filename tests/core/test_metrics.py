@@ -189,3 +189,27 @@ def test_evaluate_scores_every_cut_off_and_mean_scores_averages_them():
     assert list(scores) == ["mrecall@10", "recall@10", "mrecall@100", "recall@100"]
     assert scores["recall@100"].tolist() == [0.5, 1.0] and scores["mrecall@10"].tolist() == [0.0, 1.0]
     assert mean_scores(scores) == {"mrecall@10": 0.5, "recall@10": 0.75, "mrecall@100": 0.5, "recall@100": 0.75}
+
+
+def test_share_interval_by_hand():
+    from amer_lib.core.metrics import share_interval
+
+    rng = np.random.default_rng(2)
+    single, lead = rng.random(50), rng.random(50) + 0.1
+    # halfway on every question: every resample's share is one half
+    assert share_interval(single, single + 0.5 * lead, single + lead) == pytest.approx((0.5, 0.5))
+    # two questions, the system reaching the oracle on the first only: a resample's share is 1 (both
+    # draws the first, 1/4), 1/2 (one of each, 1/2) or 0 (1/4), so the 2.5th and 97.5th percentiles are 0 and 1
+    assert share_interval([0, 0], [1, 0], [1, 1], n_resamples=4000) == (0.0, 1.0)
+    # ahead of the oracle on every question, by a varying part of its lead: the interval lies above 1,
+    # holds the point estimate and narrows with four times the questions
+    system = single + (1 + rng.random(50)) * lead
+    low, high = share_interval(single, system, single + lead, seed=5)
+    point = (system - single).sum() / lead.sum()
+    assert 1 < low < point < high < 2
+    narrow = share_interval(*(np.tile(a, 4) for a in (single, system, single + lead)), seed=5)
+    assert low < narrow[0] < point < narrow[1] < high
+    with pytest.raises(
+        ValueError, match=r"^share_interval takes three 1-D arrays of one length, got \(2,\), \(3,\), \(2,\)$"
+    ):
+        share_interval([0, 0], [0, 0, 1], [1, 1])
