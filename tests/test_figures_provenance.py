@@ -16,8 +16,9 @@ TARGETS = {"make figures", "make figures-compound", "make figures-mlp-sweep"}
 
 
 def notebook_of(folder) -> str:
-    """`04_real_data_compound` -> `04_real_data`, `02_synthetic_mlp_sweep` -> `02_synthetic`."""
-    return folder.name.removesuffix("_compound").removesuffix("_mlp_sweep")
+    """`04_real_data_compound` and `04_real_data_compound_distilled` -> `04_real_data`,
+    `02_synthetic_mlp_sweep` -> `02_synthetic`."""
+    return folder.name.removesuffix("_distilled").removesuffix("_compound").removesuffix("_mlp_sweep")
 
 
 def provenance(folder) -> dict:
