@@ -66,6 +66,9 @@ VARIANTS = {
     "components_rank_1": {"component_weight": 1.0, "component_distance": "ranking"},
     "components_rank_3": {"component_weight": 3.0, "component_distance": "ranking"},
     "components_rank_10": {"component_weight": 10.0, "component_distance": "ranking"},
+    # the kept lever beside the earlier ones: vectors kept apart, a fresh compound every example
+    "components_rank_10+spread_1": {"component_weight": 10.0, "component_distance": "ranking", "spread_weight": 1.0},
+    "components_rank_10+fresh": {"component_weight": 10.0, "component_distance": "ranking", "train_compounds": 12_800},
     # each lever at the rate carried forward (lr 1e-4), then all of them together
     "lr_1e-4+fresh": {"lr": 1e-4, "train_compounds": 12_800},
     "lr_1e-4+hard_0.5": {"lr": 1e-4, "hard_negative_share": 0.5},
