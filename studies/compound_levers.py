@@ -96,9 +96,15 @@ def amer_only(variant: str) -> bool:
     return reference(variant) != variant
 
 
+# the variants other levers are tried on top of, each tested against the variant alone
+STACKED_ON = ("lr_1e-4", "components_rank_10")
+
+
 def baseline(variant: str) -> str:
-    """The variant whose AMER this one is tested against: lr 1e-4 for a lever tried at that rate."""
-    return "lr_1e-4" if variant.startswith("lr_1e-4+") else "today"
+    """The variant whose AMER this one is tested against: lr 1e-4 for a lever tried at that rate,
+    the kept lever for one tried beside it, otherwise today's recipe."""
+    head, stacked, _ = variant.partition("+")
+    return head if stacked and head in STACKED_ON else "today"
 
 
 def params_of(variant: str, seeds: list[int], datasets: list[str], folder: Path = FOLDER, overrides=None):

@@ -50,6 +50,8 @@ def test_an_amer_only_lever_reads_the_variant_without_it():
 def test_a_lever_at_the_lower_rate_is_tested_against_that_rate():
     assert study.baseline("lr_1e-4+hard_0.5") == "lr_1e-4"
     assert study.baseline("lr_1e-4") == "today" and study.baseline("spread_1") == "today"
+    assert study.baseline("components_rank_10+fresh") == "components_rank_10"
+    assert study.baseline("components_10+single") == "today" and study.baseline("first_single+spread_1") == "today"
 
 
 def test_overrides_parse_as_yaml_and_refuse_a_bare_key():

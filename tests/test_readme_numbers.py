@@ -1109,3 +1109,36 @@ def test_the_kept_lever_over_seven_seeds_quotes_its_json():
         f"reaches {pct(kept['3']['oracle_share'])} of the oracle's lead at k = 3, against today's "
         f"{pct(today['3']['oracle_share'])}" in text
     )
+
+
+def test_the_kept_lever_beside_the_others_quotes_its_json():
+    """Documentation check: the pilots stacked on the kept lever in studies/compound_levers.md are
+    studies/compound_levers_combined.json's (seed 0, k = 3, each against the kept lever's run) and
+    its learning curves."""
+    import json
+
+    text = " ".join((ROOT / "studies" / "compound_levers.md").read_text().split())
+    rows = {
+        r["variant"]: r
+        for r in json.loads((ROOT / "studies" / "compound_levers_combined.json").read_text())
+        if r["dataset"] == "compound_k3"
+    }
+    spread, fresh, steps = (rows[f"components_rank_10+{v}"] for v in ("spread_1", "fresh", "steps_600"))
+    assert all(r["against"] == "components_rank_10" and r["seeds"] == [0] for r in (spread, fresh, steps))
+    for name, r in (("spread_1", spread), ("fresh", fresh), ("steps_600", steps)):
+        cells = f"{r['amer_mean']:.2f} | {r['against_amer_mean']:.2f} | {r['p_ahead']:.4f} | {r['p_behind']:.4f}"
+        assert f"| components_rank_10+{name} | {cells} | {r['train_seconds_per_run']:.0f} |" in text
+    assert f"changes nothing (p = {spread['p_ahead']:.2f} that it is ahead)" in text
+    assert f"fresh compounds gain {fresh['amer_mean'] - fresh['against_amer_mean']:.2f} points" in text
+    assert f"(p = {steps['p_behind']:.4f} that 600 steps are behind), and single-query at 600 steps" in text
+    assert f"finds {steps['single_mean']:.2f}" in text and steps["p_behind"] < 0.05 < fresh["p_ahead"]
+    curves = {
+        r["variant"]: r
+        for r in json.loads((ROOT / "studies" / "compound_levers_combined_curves.json").read_text())
+        if r["dataset"] == "compound_k3" and r["system"] == "amer"
+    }
+    reads = [
+        " / ".join(f"{100 * x:.2f}" for x in curves[v]["val_mrecall"])
+        for v in ("components_rank_10", "components_rank_10+steps_600")
+    ]
+    assert f"reads {reads[0]} with 400 steps and {reads[1]} with 600" in text
