@@ -71,6 +71,8 @@ VARIANTS = {
     "components_rank_10+fresh": {"component_weight": 10.0, "component_distance": "ranking", "train_compounds": 12_800},
     # and with half as many steps again (both systems): validation still rises steeply at step 400
     "components_rank_10+steps_600": {"component_weight": 10.0, "component_distance": "ranking", "steps": 600},
+    # and at the lower rate (both systems): the kept recipe's validation climbs as its rate decays
+    "components_rank_10+lr_1e-4": {"component_weight": 10.0, "component_distance": "ranking", "lr": 1e-4},
     # each lever at the rate carried forward (lr 1e-4), then all of them together
     "lr_1e-4+fresh": {"lr": 1e-4, "train_compounds": 12_800},
     "lr_1e-4+hard_0.5": {"lr": 1e-4, "hard_negative_share": 0.5},
