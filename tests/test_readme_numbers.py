@@ -1123,9 +1123,9 @@ def test_the_kept_lever_beside_the_others_quotes_its_json():
         for r in json.loads((ROOT / "studies" / "compound_levers_combined.json").read_text())
         if r["dataset"] == "compound_k3"
     }
-    spread, fresh, steps = (rows[f"components_rank_10+{v}"] for v in ("spread_1", "fresh", "steps_600"))
-    assert all(r["against"] == "components_rank_10" and r["seeds"] == [0] for r in (spread, fresh, steps))
-    for name, r in (("spread_1", spread), ("fresh", fresh), ("steps_600", steps)):
+    spread, fresh, steps, lr = (rows[f"components_rank_10+{v}"] for v in ("spread_1", "fresh", "steps_600", "lr_1e-4"))
+    assert all(r["against"] == "components_rank_10" and r["seeds"] == [0] for r in (spread, fresh, steps, lr))
+    for name, r in (("spread_1", spread), ("fresh", fresh), ("steps_600", steps), ("lr_1e-4", lr)):
         cells = f"{r['amer_mean']:.2f} | {r['against_amer_mean']:.2f} | {r['p_ahead']:.4f} | {r['p_behind']:.4f}"
         assert f"| components_rank_10+{name} | {cells} | {r['train_seconds_per_run']:.0f} |" in text
     assert f"changes nothing (p = {spread['p_ahead']:.2f} that it is ahead)" in text
@@ -1139,6 +1139,8 @@ def test_the_kept_lever_beside_the_others_quotes_its_json():
     }
     reads = [
         " / ".join(f"{100 * x:.2f}" for x in curves[v]["val_mrecall"])
-        for v in ("components_rank_10", "components_rank_10+steps_600")
+        for v in ("components_rank_10", "components_rank_10+steps_600", "components_rank_10+lr_1e-4")
     ]
     assert f"reads {reads[0]} with 400 steps and {reads[1]} with 600" in text
+    assert f"{lr['amer_mean']:.2f} (p = {lr['p_behind']:.4f} that it is behind), its validation {reads[2]}" in text
+    assert lr["p_behind"] < 0.05
