@@ -41,6 +41,8 @@ NOTEBOOK = ROOT / "notebooks" / "04_real_data.ipynb"
 RECIPE = ROOT / "params" / "04_real_data" / "compound.yaml"
 FOLDER = ROOT / "results" / "studies" / "compound_levers"  # ignored by git, as every run's files
 
+# the lever params/*/compound_distilled.yaml keeps: the component term as a ranking distillation
+KEPT = {"component_weight": 10.0, "component_distance": "ranking"}
 # name: the parameters changed from today's recipe
 VARIANTS = {
     "today": {},
@@ -65,14 +67,14 @@ VARIANTS = {
     # the term as a ranking distillation (the query's softmax over the batch's candidates held to the component's)
     "components_rank_1": {"component_weight": 1.0, "component_distance": "ranking"},
     "components_rank_3": {"component_weight": 3.0, "component_distance": "ranking"},
-    "components_rank_10": {"component_weight": 10.0, "component_distance": "ranking"},
+    "components_rank_10": KEPT,
     # the kept lever beside the earlier ones: vectors kept apart, a fresh compound every example
-    "components_rank_10+spread_1": {"component_weight": 10.0, "component_distance": "ranking", "spread_weight": 1.0},
-    "components_rank_10+fresh": {"component_weight": 10.0, "component_distance": "ranking", "train_compounds": 12_800},
+    "components_rank_10+spread_1": {**KEPT, "spread_weight": 1.0},
+    "components_rank_10+fresh": {**KEPT, "train_compounds": 12_800},
     # and with half as many steps again (both systems): validation still rises steeply at step 400
-    "components_rank_10+steps_600": {"component_weight": 10.0, "component_distance": "ranking", "steps": 600},
+    "components_rank_10+steps_600": {**KEPT, "steps": 600},
     # and at the lower rate (both systems): the kept recipe's validation climbs as its rate decays
-    "components_rank_10+lr_1e-4": {"component_weight": 10.0, "component_distance": "ranking", "lr": 1e-4},
+    "components_rank_10+lr_1e-4": {**KEPT, "lr": 1e-4},
     # each lever at the rate carried forward (lr 1e-4), then all of them together
     "lr_1e-4+fresh": {"lr": 1e-4, "train_compounds": 12_800},
     "lr_1e-4+hard_0.5": {"lr": 1e-4, "hard_negative_share": 0.5},
@@ -172,18 +174,19 @@ def compare(variant: str, made: dict[str, list[dict]], only=None, n_resamples: i
             if all(s in by for s in seeds):
                 values = [100 * score(by, s).mean() for s in seeds]
                 row[f"{system}_mean"], row[f"{system}_std"] = float(np.mean(values)), float(np.std(values))
-        amer = np.mean([score(runs["amer"], s) for s in seeds], 0)  # per question, over the seeds
-        test = paired_bootstrap(np.mean([score(base, s) for s in seeds], 0), amer, n_resamples)
+        per_question = lambda by: np.mean([score(by, s) for s in seeds], 0)  # noqa: E731  (over the seeds)
+        amer = per_question(runs["amer"])
+        test = paired_bootstrap(per_question(base), amer, n_resamples)
         row["against_amer_mean"] = float(np.mean([100 * score(base, s).mean() for s in seeds]))
         row["p_ahead"], row["p_behind"] = test["p_value"], test["p_value_behind"]
         if all(s in runs["single"] for s in seeds):  # the k = 1 bar: AMER no worse than single-query
-            single = np.mean([score(runs["single"], s) for s in seeds], 0)
+            single = per_question(runs["single"])
             row["p_behind_single"] = paired_bootstrap(single, amer, n_resamples)["p_value_behind"]
         lead = row.get(f"{ORACLE}_mean", 0.0) - row.get("single_mean", 0.0)
         if f"{ORACLE}_mean" in row and lead > 0:  # at k = 1 the oracle is single-query: no lead, no share
             row["oracle_share"] = (row["amer_mean"] - row["single_mean"]) / lead
-            per_question = [np.mean([score(runs[s], seed) for seed in seeds], 0) for s in ("single", "amer", ORACLE)]
-            row["oracle_share_low"], row["oracle_share_high"] = share_interval(*per_question, n_resamples)
+            interval = share_interval(single, amer, per_question(runs[ORACLE]), n_resamples)
+            row["oracle_share_low"], row["oracle_share_high"] = interval
         row["train_seconds_per_run"] = float(np.mean([runs["amer"][s]["train_seconds"] for s in seeds]))
         rows.append(row)
     return rows

@@ -47,6 +47,14 @@ def test_an_amer_only_lever_reads_the_variant_without_it():
         assert study.reference(variant) == variant and not study.amer_only(variant)
 
 
+def test_the_kept_lever_is_the_one_compound_distilled_yaml_keeps():
+    import yaml
+
+    kept = yaml.safe_load((ROOT / "params" / "04_real_data" / "compound_distilled.yaml").read_text())
+    assert study.KEPT == {name: kept[name] for name in study.KEPT} == study.VARIANTS["components_rank_10"]
+    assert all(changes.items() >= study.KEPT.items() for name, changes in study.VARIANTS.items() if "rank_10" in name)
+
+
 def test_a_lever_at_the_lower_rate_is_tested_against_that_rate():
     assert study.baseline("lr_1e-4+hard_0.5") == "lr_1e-4"
     assert study.baseline("lr_1e-4") == "today" and study.baseline("spread_1") == "today"
