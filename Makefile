@@ -3,7 +3,7 @@
 # make install  set up .venv only (amer_lib with the notebook extras: jupyterlab, papermill)
 # make figures-mlp-sweep  figures/02_synthetic_mlp_sweep (notebook 02's MLP sweep; about an hour more)
 # make figures-compound   the compound benchmark's figures (notebooks 03, 01, 04, 06, 07, then 04, 06, 07 with
-#                         the component term beside them; about four hours more)
+#                         the component term and fresh compounds beside them; about four hours more)
 # make check-figures      a cheap subset of figures/ rerun from nothing and compared to the last digit
 PYTHON ?= python3
 VENV ?= .venv
@@ -70,8 +70,8 @@ figures-mlp-sweep: $(VENV)/.installed-notebooks
 	$(PY) -m amer_lib.report.results_page --if-complete
 
 # the compound benchmark (notebooks 03, 01, 04, 06 and 07 with params/*/compound.yaml, then 04, 06
-# and 07 with params/*/compound_distilled.yaml: the component term, beyond the paper): about four
-# hours on 2 cores after make figures (notebooks 06 and 07 read notebook 02's default runs)
+# and 07 with params/*/compound_distilled.yaml: the component term and fresh compounds, beyond the
+# paper): about four hours on 2 cores after make figures (notebooks 06 and 07 read notebook 02's runs)
 COMPOUND_NOTEBOOKS ?= 03_real_data_prep 01_failure_analysis 04_real_data 06_diversity_analysis 07_beyond
 DISTILLED_NOTEBOOKS ?= 04_real_data 06_diversity_analysis 07_beyond
 figures-compound: export AMER_COMMAND := make figures-compound

@@ -41,8 +41,10 @@ NOTEBOOK = ROOT / "notebooks" / "04_real_data.ipynb"
 RECIPE = ROOT / "params" / "04_real_data" / "compound.yaml"
 FOLDER = ROOT / "results" / "studies" / "compound_levers"  # ignored by git, as every run's files
 
-# the lever params/*/compound_distilled.yaml keeps: the component term as a ranking distillation
-KEPT = {"component_weight": 10.0, "component_distance": "ranking"}
+# the component term as a ranking distillation at weight 10, the lever first kept
+TERM = {"component_weight": 10.0, "component_distance": "ranking"}
+# the levers params/*/compound_distilled.yaml keep: the term and a fresh compound for every example
+KEPT = {**TERM, "train_compounds": 12_800}
 # name: the parameters changed from today's recipe
 VARIANTS = {
     "today": {},
@@ -67,14 +69,14 @@ VARIANTS = {
     # the term as a ranking distillation (the query's softmax over the batch's candidates held to the component's)
     "components_rank_1": {"component_weight": 1.0, "component_distance": "ranking"},
     "components_rank_3": {"component_weight": 3.0, "component_distance": "ranking"},
-    "components_rank_10": KEPT,
-    # the kept lever beside the earlier ones: vectors kept apart, a fresh compound every example
-    "components_rank_10+spread_1": {**KEPT, "spread_weight": 1.0},
-    "components_rank_10+fresh": {**KEPT, "train_compounds": 12_800},
+    "components_rank_10": TERM,
+    # the term beside the earlier levers: vectors kept apart, a fresh compound every example (kept)
+    "components_rank_10+spread_1": {**TERM, "spread_weight": 1.0},
+    "components_rank_10+fresh": KEPT,
     # and with half as many steps again (both systems): validation still rises steeply at step 400
-    "components_rank_10+steps_600": {**KEPT, "steps": 600},
-    # and at the lower rate (both systems): the kept recipe's validation climbs as its rate decays
-    "components_rank_10+lr_1e-4": {**KEPT, "lr": 1e-4},
+    "components_rank_10+steps_600": {**TERM, "steps": 600},
+    # and at the lower rate (both systems): the term's validation climbs as its rate decays
+    "components_rank_10+lr_1e-4": {**TERM, "lr": 1e-4},
     # each lever at the rate carried forward (lr 1e-4), then all of them together
     "lr_1e-4+fresh": {"lr": 1e-4, "train_compounds": 12_800},
     "lr_1e-4+hard_0.5": {"lr": 1e-4, "hard_negative_share": 0.5},
@@ -106,7 +108,7 @@ STACKED_ON = ("lr_1e-4", "components_rank_10")
 
 def baseline(variant: str) -> str:
     """The variant whose AMER this one is tested against: lr 1e-4 for a lever tried at that rate,
-    the kept lever for one tried beside it, otherwise today's recipe."""
+    the component term for one tried beside it, otherwise today's recipe."""
     head, stacked, _ = variant.partition("+")
     return head if stacked and head in STACKED_ON else "today"
 

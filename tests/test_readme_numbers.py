@@ -1111,6 +1111,57 @@ def test_the_kept_lever_over_seven_seeds_quotes_its_json():
     )
 
 
+def test_fresh_compounds_on_the_term_quote_their_json_and_runs():
+    """Documentation check: the section on fresh compounds beside the term in
+    studies/compound_levers.md quotes studies/compound_levers_h200_fresh.json, its seed-by-seed gains
+    and t-test come from the committed run files, and its shares from today's single-query and oracle."""
+    import json
+    import tarfile
+
+    import numpy as np
+    from scipy import stats
+
+    text = " ".join((ROOT / "studies" / "compound_levers.md").read_text().split())
+    rows = {
+        (r["variant"], r["dataset"][-1]): r
+        for r in json.loads((ROOT / "studies" / "compound_levers_h200_fresh.json").read_text())
+    }
+    fresh, term, today = (
+        {k: rows[(v, k)] for k in "123"} for v in ("components_rank_10+fresh", "components_rank_10", "today")
+    )
+    assert all(r["seeds"] == list(range(7)) and r["against"] == "components_rank_10" for r in fresh.values())
+    cell = lambda row, name="amer": f"{row[name + '_mean']:.2f} ± {row[name + '_std']:.2f}"  # noqa: E731
+    assert fresh["1"]["amer_mean"] == term["1"]["amer_mean"] and fresh["1"]["p_ahead"] == fresh["1"]["p_behind"] == 1
+    assert f"**k = 1**: {cell(fresh['1'])}, the term's runs question for question" in text
+    assert (
+        f"**k = 2**: {cell(fresh['2'])} against the term's {cell(term['2'])} (p = {fresh['2']['p_behind']:.2f}" in text
+    )
+    assert fresh["2"]["p_behind"] > 0.05 and fresh["3"]["p_ahead"] < 1e-4
+    assert f"**k = 3**: {cell(fresh['3'])} against {cell(term['3'])} (p < 0.0001 that it is ahead" in text
+    archives = {"term": "compound_levers_h200_distilled_runs", "fresh": "compound_levers_h200_fresh_runs"}
+    means = {}
+    for name, archive in archives.items():
+        variant = "components_rank_10+fresh" if name == "fresh" else "components_rank_10"
+        with tarfile.open(ROOT / "benchmarks" / "device" / f"{archive}.tar.gz") as tar:
+            for seed in range(7):
+                member = f"compound_levers_gpu/{variant}/results/compound_k3_amer_seed{seed}.json"
+                means[(name, seed)] = 100 * np.mean(json.load(tar.extractfile(member))["mrecall"])
+    gains = [means[("fresh", s)] - means[("term", s)] for s in range(7)]
+    assert " / ".join(f"{g:+.2f}" for g in gains) in text
+    assert f"ahead on {sum(g > 0 for g in gains)} of 7 seeds" in text
+    p_seeds = stats.ttest_rel([means[("fresh", s)] for s in range(7)], [means[("term", s)] for s in range(7)])
+    assert f"gives p = {p_seeds.pvalue / 2:.3f} one-sided" in text
+    share = lambda r, k: (r[k]["amer_mean"] - today[k]["single_mean"]) / (  # noqa: E731
+        today[k]["decomposition_oracle_mean"] - today[k]["single_mean"]
+    )
+    assert (
+        f"{100 * share(fresh, '2'):.0f}% of the oracle's lead at k = 2 and {100 * share(fresh, '3'):.0f}% at k = 3, "
+        f"against the term's {100 * term['2']['oracle_share']:.0f}% and {100 * term['3']['oracle_share']:.0f}%" in text
+    )
+    seconds = " / ".join(f"{round(fresh[k]['train_seconds_per_run'])}" for k in "123")
+    assert f"Cost: {seconds} s of training a run" in text
+
+
 def test_the_kept_lever_beside_the_others_quotes_its_json():
     """Documentation check: the pilots stacked on the kept lever in studies/compound_levers.md are
     studies/compound_levers_combined.json's (seed 0, k = 3, each against the kept lever's run) and
