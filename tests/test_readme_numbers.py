@@ -1162,6 +1162,36 @@ def test_fresh_compounds_on_the_term_quote_their_json_and_runs():
     assert f"Cost: {seconds} s of training a run" in text
 
 
+def test_the_terms_three_cpu_seeds_quote_their_json():
+    """Documentation check: the section on the term's three seeds under the figure kernels in
+    studies/compound_levers.md quotes studies/compound_levers_distilled.json."""
+    import json
+
+    text = " ".join((ROOT / "studies" / "compound_levers.md").read_text().split())
+    rows = {
+        (r["variant"], r["dataset"][-1]): r
+        for r in json.loads((ROOT / "studies" / "compound_levers_distilled.json").read_text())
+    }
+    term, today = ({k: rows[(v, k)] for k in "123"} for v in ("components_rank_10", "today"))
+    assert all(r["seeds"] == [0, 1, 2] and r["against"] == "today" for r in (*term.values(), *today.values()))
+    assert max(term[k]["p_ahead"] for k in "123") < 1e-4
+    cell = lambda row, name="amer": f"{row[name + '_mean']:.2f} ± {row[name + '_std']:.2f}"  # noqa: E731
+    pct = lambda x: f"{100 * x:.0f}%"  # noqa: E731
+    share = lambda r: f"{pct(r['oracle_share'])} ({100 * r['oracle_share_low']:.0f}-{pct(r['oracle_share_high'])})"  # noqa: E731
+    assert (
+        f"**k = 1**: {cell(term['1'])} against single-query's {cell(term['1'], 'single')} (p = "
+        f"{term['1']['p_behind_single']:.2f} that AMER is behind it) and today's {cell(today['1'])}" in text
+    )
+    assert term["1"]["p_behind_single"] > 0.5
+    for k in "23":
+        assert f"{cell(term[k])} against {'today' + chr(39) + 's ' if k == '2' else ''}{cell(today[k])}" in text
+        assert f"{share(term[k])} against {share(today[k])}" in text
+    assert term["2"]["oracle_share"] >= 0.75 > term["2"]["oracle_share_low"]
+    assert term["3"]["oracle_share"] >= 0.5 > term["3"]["oracle_share_low"]
+    seconds = lambda rows_: " / ".join(str(round(rows_[k]["train_seconds_per_run"])) for k in "123")  # noqa: E731
+    assert f"Cost: {seconds(term)} s of training an AMER run" in text and f"today's {seconds(today)} s." in text
+
+
 def test_the_kept_lever_beside_the_others_quotes_its_json():
     """Documentation check: the pilots stacked on the kept lever in studies/compound_levers.md are
     studies/compound_levers_combined.json's (seed 0, k = 3, each against the kept lever's run) and
