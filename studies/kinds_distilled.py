@@ -1,10 +1,10 @@
 """Issue 43: the compound recipe's kept lever on the offline WordNet kinds set, whatever the sign.
 
 The lever is the component term of params/04_real_data/compound_distilled.yaml (its weight and
-distance, read from that file); the file's other lever, fresh compounds (`train_compounds`), has
-nothing to redraw on plain questions. On plain questions a question's one component is itself, so the
-term holds AMER's matched vector's ranking of the batch's candidates to the ranking the
-off-the-shelf MiniLM gives the question. Notebook 04's offline recipe on wordnet_kinds (300 steps,
+distance, read from that file); the file's other lever, fresh compounds (`train_compounds`), finds
+nothing to redraw here. On plain questions a question's one component is itself, so the term
+holds AMER's matched vector's ranking of the batch's candidates to the ranking the off-the-shelf
+MiniLM gives the question. Notebook 04's offline recipe on wordnet_kinds (300 steps,
 3 seeds): today's AMER and single-query, and AMER with the term (single-query is the recipe's,
 `RealConfig.for_system`). Per test set (whole, low-similarity third): MRecall@100 mean and std over
 the seeds, the paired bootstrap over questions (seed-averaged scores) of AMER with the term against
