@@ -1139,14 +1139,31 @@ def test_fresh_compounds_on_the_term_quote_their_json_and_runs():
     assert fresh["2"]["p_behind"] > 0.05 and fresh["3"]["p_ahead"] < 1e-4
     assert f"**k = 3**: {cell(fresh['3'])} against {cell(term['3'])} (p < 0.0001 that it is ahead" in text
     archives = {"term": "compound_levers_h200_distilled_runs", "fresh": "compound_levers_h200_fresh_runs"}
-    means = {}
+    variants = {"term": "components_rank_10", "fresh": "components_rank_10+fresh"}
+    runs = {}  # (name, k) -> the seven seeds' AMER run files
     for name, archive in archives.items():
-        variant = "components_rank_10+fresh" if name == "fresh" else "components_rank_10"
         with tarfile.open(ROOT / "benchmarks" / "device" / f"{archive}.tar.gz") as tar:
-            for seed in range(7):
-                member = f"compound_levers_gpu/{variant}/results/compound_k3_amer_seed{seed}.json"
-                means[(name, seed)] = 100 * np.mean(json.load(tar.extractfile(member))["mrecall"])
+            for k in "23":
+                folder = f"compound_levers_gpu/{variants[name]}/results"
+                runs[(name, k)] = [
+                    json.load(tar.extractfile(f"{folder}/compound_k{k}_amer_seed{s}.json")) for s in range(7)
+                ]
+    means = {(name, s): 100 * np.mean(runs[(name, "3")][s]["mrecall"]) for name in archives for s in range(7)}
+    # the mean over the seeds at each evaluation
+    curve = lambda name, k, key: np.mean([[h[key] for h in run["history"]] for run in runs[(name, k)]], 0)  # noqa: E731
     gains = [means[("fresh", s)] - means[("term", s)] for s in range(7)]
+    validation = {(name, k): 100 * curve(name, k, "val_mrecall") for name in archives for k in "23"}
+    for k, words in (
+        ("3", "at k = 3 {term} for the term and {fresh} with fresh compounds"),
+        ("2", "{term} and {fresh}"),
+    ):
+        assert words.format(**{n: " / ".join(f"{v:.2f}" for v in validation[(n, k)]) for n in archives}) in text
+    gain = {k: validation[("fresh", k)][-1] - validation[("term", k)][-1] for k in "23"}
+    test_gain = {k: fresh[k]["amer_mean"] - term[k]["amer_mean"] for k in "23"}
+    assert f"(+{gain['3']:.2f} at k = 3, +{gain['2']:.2f} at k = 2) than on the test compounds" in text
+    assert f"(+{test_gain['3']:.2f}, {test_gain['2']:.2f})" in text
+    for key in ("train_loss", "val_loss"):
+        assert f"{curve('fresh', '3', key)[-1]:.2f} against {curve('term', '3', key)[-1]:.2f}" in text
     assert " / ".join(f"{g:+.2f}" for g in gains) in text
     assert f"ahead on {sum(g > 0 for g in gains)} of 7 seeds" in text
     p_seeds = stats.ttest_rel([means[("fresh", s)] for s in range(7)], [means[("term", s)] for s in range(7)])
