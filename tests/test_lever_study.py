@@ -97,6 +97,7 @@ def test_compare_reads_the_reference_and_the_seeds_asked(tmp_path):
     # every question scores alike within a system: each resample of the questions gives the same share
     assert (row["oracle_share_low"], row["oracle_share_high"]) == pytest.approx((35 / 40, 35 / 40))
     assert row["against_amer_mean"] == pytest.approx(30.0) and row["p_ahead"] < 0.01
+    assert row["amer_by_seed"] == pytest.approx([50.0, 40.0]) and row["against_by_seed"] == pytest.approx([40.0, 20.0])
     assert row["p_behind_single"] > 0.99  # AMER (45) well ahead of single-query (10): no evidence it is behind
     (first,) = study.compare("spread_1", study.made_runs(tmp_path), only=[0], n_resamples=200)
     assert first["seeds"] == [0] and first["amer_mean"] == pytest.approx(50.0)

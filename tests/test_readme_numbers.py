@@ -1209,6 +1209,49 @@ def test_the_terms_three_cpu_seeds_quote_their_json():
     assert f"Cost: {seconds(term)} s of training an AMER run" in text and f"today's {seconds(today)} s." in text
 
 
+def test_fresh_compounds_on_the_terms_cpu_seeds_quote_their_json():
+    """Documentation check: the bullets on fresh compounds beside the term under the figure kernels
+    in studies/compound_levers.md quote studies/compound_levers_distilled.json (per-seed means
+    included) and its learning curves (`_curves.json`)."""
+    import json
+
+    text = " ".join((ROOT / "studies" / "compound_levers.md").read_text().split())
+    rows = {
+        (r["variant"], r["dataset"][-1]): r
+        for r in json.loads((ROOT / "studies" / "compound_levers_distilled.json").read_text())
+    }
+    fresh, term = ({k: rows[(v, k)] for k in "123"} for v in ("components_rank_10+fresh", "components_rank_10"))
+    assert all(r["seeds"] == [0, 1, 2] and r["against"] == "components_rank_10" for r in fresh.values())
+    cell = lambda row: f"{row['amer_mean']:.2f} ± {row['amer_std']:.2f}"  # noqa: E731
+    assert fresh["1"]["amer_by_seed"] == fresh["1"]["against_by_seed"] == term["1"]["amer_by_seed"]
+    assert f"k = 1: {cell(fresh['1'])}, the term's runs question for question" in text
+    for k in "23":
+        assert f"k = {k}: {cell(fresh[k])} against {cell(term[k])} (p = {fresh[k]['p_ahead']:.2f}" in text
+        assert fresh[k]["p_ahead"] > 0.05 and fresh[k]["against_by_seed"] == term[k]["amer_by_seed"]
+    seeds = lambda values: " / ".join(f"{v:.2f}" for v in values)  # noqa: E731
+    assert f"seed by seed {seeds(fresh['3']['amer_by_seed'])} against {seeds(fresh['3']['against_by_seed'])}" in text
+    pilot = next(
+        r
+        for r in json.loads((ROOT / "studies" / "compound_levers_combined.json").read_text())
+        if (r["variant"], r["dataset"]) == ("components_rank_10+fresh", "compound_k3")
+    )
+    assert f"seed 0 repeats the pilot's {pilot['amer_mean']:.2f}" in text
+    assert round(pilot["amer_mean"], 2) == round(fresh["3"]["amer_by_seed"][0], 2)
+    curves = {
+        (r["variant"], r["dataset"][-1]): r
+        for r in json.loads((ROOT / "studies" / "compound_levers_distilled_curves.json").read_text())
+        if r["system"] == "amer"
+    }
+    last = lambda v, k: 100 * curves[(v, k)]["val_mrecall"][-1]  # noqa: E731
+    assert all(
+        curves[(v, k)]["steps"][-1] == 400 for v in ("components_rank_10", "components_rank_10+fresh") for k in "23"
+    )
+    assert (
+        f"{last('components_rank_10+fresh', '3'):.2f} against {last('components_rank_10', '3'):.2f} at k = 3 and "
+        f"{last('components_rank_10+fresh', '2'):.2f} against {last('components_rank_10', '2'):.2f} at k = 2" in text
+    )
+
+
 def test_the_kept_lever_beside_the_others_quotes_its_json():
     """Documentation check: the pilots stacked on the kept lever in studies/compound_levers.md are
     studies/compound_levers_combined.json's (seed 0, k = 3, each against the kept lever's run) and
