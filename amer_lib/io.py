@@ -240,16 +240,23 @@ def _jsonable(value):
     raise TypeError(f"cannot write {type(value).__name__} to JSON")
 
 
-def git_commit() -> str | None:
-    """The commit of the checkout this code runs from, with '+dirty' for local changes to anything
-    but `figures/` (the outputs notebooks publish while a `make figures` goes on)."""
-    root = Path(__file__).resolve().parent.parent
+# what a figure target writes besides the code's outputs under figures/: the README's verdicts
+# (`amer_lib.report.results_page`), rewritten at the end of each target, so a later target in the
+# same checkout still names a clean commit
+PUBLISHED = ("figures", "README.md")
+
+
+def git_commit(root: Path | None = None) -> str | None:
+    """The commit of the checkout this code runs from (or of `root`), with '+dirty' for local
+    changes to anything but what the figure targets publish (`PUBLISHED`)."""
+    root = root or Path(__file__).resolve().parent.parent
     try:
         commit = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
         ).stdout.strip()
+        excluded = [f":(exclude){path}" for path in PUBLISHED]
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)figures"],
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", *excluded],
             cwd=root,
             capture_output=True,
             text=True,

@@ -181,3 +181,24 @@ def test_a_process_under_the_figure_kernels_reports_avx2_in_its_provenance(tmp_p
     kernels = json.loads(done.stdout)
     assert kernels["torch"] == "AVX2" and kernels["faiss"] == "AVX2"
     assert kernels["environment"] == _makefile_kernels()
+
+
+def test_the_commit_turns_dirty_for_code_not_for_what_figure_targets_publish(tmp_path):
+    """A checkout whose README verdicts or figures a figure target rewrote still names a clean
+    commit (so `make figures` then `make figures-compound` in one checkout leave clean provenance);
+    a change to code makes it dirty."""
+    from amer_lib.io import git_commit
+
+    git = lambda *args: subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)  # noqa: E731
+    git("init", "-q")
+    for name in ("README.md", "figures/table.md", "amer_lib/code.py"):
+        write_text(tmp_path / name, "committed\n")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one")
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True).stdout.strip()
+    write_text(tmp_path / "README.md", "verdicts rewritten\n")
+    write_text(tmp_path / "figures" / "table.md", "regenerated\n")
+    write_text(tmp_path / "figures" / "new.md", "a new output\n")
+    assert git_commit(tmp_path) == head
+    write_text(tmp_path / "amer_lib" / "code.py", "changed\n")
+    assert git_commit(tmp_path) == f"{head}+dirty"
