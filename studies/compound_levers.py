@@ -73,6 +73,8 @@ VARIANTS = {
     # the term beside the earlier levers: vectors kept apart, a fresh compound every example (kept)
     "components_rank_10+spread_1": {**TERM, "spread_weight": 1.0},
     "components_rank_10+fresh": KEPT,
+    # the same runs under one name, tested against today's recipe (the figures' compound_distilled runs)
+    "kept": KEPT,
     # and with half as many steps again (both systems): validation still rises steeply at step 400
     "components_rank_10+steps_600": {**TERM, "steps": 600},
     # and at the lower rate (both systems): the term's validation climbs as its rate decays

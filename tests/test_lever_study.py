@@ -58,6 +58,10 @@ def test_the_kept_lever_is_the_one_compound_distilled_yaml_keeps():
     assert study.reference("components_rank_10+fresh") == "fresh" and study.baseline("components_rank_10+fresh") == (
         "components_rank_10"
     )
+    assert study.VARIANTS["kept"] == study.KEPT and (study.reference("kept"), study.baseline("kept")) == (
+        "fresh",
+        "today",
+    )
 
 
 def test_a_lever_at_the_lower_rate_is_tested_against_that_rate():

@@ -1252,6 +1252,47 @@ def test_fresh_compounds_on_the_terms_cpu_seeds_quote_their_json():
     )
 
 
+def test_the_kept_recipe_against_todays_on_the_cpu_quotes_its_json():
+    """Documentation check: the kept recipe's bullets in studies/compound_levers.md quote
+    studies/compound_levers_distilled.json's `kept` rows, and the aims hold by point estimate."""
+    import json
+
+    text = " ".join((ROOT / "studies" / "compound_levers.md").read_text().split())
+    rows = {
+        (r["variant"], r["dataset"][-1]): r
+        for r in json.loads((ROOT / "studies" / "compound_levers_distilled.json").read_text())
+    }
+    kept, today = ({k: rows[(v, k)] for k in "123"} for v in ("kept", "today"))
+    assert all(r["seeds"] == [0, 1, 2] and r["against"] == "today" and r["p_ahead"] < 1e-4 for r in kept.values())
+    pct = lambda x: f"{100 * x:.0f}"  # noqa: E731
+    share = lambda r: f"{pct(r['oracle_share'])}% ({pct(r['oracle_share_low'])}-{pct(r['oracle_share_high'])}%)"  # noqa: E731
+    one = kept["1"]
+    assert (
+        f"k = 1: {one['amer_mean']:.2f} against today's {today['1']['amer_mean']:.2f} (p < 0.0001 ahead); p = "
+        f"{one['p_behind_single']:.2f} that it is behind single-query's {one['single_mean']:.2f}" in text
+    )
+    assert one["p_behind_single"] > 0.5
+    two, three = kept["2"], kept["3"]
+    assert (
+        f"k = 2: {two['amer_mean']:.2f} against {today['2']['amer_mean']:.2f} (p < 0.0001); single-query "
+        f"{two['single_mean']:.2f} (today's {today['2']['single_mean']:.2f}), the oracle "
+        f"{two['decomposition_oracle_mean']:.2f}: {share(two)} of the oracle's lead, today's {share(today['2'])}"
+        in text
+    )
+    assert (
+        f"k = 3: {three['amer_mean']:.2f} against {today['3']['amer_mean']:.2f} (p < 0.0001); single-query "
+        f"{three['single_mean']:.2f}, the oracle {three['decomposition_oracle_mean']:.2f}: {share(three)}, "
+        f"today's {share(today['3'])}" in text
+    )
+    assert two["oracle_share"] >= 0.75 and three["oracle_share"] >= 0.5
+    assert f"({pct(two['oracle_share_low'])}% and {pct(three['oracle_share_low'])}%)" in text and (
+        round(100 * two["oracle_share_low"]),
+        round(100 * three["oracle_share_low"]),
+    ) == (70, 49)
+    seconds = " / ".join(str(round(kept[k]["train_seconds_per_run"])) for k in "123")
+    assert f"Cost: {seconds} s of training an AMER run" in text
+
+
 def test_the_kept_lever_beside_the_others_quotes_its_json():
     """Documentation check: the pilots stacked on the kept lever in studies/compound_levers.md are
     studies/compound_levers_combined.json's (seed 0, k = 3, each against the kept lever's run) and
