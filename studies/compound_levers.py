@@ -174,15 +174,14 @@ def compare(variant: str, made: dict[str, list[dict]], only=None, n_resamples: i
             continue
         score = lambda by, seed: np.asarray(by[seed]["mrecall"], float)  # noqa: E731
         row = {"variant": variant, "dataset": dataset, "seeds": seeds, "against": baseline(variant)}
-        for system, by in runs.items():
-            if all(s in by for s in seeds):
-                values = [100 * score(by, s).mean() for s in seeds]
-                row[f"{system}_mean"], row[f"{system}_std"] = float(np.mean(values)), float(np.std(values))
+        seed_means = lambda by: [float(100 * score(by, s).mean()) for s in seeds]  # noqa: E731
+        by_seed = {system: seed_means(by) for system, by in runs.items() if all(s in by for s in seeds)}
+        for system, values in by_seed.items():
+            row[f"{system}_mean"], row[f"{system}_std"] = float(np.mean(values)), float(np.std(values))
         per_question = lambda by: np.mean([score(by, s) for s in seeds], 0)  # noqa: E731  (over the seeds)
         amer = per_question(runs["amer"])
         test = paired_bootstrap(per_question(base), amer, n_resamples)
-        row["amer_by_seed"] = [float(100 * score(runs["amer"], s).mean()) for s in seeds]
-        row["against_by_seed"] = [float(100 * score(base, s).mean()) for s in seeds]
+        row["amer_by_seed"], row["against_by_seed"] = by_seed["amer"], seed_means(base)
         row["against_amer_mean"] = float(np.mean(row["against_by_seed"]))
         row["p_ahead"], row["p_behind"] = test["p_value"], test["p_value_behind"]
         if all(s in runs["single"] for s in seeds):  # the k = 1 bar: AMER no worse than single-query

@@ -189,13 +189,13 @@ def test_the_commit_turns_dirty_for_code_not_for_what_figure_targets_publish(tmp
     a change to code makes it dirty."""
     from amer_lib.io import git_commit
 
-    git = lambda *args: subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)  # noqa: E731
+    git = lambda *args: subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True, text=True)  # noqa: E731
     git("init", "-q")
     for name in ("README.md", "figures/table.md", "amer_lib/code.py"):
         write_text(tmp_path / name, "committed\n")
     git("add", ".")
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one")
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True).stdout.strip()
+    head = git("rev-parse", "HEAD").stdout.strip()
     write_text(tmp_path / "README.md", "verdicts rewritten\n")
     write_text(tmp_path / "figures" / "table.md", "regenerated\n")
     write_text(tmp_path / "figures" / "new.md", "a new output\n")
