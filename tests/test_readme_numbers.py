@@ -1293,6 +1293,27 @@ def test_the_kept_recipe_against_todays_on_the_cpu_quotes_its_json():
     assert f"Cost: {seconds} s of training an AMER run" in text
 
 
+def test_the_kept_lever_on_the_kinds_set_quotes_its_json():
+    """Documentation check: the kinds section of studies/compound_levers.md is studies/kinds_distilled.json
+    (three seeds; the table as written from it, the difference and the cost), reported whatever the sign."""
+    import json
+
+    text = (ROOT / "studies" / "compound_levers.md").read_text()
+    flat = " ".join(text.split())
+    rows = json.loads((ROOT / "studies" / "kinds_distilled.json").read_text())
+    assert [r["test set"] for r in rows] == ["whole", "low-similarity"] and all(r["seeds"] == [0, 1, 2] for r in rows)
+    cell = lambda r, name: f"{r[name + '_mean']:.2f} ± {r[name + '_std']:.2f}"  # noqa: E731
+    for r in rows:
+        assert (
+            f"| {r['test set']} ({r['questions']} questions) | {cell(r, 'single')} | {cell(r, 'amer')} | "
+            f"{cell(r, 'distilled')} | {r['p_ahead_of_today']:.2f} | {r['p_behind_single']:.2f} |"
+        ) in text
+        assert r["p_ahead_of_today"] > 0.05 and r["p_behind_single"] > 0.05  # "nothing measurable"
+    whole = rows[0]
+    assert f"AMER with the term is {whole['distilled_mean'] - whole['amer_mean']:+.2f} points from" in flat
+    assert f"Cost: {whole['train_seconds_per_run']:.0f} s of training per run" in flat
+
+
 def test_the_kept_lever_beside_the_others_quotes_its_json():
     """Documentation check: the pilots stacked on the kept lever in studies/compound_levers.md are
     studies/compound_levers_combined.json's (seed 0, k = 3, each against the kept lever's run) and
