@@ -1,9 +1,9 @@
 # make test     set up .venv and run the test suite
 # make figures  set up .venv and regenerate figures/ and tables at the offline defaults
 # make install  set up .venv only (amer_lib with the notebook extras: jupyterlab, papermill)
-# make figures-mlp-sweep  figures/02_synthetic_mlp_sweep (notebook 02's MLP sweep; about an hour more)
+# make figures-mlp-sweep  figures/02_synthetic_mlp_sweep (notebook 02's MLP sweep; an hour or more)
 # make figures-compound   the compound benchmark's figures (notebooks 03, 01, 04, 06, 07, then 04, 06, 07 with
-#                         the component term and fresh compounds beside them; about four hours more)
+#                         the component term and fresh compounds beside them; about five and a half hours more)
 # make check-figures      a cheap subset of figures/ rerun from nothing and compared to the last digit
 PYTHON ?= python3
 VENV ?= .venv
@@ -71,7 +71,9 @@ figures-mlp-sweep: $(VENV)/.installed-notebooks
 
 # the compound benchmark (notebooks 03, 01, 04, 06 and 07 with params/*/compound.yaml, then 04, 06
 # and 07 with params/*/compound_distilled.yaml: the component term and fresh compounds, beyond the
-# paper): about four hours on 2 cores after make figures (notebooks 06 and 07 read notebook 02's runs)
+# paper), after make figures (notebooks 06 and 07 read notebook 02's runs). The last regeneration's
+# sittings, 2 cores shared with other work: 03 756 s + 01 41 s + 04 5547 s + 06 424 s + 07 1738 s = 2.4 h,
+# then the distilled 04 about 6700 s + 06 435 s + 07 4118 s = 3.1 h: about five and a half hours
 COMPOUND_NOTEBOOKS ?= 03_real_data_prep 01_failure_analysis 04_real_data 06_diversity_analysis 07_beyond
 DISTILLED_NOTEBOOKS ?= 04_real_data 06_diversity_analysis 07_beyond
 figures-compound: export AMER_COMMAND := make figures-compound

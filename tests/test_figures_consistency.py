@@ -46,6 +46,11 @@ def test_table3s_scheduled_sampling_row_is_notebook04s_seed0_amer():
     [
         ("", "wordnet_senses+wordnet_kinds", ("wordnet_senses", "wordnet_kinds")),
         ("_compound", "compound_k1+compound_k2+compound_k3", ("compound_k1", "compound_k2", "compound_k3")),
+        (
+            "_compound_distilled",
+            "compound_k1+compound_k2+compound_k3",
+            ("compound_k1", "compound_k2", "compound_k3"),
+        ),
     ],
 )
 def test_notebook06s_real_gain_is_notebook04s_amer_minus_single_query(folder, tag, datasets):
@@ -56,7 +61,9 @@ def test_notebook06s_real_gain_is_notebook04s_amer_minus_single_query(folder, ta
         assert gains[dataset] == pytest.approx(mean[dataset, "amer"] - mean[dataset, "single"], abs=1e-3)
 
 
-@pytest.mark.parametrize("folder", ["06_diversity_analysis", "06_diversity_analysis_compound"])
+@pytest.mark.parametrize(
+    "folder", ["06_diversity_analysis", "06_diversity_analysis_compound", "06_diversity_analysis_compound_distilled"]
+)
 def test_notebook06s_synthetic_gain_is_notebook02s_multi_setting(folder):
     synthetic = {(r["transform"], r["setting"], r["system"]): r for r in rows("02_synthetic/results.csv")}
     gains = {r["data"]: float(r["gain_points"]) for r in rows(f"{folder}/similarity_and_gain.csv")}
@@ -65,14 +72,19 @@ def test_notebook06s_synthetic_gain_is_notebook02s_multi_setting(folder):
         assert gains[f"synthetic, {transform}"] == pytest.approx(100 * (amer - single), abs=0.05)
 
 
-def test_the_compound_notebook07s_synthetic_task_is_notebook07s():
-    assert rows("07_beyond_compound/varying_task.csv") == rows("07_beyond/varying_task.csv")
+COMPOUND_FOLDERS = ["_compound", "_compound_distilled"]
 
 
-def test_the_compound_notebook07s_paper_system_is_the_compound_notebook04s_amer():
-    full = {r["Dataset"]: r for r in rows("04_real_data_compound/full_results_minilm.csv") if r["System"] == "AMER"}
+@pytest.mark.parametrize("folder", COMPOUND_FOLDERS)
+def test_the_compound_notebook07s_synthetic_task_is_notebook07s(folder):
+    assert rows(f"07_beyond{folder}/varying_task.csv") == rows("07_beyond/varying_task.csv")
+
+
+@pytest.mark.parametrize("folder", COMPOUND_FOLDERS)
+def test_the_compound_notebook07s_paper_system_is_the_compound_notebook04s_amer(folder):
+    full = {r["Dataset"]: r for r in rows(f"04_real_data{folder}/full_results_minilm.csv") if r["System"] == "AMER"}
     paper = {
-        r["Dataset"]: r for r in rows("07_beyond_compound/beyond_real.csv") if "(paper), round-robin" in r["System"]
+        r["Dataset"]: r for r in rows(f"07_beyond{folder}/beyond_real.csv") if "(paper), round-robin" in r["System"]
     }
     assert set(paper) == set(full) == {"compound_k1", "compound_k2", "compound_k3"}
     for dataset, row in paper.items():

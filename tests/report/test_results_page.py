@@ -152,3 +152,53 @@ def test_the_synthetic_amer_cell_gives_one_number_when_every_setting_has_it():
 
     assert _amer_synthetic(rows([1.0] * 6)) == "100.0% MRecall@10 in all six settings"
     assert _amer_synthetic(rows([1.0] * 5 + [0.999])) == "99.9-100.0% MRecall@10 in the six settings"
+
+
+def test_the_oracle_share_table_sets_todays_recipe_beside_the_kept_levers(tmp_path):
+    """Hand-made compound oracle tables: the rows per k, the shares, the verdict against the aim;
+    single-query at k >= 2 may differ (fresh compounds train it too), but tables that disagree on
+    the oracle or on single-query at k = 1 (the same runs in both) are refused by name."""
+    import csv
+
+    from amer_lib.report.results_page import (
+        COMPOUND,
+        COMPOUND_DISTILLED,
+        SHARE,
+        _oracle_share,
+        _verdict_oracle_share,
+        oracle_share_table,
+    )
+
+    def write(name, amer, shares, single="26.78±1.99", single_k1="88.33", oracle="58.94"):
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        rows = []
+        for k, value, share in zip(("1", "2"), amer, shares):
+            rows += [
+                {"k": k, "System": "Single-Query", "MRecall@100": single_k1 if k == "1" else single, SHARE: ""},
+                {"k": k, "System": "AMER", "MRecall@100": value, SHARE: share},
+                {"k": k, "System": "Decomposition oracle", "MRecall@100": "88.33" if k == "1" else oracle, SHARE: ""},
+            ]
+        with open(path, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+        return rows
+
+    write(COMPOUND, ["83.06", "41.94*"], ["", "47%"])
+    kept = write(COMPOUND_DISTILLED, ["87.00", "53.00*"], ["", "81%"], single="28.00±1.00")
+    table = oracle_share_table(tmp_path).splitlines()
+    assert table[2:] == [
+        "| 1 | 88.33 | 83.06 | 88.33 | 87.00 | 88.33 | - | - |",
+        "| 2 | 26.78±1.99 | 41.94* | 28.00±1.00 | 53.00* | 58.94 | 47% | 81% |",
+    ]
+    assert _oracle_share(kept).endswith("87.00 / 53.00*; its share of the oracle's lead: 81%")
+    assert _verdict_oracle_share(kept).startswith("short of")  # no k = 3 share: the aim is not met
+    three = kept + [{"k": "3", "System": "AMER", "MRecall@100": "20.00", SHARE: "50%"}]
+    assert _verdict_oracle_share(three).startswith("meets")
+    write(COMPOUND_DISTILLED, ["87.00", "53.00*"], ["", "81%"], oracle="60.00")
+    with pytest.raises(ValueError, match="disagree on Decomposition oracle at k = 2"):
+        oracle_share_table(tmp_path)
+    write(COMPOUND_DISTILLED, ["87.00", "53.00*"], ["", "81%"], single_k1="88.00")
+    with pytest.raises(ValueError, match="disagree on Single-Query at k = 1"):
+        oracle_share_table(tmp_path)
