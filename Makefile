@@ -71,9 +71,10 @@ figures-mlp-sweep: $(VENV)/.installed-notebooks
 
 # the compound benchmark (notebooks 03, 01, 04, 06 and 07 with params/*/compound.yaml, then 04, 06
 # and 07 with params/*/compound_distilled.yaml: the component term and fresh compounds, beyond the
-# paper), after make figures (notebooks 06 and 07 read notebook 02's runs). The last regeneration's
-# sittings, 2 cores shared with other work: 03 756 s + 01 41 s + 04 5547 s + 06 424 s + 07 1738 s = 2.4 h,
-# then the distilled 04 about 6700 s + 06 435 s + 07 4118 s = 3.1 h: about five and a half hours
+# paper), after make figures (notebooks 06 and 07 read notebook 02's runs). Measured sittings, 2 cores
+# shared with other work: 03 756 s + 01 41 s + 04 5547 s (Intel Xeon, 2fca556) + 06 424 s + 07 1738 s
+# = 2.4 h, then the distilled 04 6984 s (AMD EPYC, 7a7df97: one sitting with today's 04 executed before
+# it) + 06 435 s + 07 4118 s = 3.2 h; the rest AMD EPYC, 64fbe73: about five and a half hours
 COMPOUND_NOTEBOOKS ?= 03_real_data_prep 01_failure_analysis 04_real_data 06_diversity_analysis 07_beyond
 DISTILLED_NOTEBOOKS ?= 04_real_data 06_diversity_analysis 07_beyond
 figures-compound: export AMER_COMMAND := make figures-compound

@@ -533,10 +533,9 @@ def test_the_compound_prose_quotes_figures():
     paper = beyond["compound_k2", "n = 4 (paper), round-robin (paper)"]
     head = beyond["compound_k2", "n = auto, stop head, round-robin (paper)"]
     told = beyond["compound_k2", "n = true m (oracle), round-robin (paper)"]
-    number = lambda row: float(whole_mrecall(row))  # noqa: E731
     best_name, best = max(
         ((system, r) for (d, system), r in merges.items() if d == "compound_k2" and "round-robin" not in system),
-        key=lambda item: number(item[1]),
+        key=lambda item: float(whole_mrecall(item[1])),
     )
     assert best_name == "n = 4 (paper), CombSUM (ranx)"
     assert f"at {head['Vectors']} vectors where questions have {told['Vectors']} answers" in page
@@ -1405,14 +1404,17 @@ def test_the_kept_levers_section_quotes_figures_and_the_study():
     shares and vector roles are that folder's and today's, and its p-values and intervals the study's."""
     import json
 
+    from amer_lib.report.results_page import SHARE
+
     page = " ".join(README[README.index("### The kept levers: AMER toward the oracle") :].split())
     name = "compound_oracle_minilm_compound_k1+compound_k2+compound_k3.csv"
     kept_rows = figure_rows(f"04_real_data_compound_distilled/{name}")
     rows = readme_table("| k | system, kept levers | MRecall@100 | MRecall@10 | Recall@100 |")
     assert rows == [[r["k"], r["System"], r["MRecall@100"], r["MRecall@10"], r["Recall@100"]] for r in kept_rows]
-    share = lambda rows: " / ".join(
-        r["share of oracle's lead, MRecall@100"] for r in rows if r["System"] == "AMER" and r["k"] != "1"
-    )  # noqa: E731
+
+    def share(rows):
+        return " / ".join(r[SHARE] for r in rows if r["System"] == "AMER" and r["k"] != "1")
+
     today_rows = figure_rows(f"04_real_data_compound/{name}")
     assert f"AMER closes {share(kept_rows)} of the oracle's MRecall@100 lead" in page
     assert f"(today's recipe: {share(today_rows)})" in page

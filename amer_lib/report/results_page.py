@@ -146,6 +146,11 @@ def _verdict_oracle_share(rows: list[dict]) -> str:
     return ("meets" if met else "short of") + " this repository's aim of 75% / 50% of the lead at k = 2 / 3"
 
 
+def _system_at(rows: list[dict], k: str, system: str) -> dict:
+    """The row of a compound oracle table for one system at one k."""
+    return next(r for r in rows if (r["k"], r["System"]) == (k, system))
+
+
 def oracle_share_table(figures: Path = FIGURES) -> str:
     """Per k: single-query and AMER by today's recipe and with the kept levers (the component term,
     fresh compounds for every system), the decomposition oracle (MRecall@100) and AMER's share of
@@ -157,18 +162,17 @@ def oracle_share_table(figures: Path = FIGURES) -> str:
         same = a["System"] == "Decomposition oracle" or (a["System"] == "Single-Query" and a["k"] == "1")
         if same and (a["k"], a["System"], a["MRecall@100"]) != (b["k"], b["System"], b["MRecall@100"]):
             raise ValueError(f"the compound tables disagree on {a['System']} at k = {a['k']}: {a} against {b}")
-    cell = lambda rows, k, system: next(r for r in rows if (r["k"], r["System"]) == (k, system))  # noqa: E731
     lines = [
         "| k | single-query, today's | AMER, today's | single-query, kept levers | AMER, kept levers "
         "| decomposition oracle | share of the oracle's lead, today's | share, kept levers |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for k in dict.fromkeys(r["k"] for r in today):
-        first, second = cell(today, k, "AMER"), cell(kept, k, "AMER")
+        first, second = _system_at(today, k, "AMER"), _system_at(kept, k, "AMER")
         lines.append(
-            f"| {k} | {cell(today, k, 'Single-Query')['MRecall@100']} | {first['MRecall@100']} | "
-            f"{cell(kept, k, 'Single-Query')['MRecall@100']} | {second['MRecall@100']} | "
-            f"{cell(today, k, 'Decomposition oracle')['MRecall@100']} | "
+            f"| {k} | {_system_at(today, k, 'Single-Query')['MRecall@100']} | {first['MRecall@100']} | "
+            f"{_system_at(kept, k, 'Single-Query')['MRecall@100']} | {second['MRecall@100']} | "
+            f"{_system_at(today, k, 'Decomposition oracle')['MRecall@100']} | "
             f"{first[SHARE] or '-'} | {second[SHARE] or '-'} |"
         )
     return "\n".join(lines) + "\n"
@@ -205,6 +209,8 @@ def _trained_on_compounds(suffix: str, note: str = "") -> tuple[list[str], list[
     ]
     return tables, images
 
+
+COMPOUND_TABLES, COMPOUND_IMAGES = _trained_on_compounds("_compound")
 
 # (claim, the paper's numbers, the figures file compared with them, what reads it, what it says of
 # the claim, the notebook); this repository's own experiment last
@@ -369,11 +375,11 @@ SECTIONS = [
             "03_real_data_prep_compound/target_similarity.md",
             "01_failure_analysis_compound/trends.md",
             "01_failure_analysis_compound/figure1_data.md",
-            *_trained_on_compounds("_compound")[0],
+            *COMPOUND_TABLES,
         ],
         [
             ("01_failure_analysis_compound/figure1.png", "Figure 1 on the compound questions"),
-            *_trained_on_compounds("_compound")[1],
+            *COMPOUND_IMAGES,
         ],
     ),
     (
