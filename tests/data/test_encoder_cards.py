@@ -3,6 +3,7 @@ loading path of inf-retriever-v1-1.5b on a tiny randomly initialised Qwen2 built
 config (no download): bidirectional attention, last-token pooling, padding left out."""
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -163,3 +164,38 @@ def test_a_model_that_pools_otherwise_than_its_card_stops_with_the_difference(ti
 def test_an_unknown_attention_names_the_valid_ones(tiny_inf_retriever):
     with pytest.raises(ValueError, match="valid: bidirectional, causal"):
         _load(replace(tiny_inf_retriever, attention="sideways"), "cpu")
+
+
+def test_inf_retriever_pools_the_end_of_text_token_its_own_tokenizer_appends(tiny_inf_retriever):
+    """gte-Qwen2's tokenizer (which inf-retriever is built on) appends its end-of-text token: its
+    tokenizer_config.json says `"add_eos_token": true` and maps AutoTokenizer to its own code (seen
+    in a copy of gte-Qwen2-7B-instruct's, huggingface.co/FINGU-AI/FingU7b), so last-token pooling
+    reads that token. transformers' Qwen2 tokenizer does not read the flag; the loader appends it.
+    The text is encoded as it is: the tiny model's tokenizer has a chat template (SmolLM2's), which
+    sentence-transformers 6 would otherwise wrap every text in. Brute force: the token states of
+    transformers' own bidirectional Qwen2 (which reads the config's `is_causal: false`) on the
+    text's tokens and the end-of-text token, the last one unit-normalised."""
+    assert load_tokenizer("smollm2").chat_template  # the stand-in has one to leave out
+    encoder = _load(tiny_inf_retriever, "cpu")
+    tokenizer = encoder.tokenizer
+    text = "a short text"
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+    assert tokenizer(text)["input_ids"] == ids
+    reference = Qwen2Model.from_pretrained(
+        str(Path(tiny_inf_retriever.model_id).parent / "hf"), attn_implementation="eager"
+    )
+    with torch.no_grad():
+        last = reference(input_ids=torch.tensor([ids])).last_hidden_state[0, -1]
+    expected = (last / last.norm()).numpy()
+    assert np.allclose(encoder.encode([text], convert_to_numpy=True)[0], expected, atol=1e-5)
+
+
+def test_a_tokenizer_without_an_end_of_text_token_stops_the_loader(tiny_inf_retriever):
+    # SmolLM2's tokenizer has one; a registry entry asking for it on a model without one must stop
+    from amer_lib.data.encoders import _append_eos
+
+    class NoEos:
+        eos_token, eos_token_id = None, None
+
+    with pytest.raises(ValueError, match="does not end a text with an end-of-text token"):
+        _append_eos(tiny_inf_retriever, NoEos())
