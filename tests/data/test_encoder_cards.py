@@ -199,3 +199,10 @@ def test_a_tokenizer_without_an_end_of_text_token_stops_the_loader(tiny_inf_retr
 
     with pytest.raises(ValueError, match="does not end a text with an end-of-text token"):
         _append_eos(tiny_inf_retriever, NoEos())
+
+
+def test_minilm_loads_with_its_cards_length_and_reads_plain_text():
+    """all-MiniLM-L6-v2's card: input longer than 256 word pieces is truncated; no chat template."""
+    encoder = _load(get_encoder_spec("minilm"), "cpu")
+    assert encoder.max_seq_length == 256
+    assert all("message" not in getattr(m, "modality_config", {}) for m in encoder)
