@@ -3,6 +3,7 @@ and `hf` stood in by scripts: `curl` copies a stand-in archive in its published 
 address's last part) and `hf` notes what it was asked for. The files land where the paper files and
 the encode commands read them, and every model the paper files name is fetched.
 
+`curl` is called as the README calls it (bash expands its braces into the four addresses).
 The archives' inner layouts are what is known of them: AmbigQA's files at the top of its zips or in
 a folder (both are tried), QAMPARI's in a folder beside a `__MACOSX` copy, the chunked Wikipedia in
 `wikipedia_chunks/chunks_v5/wikipedia_chunks_<n>.jsonl` (as third parties report its listing; this
@@ -32,12 +33,16 @@ COMMANDS = re.search(r"```shell\n(.*?)```", RECIPE, re.S).group(1).splitlines()
 ENCODE = [line for line in COMMANDS if "--corpus" in line]
 
 FAKE_CURL = """#!/usr/bin/env python3
-import shutil, sys
+import os, shutil, sys
 args = sys.argv[1:]
-out, url = args[args.index("-o") + 1], args[-1]
-with open(sys.argv[0] + ".log", "a") as log:
-    log.write(url + "\\n")
-shutil.copy(f"{STANDINS}/" + url.rsplit("/", 1)[1], out)
+assert {"-fL", "--create-dirs", "--remote-name-all"} <= set(args), args  # fail on errors, names from the addresses
+folder = args[args.index("--output-dir") + 1]
+os.makedirs(folder, exist_ok=True)
+for url in [a for a in args if a.startswith("https://")]:
+    with open(sys.argv[0] + ".log", "a") as log:
+        log.write(url + "\\n")
+    name = url.rsplit("/", 1)[1]
+    shutil.copy(f"{STANDINS}/{name}", os.path.join(folder, name))
 """
 FAKE_HF = """#!/usr/bin/env python3
 import sys
@@ -118,7 +123,7 @@ def test_the_downloads_write_what_the_paper_files_read(tmp_path, nested):
     fetched = [line.split() for line in (bin_dir / "hf.log").read_text().splitlines()]
     assert all(f[0] == "download" for f in fetched)
     assert {f[1] for f in fetched} == paper_models()
-    assert all(f[2:] == ["--exclude", "original/*"] for f in fetched if f[1].startswith("meta-llama/"))
+    assert all(f[2:] == ["--exclude", "original/*"] for f in fetched)  # Llama's second copy in Meta's format
 
 
 def paper_models() -> set[str]:
