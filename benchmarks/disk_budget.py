@@ -45,7 +45,8 @@ LISTED = {
     "nvidia/NV-Embed-v2": (5.0 + 4.92 + 5.0 + 0.789, "4 safetensors listed: 5 + 4.92 + 5 + 0.789 GB"),
     "meta-llama/Llama-3.1-8B-Instruct": (4.98 + 5.0 + 4.92 + 1.17, "4 safetensors listed: 4.98 + 5 + 4.92 + 1.17 GB"),
 }
-# encoders' parameters and the bytes of their published weights (their model cards)
+# encoders' parameters (their model cards) and bytes per parameter as published: assumed, not read here
+# (inf-retriever 16-bit as its 7B sibling's bf16 upload, Contriever and Stella float32)
 ENCODER_WEIGHTS = {
     "infly/inf-retriever-v1-1.5b": (1.54e9, 2, "1.54B x 2 bytes (16-bit weights)"),
     "facebook/contriever-msmarco": (0.11e9, 4, "0.11B x 4 bytes (float32)"),
@@ -64,16 +65,20 @@ def params(name: str) -> dict:
     return yaml.safe_load((ROOT / "params" / name).read_text())
 
 
-def per_million(field: str) -> float:
-    """GiB per million passages of prep.json's largest run, in GB."""
+def measured_gib(field: str) -> float:
+    """GiB per million passages in prep.json's largest run."""
     run = json.loads((ROOT / "benchmarks" / "prep.json").read_text())[MEASURED_AT]["new"]
-    return run[field] * 2**30 / (int(MEASURED_AT) / 1e6) / GB
+    return run[field] / (int(MEASURED_AT) / 1e6)
+
+
+def row(step: str, what: str, gb: float, how: str) -> dict:
+    return dict(step=step, what=what, gb=gb, how=how)
 
 
 def shards(name: str) -> dict:
     dim = get_encoder_spec(name).dim
     size = (PASSAGES * dim * 2 + PASSAGES * ID_BYTES) / GB
-    return dict(what=f"{name} float16 shards", gb=size, how=f"25M x {dim} x 2 bytes + 25M ids x {ID_BYTES} bytes")
+    return dict(what=f"{name}'s float16 shards", gb=size, how=f"25M x {dim} x 2 bytes + 25M ids x {ID_BYTES} bytes")
 
 
 def trained_state(backbone: str, full: bool, dim: int) -> int:
@@ -104,87 +109,76 @@ def rows() -> list[dict]:
     prep, figure1 = params("03_real_data_prep/paper.yaml"), params("01_failure_analysis/paper.yaml")
     mapping = list(dict.fromkeys([prep["encoder"], *prep["mapping_encoders"]]))
     figure1_only = [r for r in figure1["retrievers"] if r != "bm25" and r not in mapping]
-    store, index = per_million("store_gib") * 25, per_million("index_gib") * 25
+    backbones = PAPER_RUNS[2]
+    store, index = (measured_gib(f) * 2**30 * PASSAGES / 1e6 / GB for f in ("store_gib", "index_gib"))
     low, high = (PASSAGES * b / GB for b in CHUNK_LINE_BYTES)
     found = [
-        dict(
-            step="1 downloads", what="data/raw/ question files", gb=QUESTION_BYTES / GB, how="measured and listed sizes"
+        row("1. downloads", "data/raw/ question files", QUESTION_BYTES / GB, "measured and listed sizes"),
+        row("1. downloads", "data/raw/chunked_wikipedia.tar.gz", TARBALL_GB, "as reported; deletable once read"),
+        row(
+            "1. downloads",
+            "data/qampari_wikipedia_chunks.jsonl",
+            high,
+            f"25M lines x 760-1,450 bytes: {low:.0f}-{high:.0f} GB",
         ),
-        dict(
-            step="1 downloads", what="chunked_wikipedia.tar.gz", gb=TARBALL_GB, how="as reported; deletable once read"
-        ),
-        dict(
-            step="1 downloads",
-            what="data/qampari_wikipedia_chunks.jsonl",
-            gb=high,
-            how=f"25M lines x 760-1,450 bytes: {low:.0f}-{high:.0f} GB",
-        ),
-        dict(step="3 notebook 03", what="corpus_store/", gb=store, how="25 x the measured 0.586 GiB per million"),
-        dict(step="3 notebook 03", what="bm25/", gb=index, how="25 x the measured 0.455 GiB per million"),
-        dict(
-            step="3 notebook 03",
-            what="bm25/.runs-* (temporary, during the build)",
-            gb=index * 12 / 8,
-            how="12 / 8 of the index",
-        ),
-        *[dict(step="2-3 encode, notebook 03", **shards(name)) for name in mapping],
-        *[dict(step="notebook 01 (Figure 1)", **shards(name)) for name in figure1_only],
     ]
     encoders = [get_encoder_spec(name).model_id for name in [*mapping, *figure1_only]]
-    found += [dict(step="1 weights", **weights(model_id)) for model_id in encoders]
-    backbones = PAPER_RUNS[2]
-    found += [dict(step="1 weights", **weights(get_backbone(b).model_id, b)) for b in backbones]
+    found += [dict(step="1. downloads", **weights(model_id)) for model_id in encoders]
+    found += [dict(step="1. downloads", **weights(get_backbone(b).model_id, b)) for b in backbones]
+    found += [
+        *[dict(step="2. encode (or notebook 03)", **shards(name)) for name in mapping],
+        row(
+            "notebook 03", "corpus_store/", store, f"25 x the measured {measured_gib('store_gib'):.3f} GiB per million"
+        ),
+        row("notebook 03", "bm25/", index, f"25 x the measured {measured_gib('index_gib'):.3f} GiB per million"),
+        row("notebook 03", "bm25/.runs-* (temporary, during the build)", index * 12 / 8, "12 / 8 of the index"),
+        *[dict(step="notebook 01 (Figure 1)", **shards(name)) for name in figure1_only],
+    ]
     lora = {b: 4 * trained_state(b, False, 1536) for b in backbones}
+    per_backbone = ", ".join(f"{b} {lora[b] / GB:.2f} GB" for b in backbones)
     kept = sum(len(PAPER_RUNS[1]) * RUNS_PER_FILE * size for size in lora.values()) / GB
-    found.append(
-        dict(
-            step="notebook 04",
-            what="best.pt of the 8 files' 48 runs",
-            gb=kept,
-            how="12 runs per backbone x 4 bytes x (LoRA + projections): "
-            + ", ".join(f"{b} {lora[b] / GB:.2f} GB" for b in backbones),
-        )
-    )
     predicted = sum(len(PAPER_RUNS[1]) * 3 * size for size in lora.values()) / GB
-    found.append(
-        dict(
-            step="notebook 05",
-            what="best.pt of the 24 always-predicted runs",
-            gb=predicted,
-            how="3 seeds per 04 file, as above",
-        )
-    )
     synthetic = 4 * trained_state("llama1b", True, 1024)
-    found.append(
-        dict(
-            step="notebook 02",
-            what=f"best.pt of its {SYNTHETIC_RUNS} runs (full fine-tuning)",
-            gb=SYNTHETIC_RUNS * synthetic / GB,
-            how=f"{SYNTHETIC_RUNS} x 4 bytes x {synthetic / 4 / 1e9:.2f}B",
-        )
-    )
-    found.append(
-        dict(
-            step="while a run trains",
-            what="its checkpoint.pt (weights and AdamW's two moments)",
-            gb=3 * synthetic / GB,
-            how="3 x its best.pt (notebook 02's; Llama-8B LoRA: " + f"{3 * lora['llama8b'] / GB:.1f} GB)",
-        )
-    )
+    found += [
+        row(
+            "notebook 04",
+            "best.pt of the 8 files' 48 runs",
+            kept,
+            f"12 runs per backbone x 4 bytes x (LoRA + projections): {per_backbone}",
+        ),
+        row("notebook 05", "best.pt of the 24 always-predicted runs", predicted, "3 seeds per 04 file, as above"),
+        row(
+            "notebook 02",
+            f"best.pt of its {SYNTHETIC_RUNS} runs (full fine-tuning)",
+            SYNTHETIC_RUNS * synthetic / GB,
+            f"{SYNTHETIC_RUNS} x 4 bytes x {synthetic / 4 / 1e9:.2f}B",
+        ),
+        row(
+            "while a run trains",
+            "its checkpoint.pt (weights and AdamW's two moments)",
+            3 * synthetic / GB,
+            f"3 x its best.pt (notebook 02's; Llama-8B LoRA: {3 * lora['llama8b'] / GB:.1f} GB)",
+        ),
+    ]
     return found
 
 
 def totals(table: list[dict]) -> dict:
+    """GB kept at the end, at the peak (with one run's resume checkpoint), Figure 1's share (its
+    own encoders' shards and weights) and the rest."""
     kept = [r for r in table if "temporary" not in r["what"] and r["step"] != "while a run trains"]
-    figure1 = [r for r in table if r["step"] == "notebook 01 (Figure 1)"]
-    figure1_weights = {f"`{get_encoder_spec(r['what'].split()[0]).model_id}`" for r in figure1}
-    without = [r for r in kept if r not in figure1 and r["what"] not in figure1_weights]
+    prep = params("03_real_data_prep/paper.yaml")
+    figure1 = {n for n in params("01_failure_analysis/paper.yaml")["retrievers"] if n != "bm25"}
+    figure1 -= {prep["encoder"], *prep["mapping_encoders"]}
+    own = {f"{n}'s float16 shards" for n in figure1} | {f"`{get_encoder_spec(n).model_id}`" for n in figure1}
     training = next(r["gb"] for r in table if r["step"] == "while a run trains")
+    everything = sum(r["gb"] for r in kept)
+    share = sum(r["gb"] for r in kept if r["what"] in own)
     return {
-        "all kept": sum(r["gb"] for r in kept),
-        "peak": sum(r["gb"] for r in kept) + training,
-        "figure 1's encodings and weights": sum(r["gb"] for r in kept) - sum(r["gb"] for r in without),
-        "without figure 1": sum(r["gb"] for r in without),
+        "all kept": everything,
+        "peak": everything + training,
+        "figure 1's encodings and weights": share,
+        "without figure 1": everything - share,
     }
 
 
