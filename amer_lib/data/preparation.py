@@ -430,8 +430,8 @@ class PrepConfig(Config):
     corpus_size: int = param(30000, minimum=1)
     raw_dir: str = param("../data/raw")
     corpus_path: str = param(
-        "../data/psgs_w100.tsv",
-        help="paper data (DPR's or the authors' TSV, QAMPARI's chunks jsonl), or your own (TSV id/text/title, "
+        "../data/qampari_wikipedia_chunks.jsonl",
+        help="paper data (QAMPARI's chunks jsonl, the README's downloads; or a TSV), or yours (TSV id/text/title, "
         "BEIR corpus.jsonl)",
     )
     questions_path: str = param(

@@ -22,12 +22,15 @@ from urllib.parse import unquote
 
 from amer_lib.io import atomic_path, open_text
 
-DOWNLOADS = {
-    "ambigqa": "AmbigQA light JSON (train_light.json, dev_light.json) from https://nlp.cs.washington.edu/ambigqa/",
-    "qampari": "QAMPARI jsonl (train_data.jsonl, dev_data.jsonl) from https://samsam3232.github.io/qampari/",
-    "nq_open": "NQ-open as AmbigQA splits it (nqopen-dev.json, nqopen-test.json in nqopen.zip) from "
-    "https://nlp.cs.washington.edu/ambigqa/",
-    "corpus": "the QAMPARI / DPR Wikipedia chunks as TSV (id<TAB>text<TAB>title) or a BEIR corpus.jsonl",
+DOWNLOADS = {  # the README's "The paper at scale, step by step" gives each as a command
+    "ambigqa": "AmbigQA light JSON (train_light.json, dev_light.json in "
+    "https://nlp.cs.washington.edu/ambigqa/data/ambignq_light.zip)",
+    "qampari": "QAMPARI jsonl (train_data.jsonl, dev_data.jsonl in https://aggreg-qa.s3.amazonaws.com/qampari.zip)",
+    "nq_open": "NQ-open as AmbigQA splits it (nqopen-dev.json, nqopen-test.json in "
+    "https://nlp.cs.washington.edu/ambigqa/data/nqopen.zip)",
+    "corpus": "the corpus: QAMPARI's chunked Wikipedia (the chunks_v5/*.jsonl of "
+    "https://aggreg-qa.s3.amazonaws.com/chunked_wikipedia.tar.gz, concatenated), a TSV "
+    "(id<TAB>text<TAB>title) such as DPR's, or a BEIR corpus.jsonl",
 }
 
 
