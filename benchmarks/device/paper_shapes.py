@@ -71,13 +71,20 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from amer_lib.core import checkpointing, memory  # noqa: E402
 from amer_lib.core.backbones import LORA_TARGETS, LoraSettings, add_lora, backbone_config  # noqa: E402
 from amer_lib.core.model import AMERQueryEncoder  # noqa: E402
-from amer_lib.core.train import TrainConfig, _adamw, _optimizer_step, _step_generator, draw_batch  # noqa: E402
+from amer_lib.core.train import (  # noqa: E402
+    TrainConfig,
+    _adamw,
+    _optimizer_step,
+    _step_generator,
+    accumulate_gradients,
+    draw_batch,
+)
 from amer_lib.data.datasets import TextData  # noqa: E402
 from amer_lib.io import write_json, write_text  # noqa: E402
 
 GIB = 2**30
 BUDGET = 480.0  # seconds for the four parts: a device call is cut at 600
-CAPS = {"training": 250.0, "generation": 60.0, "faiss": 120.0, "encoding": 50.0}  # each part's share
+CAPS = {"training": 230.0, "generation": 50.0, "faiss": 150.0, "encoding": 50.0}  # each part's share
 BATCH = 128  # the paper files' global batch
 EMBEDDING_DIM = 1536  # inf-retriever-v1-1.5b
 PROMPT_TOKENS = (58, 65)  # a prompt's tokens (the instruction in the chat template and a question), left-padded to 65
@@ -151,6 +158,9 @@ def shapes(tiny: bool) -> dict:
             faiss_sizes=(1_000_000, 4_000_000),
             faiss_factory="IVF4096,PQ96",
             faiss_queries=1000,
+            # an estimate, not a measurement: RESULTS.md's 209 s for IVF1024,PQ96 at 1M x 1536 on 2 cores,
+            # over 16 cores, with IVF4096's four times the coarse k-means: a CPU build starts only if it fits
+            cpu_build_seconds_per_million=100.0,
             encoder=INF_RETRIEVER,
             encode_batches=(64, 128, 256),
             encode_seconds=6.0,
@@ -164,15 +174,16 @@ def shapes(tiny: bool) -> dict:
         batch=8,
         embedding_dim=32,
         prompt_tokens=(6, 9),
-        datasets={name: dict(questions=64, targets=d["targets"]) for name, d in DATASETS.items()},
+        datasets={"qampari": dict(questions=64, targets=(2, 3)), "ambigqa": dict(questions=64, targets=(2, 4))},
         negatives=1000,
         timed_steps=2,
         questions=16,
         generated=3,
         search_corpus=2000,
         faiss_sizes=(20_000,),
-        faiss_factory="IVF64,PQ8",
+        faiss_factory="IVF64,PQ8x4",  # faiss trains 8-bit PQ on 4 dimensions slowly (30 s on one thread)
         faiss_queries=50,
+        cpu_build_seconds_per_million=0.0,
         encoder={**INF_RETRIEVER, **TINY, "num_attention_heads": 4, "head_dim": 16},
         encode_batches=(2, 4),
         encode_seconds=0.5,
@@ -283,6 +294,11 @@ def free(device: str) -> None:
         torch.cuda.reset_peak_memory_stats()
 
 
+def resident(device: str) -> int | None:
+    """Bytes allocated now (weights, data, negatives: what every step starts from)."""
+    return torch.cuda.memory_allocated() if device == "cuda" else None
+
+
 def peaks(device: str) -> dict:
     """The CUDA caching allocator's peaks since the last reset (None on the CPU: no allocator statistics)."""
     if device != "cuda":
@@ -326,7 +342,7 @@ def profiled(step, device: str, everything: bool = False) -> dict:
         return {**found, "all_names": top_names(counter.names, top=None)} if everything else found
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:  # the kernels alone: 10^5 of them a step
         step()
         synchronize(device)
     gpu = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
@@ -355,50 +371,55 @@ def out_of_memory(error: Exception) -> dict:
 
 
 def training(size: dict, deadline: float) -> list[dict]:
-    """Every (backbone, dataset, micro-batch, checkpointing) setting that fits the part's time:
+    """Every (dataset, backbone, micro-batch, checkpointing) setting that fits the part's time:
     peaks beside the projection, seconds a step (median of the timed steps after a warm-up step),
-    kernels a step. Plain settings run before checkpointed ones (checkpointing is switched on once
-    per model and stays on)."""
+    kernels a step at the smaller micro-batch. QAMPARI's settings of both backbones come first;
+    a model is built for each dataset, and its plain settings run before its checkpointed ones
+    (checkpointing is switched on once and stays on)."""
     device = size["device"]
     rows = []
-    for name, config in size["backbones"].items():
-        settings = [(d, m, c) for c in (False, True) for d in size["datasets"] for m in size["micro_batches"]]
-        if time.perf_counter() > deadline:
-            rows += [dict(backbone=name, dataset=d, micro_batch=m, checkpointing=c, status="skipped: time")
-                     for d, m, c in settings]  # fmt: skip
-            continue
-        free(device)
-        began = time.perf_counter()
-        model = random_encoder(config, size["embedding_dim"], device)
-        built = time.perf_counter() - began
-        pool = negative_pool(size, device)
-        data = {d: question_data(size, d, device) for d in size["datasets"]}
-        last = 0.0
-        for dataset, micro, checkpointed in settings:
-            row = dict(backbone=name, dataset=dataset, micro_batch=micro, checkpointing=checkpointed)
-            row["build_seconds"] = built
-            row["projected"] = projection(name, config, size, dataset, micro, checkpointed)
-            row["projected_step"] = projected_step_seconds(name, size["batch"])
-            if time.perf_counter() + 1.2 * last > deadline:
-                rows.append({**row, "status": "skipped: time"})
+    free(device)
+    pool = negative_pool(size, device)
+    for dataset in size["datasets"]:
+        data = question_data(size, dataset, device)
+        for name, config in size["backbones"].items():
+            settings = [(m, c) for c in (False, True) for m in size["micro_batches"]]
+            heads = [dict(backbone=name, dataset=dataset, micro_batch=m, checkpointing=c) for m, c in settings]
+            for head in heads:
+                head["projected"] = projection(name, config, size, dataset, head["micro_batch"], head["checkpointing"])
+                head["projected_step"] = projected_step_seconds(name, size["batch"])
+            if time.perf_counter() > deadline:
+                rows += [{**head, "status": "skipped: time"} for head in heads]
                 continue
-            if checkpointed and not getattr(model, "_checkpointed", False):
-                checkpointing.enable(model.backbone)
-                model._checkpointed = True
             began = time.perf_counter()
-            row.update(training_setting(model, data[dataset], pool, size, micro, checkpointed, deadline))
-            last = time.perf_counter() - began
-            row["wall_seconds"] = last
-            row.update(ratios(row))
-            rows.append(row)
-            print(summary_line(row), flush=True)
-        del model, pool, data
-        free(device)
+            model = random_encoder(config, size["embedding_dim"], device)
+            built, last = time.perf_counter() - began, 0.0
+            for head in heads:
+                if time.perf_counter() + 1.2 * last > deadline:
+                    rows.append({**head, "status": "skipped: time"})
+                    continue
+                if head["checkpointing"] and not getattr(model, "_checkpointed", False):
+                    checkpointing.enable(model.backbone)
+                    model._checkpointed = True
+                began = time.perf_counter()
+                profile = head["micro_batch"] == size["micro_batches"][0]
+                row = {**head, "build_seconds": built}
+                row.update(
+                    training_setting(model, data, pool, size, head["micro_batch"], head["checkpointing"], profile)
+                )
+                last = row["wall_seconds"] = time.perf_counter() - began
+                row.update(ratios(row))
+                rows.append(row)
+                print(summary_line(row), flush=True)
+            model = None
+            free(device)
     return rows
 
 
-def training_setting(model, data, pool, size: dict, micro: int, checkpointed: bool, deadline: float) -> dict:
-    """One setting: a warm-up step, timed steps, one profiled step, with a fresh AdamW."""
+def training_setting(model, data, pool, size: dict, micro: int, checkpointed: bool, profile: bool) -> dict:
+    """One setting with a fresh AdamW: a warm-up step, the timed steps, and with `profile` a step
+    whose kernels are counted (and on a GPU one more whose operations `OpCounter` counts, the
+    CPU's measure of the same step)."""
     device = size["device"]
     config = TrainConfig(
         n_outputs=int(data.mask.sum(-1).max()),
@@ -414,7 +435,7 @@ def training_setting(model, data, pool, size: dict, micro: int, checkpointed: bo
     params, optimizer, _ = _adamw(model, config)
     model.train()
     free(device)
-    record, seconds, failure = {}, [], None
+    record, seconds, failure = dict(resident=resident(device)), [], None
     draws = []
 
     def step(number: int) -> None:
@@ -432,13 +453,16 @@ def training_setting(model, data, pool, size: dict, micro: int, checkpointed: bo
             synchronize(device)
             if number:
                 seconds.append(time.perf_counter() - began)
-            if time.perf_counter() > deadline:
-                break
         record.update(peaks(device))
-        record["kernels"] = profiled(lambda: step(1 + size["timed_steps"]), device)
+        if profile:
+            record["kernels"] = profiled(lambda: step(1 + size["timed_steps"]), device)
+            if device == "cuda":
+                record["ops"] = profiled(lambda: step(2 + size["timed_steps"]), "cpu")
     except torch.OutOfMemoryError as error:
         failure = out_of_memory(error)
         failure.update(peaks(device))
+    except Exception as error:  # recorded, and the next setting runs
+        failure = dict(status=f"failed: {type(error).__name__}: {str(error)[:300]}")
     optimizer.zero_grad(set_to_none=True)
     optimizer.state.clear()  # AdamW's moments: the next setting starts its own
     free(device)
@@ -446,7 +470,9 @@ def training_setting(model, data, pool, size: dict, micro: int, checkpointed: bo
         return failure
     micro_batches = -(-size["batch"] // micro)
     positions = draws[-1]  # the backbone's calls a micro-batch: the prompt pass and n - 1 fed-back positions
-    record["kernels"]["per_position_per_micro_batch"] = record["kernels"]["kernels"] / (micro_batches * positions)
+    for counted in (record.get("kernels"), record.get("ops")):
+        if counted:
+            counted["per_position_per_micro_batch"] = counted["kernels"] / (micro_batches * positions)
     record.update(
         status="ok",
         step_seconds=seconds,
@@ -480,7 +506,7 @@ def summary_line(row: dict) -> str:
     return head + (
         f"allocated {gib(row['max_memory_allocated'])} reserved {gib(row['max_memory_reserved'])} "
         f"projected {gib(row['projected']['gpu_peak'])}; step {row['median_step_seconds']:.3f} s "
-        f"(projected {row['projected_step']['seconds']:.2f}); {row['kernels']['kernels']} kernels"
+        f"(projected {row['projected_step']['seconds']:.2f}); {(row.get('kernels') or {}).get('kernels', '-')} kernels"
     )
 
 
@@ -600,7 +626,8 @@ def faiss_part(size: dict, deadline: float) -> dict:
                 reason = f"skipped: faiss {faiss.__version__} here has no GPU (the CPU build)"
                 entry["builds"][build] = dict(status=reason)
                 continue
-            if time.perf_counter() > deadline:
+            estimate = size["cpu_build_seconds_per_million"] * n / 1e6 if build == "cpu" else 0.0
+            if time.perf_counter() + estimate > deadline:
                 entry["builds"][build] = dict(status="skipped: time")
                 continue
             index = IVFPQIndex(shards, size["faiss_factory"], nprobe=32, use_gpu=build == "gpu")
@@ -746,9 +773,12 @@ def markdown(record: dict) -> str:
     ]
     parts = record["parts"]
     training_part = parts.get("training", {})
-    if isinstance(training_part.get("result"), list):
+    lines += [f"## training: {training_part.get('status')}", ""]
+    if training_part.get("status", "").startswith("failed"):
+        lines += ["```", *training_part["result"], "```", ""]
+    if training_part.get("status") == "ok":
         lines += [
-            "## Training step (batch 128, LoRA r = 64, bfloat16)",
+            "Batch 128 (8 in the rehearsal), LoRA r = 64, bfloat16; projected: `amer_lib.core.memory.plan`.",
             "",
             "| backbone | data | micro-batch | checkpointing | status | allocated GiB | reserved GiB | projected GiB "
             "| reserved / projected | step s | projected s | kernels a step | per position per micro-batch |",
@@ -768,7 +798,9 @@ def markdown(record: dict) -> str:
     for name in ("generation", "faiss", "encoding"):
         part = parts.get(name, {})
         lines += [f"## {name}", "", f"status: {part.get('status')}, {number(part.get('seconds'))} s", ""]
-        result = part.get("result")
+        result = part.get("result") if part.get("status") == "ok" else None
+        if part.get("status", "").startswith("failed"):
+            lines += ["```", *part["result"], "```"]
         if name == "faiss" and isinstance(result, dict):
             lines += ["| n | build | status | train s | add s | search s | recall@100 |", "|---" * 7 + "|"]
             for entry in result["sizes"]:
@@ -840,11 +872,12 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def count_ops(path: Path) -> dict:
-    """Leaf aten operations (about one GPU kernel each) of one training micro-batch of 4 questions
+    """The operations `OpCounter` sees (about one GPU kernel each) in one training micro-batch of 4 questions
     with every fed-back position the model's own (p = 1), on CPU stand-ins of Llama-3.1-8B's
     structure (its GQA ratio, LoRA r = 64 on the seven projections, bfloat16 autocast) at a tiny
     width, for 2 and 4 layers and 5 and 8 decoded positions, plain and checkpointed, and the
     optimizer step's at 2 and 4 layers; fitted as a + b L + c n + d L n and extrapolated to 32 layers."""
+    torch.set_num_threads(1)
     counts, names, optimizer_ops = {}, {}, {}
     for checkpointed in (False, True):
         for layers in (2, 4):
@@ -858,8 +891,6 @@ def count_ops(path: Path) -> dict:
                 train = TrainConfig(n_outputs=n, steps=10, batch_size=4, mixed_precision=True)
                 params, optimizer, _ = _adamw(model, train)
                 batch = draw_batch(data, torch.arange(4), negative_pool(size, "cpu"), train, 1.0, _step_generator(0, 0))
-                from amer_lib.core.train import accumulate_gradients
-
                 accumulate_gradients(model, data, batch, train)  # warm-up
                 counted = profiled(lambda: accumulate_gradients(model, data, batch, train), "cpu", everything=True)
                 key = f"{'checkpointed' if checkpointed else 'plain'} L={layers} n={n}"
@@ -869,11 +900,7 @@ def count_ops(path: Path) -> dict:
                     optimizer_ops[layers] = profiled(step, "cpu")["kernels"]
     record = dict(counts=counts, optimizer_step_ops=optimizer_ops, fits={}, at_8b={})
     for mode in ("plain", "checkpointed"):
-        c = lambda layers, n: counts[f"{mode} L={layers} n={n}"]
-        d = ((c(4, 8) - c(2, 8)) - (c(4, 5) - c(2, 5))) / (2 * 3)
-        b = (c(4, 5) - c(2, 5)) / 2 - 5 * d
-        per_n = (c(2, 8) - c(2, 5)) / 3 - 2 * d
-        a = c(2, 5) - 2 * b - 5 * per_n - 10 * d
+        a, b, per_n, d = fit({(layers, n): counts[f"{mode} L={layers} n={n}"] for layers in (2, 4) for n in (5, 8)})
         record["fits"][mode] = dict(a=a, b=b, c=per_n, d=d)
         position = per_n + 32 * d
         fixed = a + 32 * b
@@ -898,6 +925,16 @@ def count_ops(path: Path) -> dict:
         )
     write_json(path, record)
     return record
+
+
+def fit(counts: dict[tuple[int, int], float]) -> tuple[float, float, float, float]:
+    """(a, b, c, d) of count = a + b L + c n + d L n through the four counts at L = 2, 4 layers and
+    n = 5, 8 decoded positions."""
+    d = ((counts[4, 8] - counts[2, 8]) - (counts[4, 5] - counts[2, 5])) / (2 * 3)
+    b = (counts[4, 5] - counts[2, 5]) / 2 - 5 * d
+    c = (counts[2, 8] - counts[2, 5]) / 3 - 2 * d
+    a = counts[2, 5] - 2 * b - 5 * c - 10 * d
+    return a, b, c, d
 
 
 def top_names_counted(counts: dict[str, float], divisor: float, top: int = 12) -> dict[str, float]:
