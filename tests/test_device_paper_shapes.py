@@ -128,3 +128,16 @@ def test_the_tiny_rehearsal_records_every_part_with_projections_beside_measureme
     assert all(entry["passages_per_second"] > 0 for entry in encoding["batches"])
     table = (tmp_path / "paper_shapes.md").read_text()
     assert "| backbone | data | micro-batch | checkpointing |" in table and table.count("| llama8b |") == 8
+
+
+def test_the_carried_wheels_are_the_versions_this_environment_was_installed_with():
+    import peft
+    import transformers
+
+    assert paper_shapes.pins() == [
+        "faiss-cpu==1.15.1",
+        f"transformers=={transformers.__version__}",
+        f"peft=={peft.__version__}",
+    ]
+    with pytest.raises(ValueError, match="pins no version of not-a-package"):
+        paper_shapes.pins(("not-a-package",))

@@ -1,21 +1,21 @@
 """The GPU's own numbers (issue 59): the paper's shapes on a lent GPU, in one call of about 8 minutes.
 
-Run it first in any session lent a device, before any other use of it. On this workplace's lent
-machine (no network there: faiss travels as the CPU build's wheel, in `.whl/`, which git ignores),
-made here once with
+Run it first in any session lent a device, before any other use of it. The lent machine of this
+workplace reaches no network and holds torch, transformers 5.17 and peft but no faiss; the
+repository's gradient checkpointing needs the transformers constraints.txt pins (5.17 fails it with
+an IndexError in `checkpointing._checkpointed`), so the pinned wheels of faiss-cpu, transformers and
+peft travel in `.whl/` (git ignores it; 31.7 MiB), made here once by
 
-    .venv/bin/python -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \\
-        --platform manylinux_2_28_x86_64 -d .whl faiss-cpu==1.15.1
+    .venv/bin/python benchmarks/device/paper_shapes.py --pack
 
 then the device call, from the repository root, with `carry: [".whl"]` and `timeout_s: 600`:
 
-    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && \\
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && \
     PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 python3 benchmarks/device/paper_shapes.py --out $OUT
 
-(the machine's own torch, transformers and peft; constraints.txt's faiss-gpu==1.15.1 is a 135 MB
-wheel that needs CUDA 12's runtime wheels beside it, more than a call carries, so there the GPU
-half of part 3 records why it was skipped). On a GPU machine with network, the `gpu` extra as
-constraints.txt pins it:
+(constraints.txt's faiss-gpu==1.15.1 is a 135 MB wheel that needs CUDA 12's runtime wheels beside
+it, more than a call carries: there the GPU half of part 3 records why it was skipped). On a GPU
+machine with network, the repository with its `gpu` extra, pinned by constraints.txt:
 
     pip install -c constraints.txt -e ".[gpu]" && python benchmarks/device/paper_shapes.py --out OUT
 
@@ -40,9 +40,9 @@ Parts, most valuable first, each under a wall-clock cap (what does not fit is re
 4. inf-retriever-v1-1.5b's shape (Qwen2-1.5B) encoding random passages of 128-160 tokens in
    bfloat16: passages a second at a few batch sizes, beside `benchmarks/projection.py`'s rate.
 
-`--count-ops` (CPU, minutes) answers issue 59's finding 6 as far as a CPU can: operations per
-decoded position per micro-batch at 8B's depth, counted by torch.profiler on stand-ins of 2 and
-4 layers and extrapolated by layers (`paper_shapes_cpu_ops.json` beside this file).
+`--count-ops JSON` (CPU, 20 s) answers issue 59's finding 6 as far as a CPU can: operations per
+decoded position per micro-batch at 8B's depth, counted (`OpCounter`) on stand-ins of 2 and 4
+layers and extrapolated by layers (`paper_shapes_cpu_ops.json` beside this file).
 """
 
 from __future__ import annotations
@@ -191,7 +191,7 @@ def shapes(tiny: bool) -> dict:
     )
 
 
-def random_encoder(config: dict, embedding_dim: int, device: str, seed: int = 0) -> AMERQueryEncoder:
+def random_encoder(config: dict, embedding_dim: int, device: str, seed: int = 0, lora: bool = True) -> AMERQueryEncoder:
     """Notebook 04's LoRA encoder (`runs.query_encoders.build_query_encoder`'s steps) on a randomly
     initialised backbone of `config`, built on `device` at once (an 8B model initialised on the
     CPU takes minutes): bfloat16 frozen weights, LoRA r = 64 on the seven projections, float32
@@ -201,7 +201,10 @@ def random_encoder(config: dict, embedding_dim: int, device: str, seed: int = 0)
     torch.manual_seed(seed)
     with torch.device(device):
         backbone = AutoModel.from_config(AutoConfig.for_model(**config), dtype=torch.bfloat16)
-        backbone = add_lora(backbone, LoraSettings())
+        if lora:
+            backbone = add_lora(backbone, LoraSettings())
+        else:  # frozen: only the projections train
+            backbone.requires_grad_(False)
         model = AMERQueryEncoder(backbone, embedding_dim)
     model.mixed_precision = True
     return model.to(device)
@@ -314,7 +317,9 @@ NOT_KERNELS = {
     "aten::empty_strided",
     "aten::_local_scalar_dense",
     "aten::lift_fresh",
+    "aten::_unsafe_view",  # a view the schema does not mark as one
 }
+CARRIED = ("faiss-cpu", "transformers", "peft")  # the wheels a device call carries, at constraints.txt's pins
 
 
 class OpCounter(TorchDispatchMode):
@@ -871,20 +876,24 @@ def run(args: argparse.Namespace) -> dict:
 # ----- finding 6 on the CPU: operations per decoded position ----------------------------------------------------------
 
 
+MODES = {"plain": (False, True), "checkpointed": (True, True), "no_lora": (False, False)}  # checkpointing, LoRA
+
+
 def count_ops(path: Path) -> dict:
     """The operations `OpCounter` sees (about one GPU kernel each) in one training micro-batch of 4 questions
     with every fed-back position the model's own (p = 1), on CPU stand-ins of Llama-3.1-8B's
     structure (its GQA ratio, LoRA r = 64 on the seven projections, bfloat16 autocast) at a tiny
-    width, for 2 and 4 layers and 5 and 8 decoded positions, plain and checkpointed, and the
-    optimizer step's at 2 and 4 layers; fitted as a + b L + c n + d L n and extrapolated to 32 layers."""
+    width, for 2 and 4 layers and 5 and 8 decoded positions, plain, checkpointed and without LoRA
+    (only the projections trained: what the adapters add), and the optimizer step's at 2 and 4
+    layers; fitted as a + b L + c n + d L n and extrapolated to 32 layers."""
     torch.set_num_threads(1)
     counts, names, optimizer_ops = {}, {}, {}
-    for checkpointed in (False, True):
+    for mode, (checkpointed, lora) in MODES.items():
         for layers in (2, 4):
             for n in (5, 8):
                 size = shapes(True)
                 config = {**size["backbones"]["llama8b"], "num_hidden_layers": layers}
-                model = random_encoder(config, size["embedding_dim"], "cpu").train()
+                model = random_encoder(config, size["embedding_dim"], "cpu", lora=lora).train()
                 if checkpointed:
                     checkpointing.enable(model.backbone)
                 data = question_data({**size, "datasets": {"q": dict(questions=4, targets=(n, n))}}, "q", "cpu")
@@ -893,13 +902,13 @@ def count_ops(path: Path) -> dict:
                 batch = draw_batch(data, torch.arange(4), negative_pool(size, "cpu"), train, 1.0, _step_generator(0, 0))
                 accumulate_gradients(model, data, batch, train)  # warm-up
                 counted = profiled(lambda: accumulate_gradients(model, data, batch, train), "cpu", everything=True)
-                key = f"{'checkpointed' if checkpointed else 'plain'} L={layers} n={n}"
+                key = f"{mode} L={layers} n={n}"
                 counts[key], names[key] = counted["kernels"], counted["all_names"]
-                if not checkpointed and n == 5:
+                if mode == "plain" and n == 5:
                     step = lambda: (torch.nn.utils.clip_grad_norm_(params, 1.0), optimizer.step())
                     optimizer_ops[layers] = profiled(step, "cpu")["kernels"]
     record = dict(counts=counts, optimizer_step_ops=optimizer_ops, fits={}, at_8b={})
-    for mode in ("plain", "checkpointed"):
+    for mode in MODES:
         a, b, per_n, d = fit({(layers, n): counts[f"{mode} L={layers} n={n}"] for layers in (2, 4) for n in (5, 8)})
         record["fits"][mode] = dict(a=a, b=b, c=per_n, d=d)
         position = per_n + 32 * d
@@ -942,6 +951,32 @@ def top_names_counted(counts: dict[str, float], divisor: float, top: int = 12) -
     return {op: value / divisor for op, value in sorted(counts.items(), key=lambda item: -item[1])[:top] if value}
 
 
+def pins(names: tuple[str, ...] = CARRIED) -> list[str]:
+    """`name==version` of each of `names` as constraints.txt pins it."""
+    pinned = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        requirement = line.split("#")[0].strip()
+        if "==" in requirement:
+            name, version = requirement.split("==")
+            pinned[name.lower()] = f"{name}=={version}"
+    missing = [name for name in names if name not in pinned]
+    if missing:
+        raise ValueError(f"constraints.txt pins no version of {', '.join(missing)}; pin them there first")
+    return [pinned[name] for name in names]
+
+
+def pack(folder: Path) -> None:
+    """The pinned wheels of `CARRIED` for the device machine's Python 3.12, into `folder`."""
+    import subprocess
+
+    platform_tags = ["--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_17_x86_64"]
+    command = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:"]
+    command += ["--python-version", "3.12", "--implementation", "cp", *platform_tags, "-d", str(folder), *pins()]
+    subprocess.run(command, check=True)
+    sizes = {p.name: round(p.stat().st_size / 2**20, 1) for p in sorted(folder.glob("*.whl"))}
+    print(f"{folder}: {sizes} MiB, {sum(sizes.values()):.1f} in all")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, help="the folder for paper_shapes.json and paper_shapes.md")
@@ -951,7 +986,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--count-ops", type=Path, metavar="JSON", help="instead: finding 6's CPU operation count, written to JSON"
     )
+    parser.add_argument("--pack", action="store_true", help="instead: the pinned wheels the device call carries, .whl/")
     args = parser.parse_args(argv)
+    if args.pack:
+        pack(ROOT / ".whl")
+        return
     if args.count_ops:
         record = count_ops(args.count_ops)
         for mode, found in record["at_8b"].items():
