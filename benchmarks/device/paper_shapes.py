@@ -97,7 +97,8 @@ NEGATIVES = 1_000_000  # the float16 negative pool
 # docs/paper_scale.md's step projection: examples x 65 tokens x 4 x parameters FLOPs at 40% of 989 TFLOPS bf16
 PROJECTED_PARAMETERS = {"llama8b": 8.0e9, "llama1b": 1.24e9}
 PEAK_FLOPS, MFU, PROJECTED_TOKENS = 989e12, 0.4, 65
-# infly/inf-retriever-v1-1.5b's published config.json (a Qwen2-1.5B), its architecture fields
+# infly/inf-retriever-v1-1.5b's published config.json (a Qwen2-1.5B), its architecture fields: 1.543e9
+# parameters counted on the meta device, benchmarks/projection.py's 1.54e9
 INF_RETRIEVER = dict(
     model_type="qwen2",
     hidden_size=1536,
@@ -173,7 +174,7 @@ def shapes(tiny: bool) -> dict:
         device="cpu",
         backbones=small,
         micro_batches=(2, 4),
-        batch=8,
+        batch=4,
         embedding_dim=32,
         prompt_tokens=(6, 9),
         datasets={"qampari": dict(questions=64, targets=(2, 3)), "ambigqa": dict(questions=64, targets=(2, 4))},
@@ -233,7 +234,7 @@ def question_data(size: dict, dataset: str, device: str, count: int | None = Non
 def negative_pool(size: dict, device: str) -> torch.Tensor:
     """The float16 negative pool, unit rows."""
     pool = torch.randn(size["negatives"], size["embedding_dim"], device=device, dtype=torch.float16)
-    return pool / pool.float().norm(dim=-1, keepdim=True).to(torch.float16)
+    return pool / torch.linalg.vector_norm(pool, dim=-1, keepdim=True, dtype=torch.float32).to(torch.float16)
 
 
 # ----- the preflight's projection (the one place to adapt when the preflight changes) ---------------------------------
@@ -293,8 +294,9 @@ def synchronize(device: str) -> None:
 
 
 def free(device: str) -> None:
-    gc.collect()
+    """Memory of what went before returned to the GPU, and its peaks reset (nothing on the CPU)."""
     if device == "cuda":
+        gc.collect()
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
 
@@ -463,8 +465,10 @@ def training_setting(model, data, pool, size: dict, micro: int, checkpointed: bo
         record.update(peaks(device))
         if profile:
             record["kernels"] = profiled(lambda: step(1 + size["timed_steps"]), device)
+            record["kernels"]["positions"] = draws[-1]
             if device == "cuda" and not checkpointed:  # the CPU's count of the same step, for finding 6
                 record["ops"] = profiled(lambda: step(2 + size["timed_steps"]), "cpu")
+                record["ops"]["positions"] = draws[-1]
     except torch.OutOfMemoryError as error:
         failure = out_of_memory(error)
         failure.update(peaks(device))
@@ -476,10 +480,9 @@ def training_setting(model, data, pool, size: dict, micro: int, checkpointed: bo
     if failure is not None:
         return failure
     micro_batches = -(-size["batch"] // micro)
-    positions = draws[-1]  # the backbone's calls a micro-batch: the prompt pass and n - 1 fed-back positions
     for counted in (record.get("kernels"), record.get("ops")):
-        if counted:
-            counted["per_position_per_micro_batch"] = counted["kernels"] / (micro_batches * positions)
+        if counted:  # positions: the backbone's calls a micro-batch (the prompt pass and n - 1 fed-back positions)
+            counted["per_position_per_micro_batch"] = counted["kernels"] / (micro_batches * counted["positions"])
     record.update(
         status="ok",
         step_seconds=seconds,
@@ -785,7 +788,7 @@ def markdown(record: dict) -> str:
         lines += ["```", *training_part["result"], "```", ""]
     if training_part.get("status") == "ok":
         lines += [
-            "Batch 128 (8 in the rehearsal), LoRA r = 64, bfloat16; projected: `amer_lib.core.memory.plan`.",
+            "Batch 128 (4 in the rehearsal), LoRA r = 64, bfloat16; projected: `amer_lib.core.memory.plan`.",
             "",
             "| backbone | data | micro-batch | checkpointing | status | allocated GiB | reserved GiB | projected GiB "
             "| reserved / projected | step s | projected s | kernels a step | per position per micro-batch |",
