@@ -59,6 +59,12 @@ def test_the_op_counter_counts_what_computes_and_leaves_views_out():
     assert counter.names == ["aten::mm", "aten::relu", "aten::sum"]
 
 
+def test_the_gpu_count_reads_kinetos_events_and_finds_no_kernel_on_the_cpu(monkeypatch):
+    monkeypatch.setattr(paper_shapes, "synchronize", lambda device: None)
+    counted = paper_shapes.profiled(lambda: torch.ones(3) * 2, "cuda")
+    assert counted == dict(kind="cuda kernels (torch.profiler)", kernels=0, copies=0)
+
+
 def test_the_fit_recovers_a_known_count():
     a, b, c, d = 40.0, 30.0, 70.0, 260.0
     counts = {(layers, n): a + b * layers + c * n + d * layers * n for layers in (2, 4) for n in (5, 8)}
