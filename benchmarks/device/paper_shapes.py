@@ -380,12 +380,13 @@ def out_of_memory(error: Exception) -> dict:
 # ----- part 1: training -----------------------------------------------------------------------------------------------
 
 
-def training(size: dict, deadline: float) -> list[dict]:
+def training(size: dict, deadline: float, on_row=None) -> list[dict]:
     """Every (dataset, backbone, micro-batch, checkpointing) setting that fits the part's time:
     peaks beside the projection, seconds a step (median of the timed steps after a warm-up step),
     kernels a step at the smaller micro-batch. QAMPARI's settings of both backbones come first;
     a model is built for each dataset, and its plain settings run before its checkpointed ones
-    (checkpointing is switched on once and stays on)."""
+    (checkpointing is switched on once and stays on). `on_row(rows)` after each measured setting
+    (the record written as it grows: a call cut short keeps what was measured)."""
     device = size["device"]
     rows = []
     free(device)
@@ -421,6 +422,8 @@ def training(size: dict, deadline: float) -> list[dict]:
                 row.update(ratios(row))
                 rows.append(row)
                 print(summary_line(row), flush=True)
+                if on_row is not None:
+                    on_row(rows)
             model = None
             free(device)
     return rows
@@ -787,7 +790,7 @@ def markdown(record: dict) -> str:
     lines += [f"## training: {training_part.get('status')}", ""]
     if training_part.get("status", "").startswith("failed"):
         lines += ["```", *training_part["result"], "```", ""]
-    if training_part.get("status") == "ok":
+    if training_part.get("status") in ("ok", "running"):
         lines += [
             "Batch 128 (4 in the rehearsal), LoRA r = 64, bfloat16; projected: `amer_lib.core.memory.plan`.",
             "",
@@ -866,8 +869,14 @@ def run(args: argparse.Namespace) -> dict:
             continue
         began = time.perf_counter()
         print(f"--- {name} ({clock.left():.0f} s left)", flush=True)
+
+        def written_so_far(rows, name=name):
+            record["parts"][name] = dict(status="running", seconds=time.perf_counter() - began, result=rows)
+            write(record, args.out)
+
+        options = {"on_row": written_so_far} if name == "training" else {}
         try:
-            result, status = function(size, clock.part(CAPS[name])), "ok"
+            result, status = function(size, clock.part(CAPS[name]), **options), "ok"
         except Exception as error:  # one part's failure is recorded; the next parts still run
             import traceback
 
