@@ -52,6 +52,12 @@ class ReplayCache(DynamicCache):
             del self._replaying[layer_idx]
 
 
+def _layer_of(function: partial) -> torch.nn.Module:
+    """The decoder layer a checkpointed partial runs: transformers 5.24 passes `partial(forward,
+    layer, **kwargs)`, earlier 5.x releases `partial(layer.__call__, **kwargs)` (a bound method)."""
+    return function.args[0] if function.args else function.func.__self__
+
+
 def _layer_index(layer: torch.nn.Module) -> int:
     return next(module.layer_idx for module in layer.modules() if isinstance(getattr(module, "layer_idx", None), int))
 
@@ -63,7 +69,7 @@ def _checkpointed(function: partial, *args):
     cache = function.keywords.get("cache", function.keywords.get("past_key_values"))
     if not isinstance(cache, ReplayCache):
         return checkpoint(function, *args, use_reentrant=False)
-    layer_idx = _layer_index(function.args[0])
+    layer_idx = _layer_index(_layer_of(function))
     past = cache.cached_length(layer_idx)
     contexts = lambda: (contextlib.nullcontext(), cache.replaying(layer_idx, past))
     return checkpoint(function, *args, use_reentrant=False, context_fn=contexts)

@@ -114,6 +114,16 @@ def test_checkpointing_keeps_the_kv_cache_that_hugging_face_would_drop():
     assert any(not torch.allclose(dropped[name], plain[name]) for name in plain)
 
 
+def test_checkpointing_finds_the_layer_in_either_partial_transformers_makes():
+    """transformers 5.24 hands the checkpoint `partial(forward, layer, ...)`, earlier 5.x releases
+    `partial(layer.__call__, ...)`: the layer (and so its cache index) is found either way."""
+    from functools import partial
+
+    layer = torch.nn.Linear(2, 2)
+    assert checkpointing._layer_of(partial(torch.nn.Linear.forward, layer, input=None)) is layer
+    assert checkpointing._layer_of(partial(layer.__call__, input=None)) is layer
+
+
 def test_micro_batches_cover_the_share_in_order():
     assert micro_batches(slice(0, 10), 0) == [slice(0, 10)]
     assert micro_batches(slice(0, 10), 16) == [slice(0, 10)]
