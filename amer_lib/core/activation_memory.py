@@ -49,7 +49,8 @@ _MEASURED_NOW: dict[tuple, dict[str, float]] = {}  # this process's measurements
 def per_token(backbone: Description, mode: str) -> dict[str, float]:
     """Bytes per token per layer, plain and checkpointed, that `backbone` keeps in `mode`: the
     committed measurement of a registry backbone of the same layer shape and LoRA settings, or
-    measured now, once a process (about a minute a mode at 8B's width on 2 cores)."""
+    measured now, once a process (about three minutes a mode at 8B's width on one CPU thread:
+    `benchmarks/bench_activation_memory.py` took 762 s for Llama-8B's four)."""
     shape = layer_shape(backbone.config)
     for name, entry in measured()["backbones"].items():
         if entry["shape"] == shape and BACKBONES[name].lora == backbone.lora and mode in entry["activations"]:

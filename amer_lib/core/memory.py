@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass, replace
 
 from amer_lib.core import activation_memory
 from amer_lib.core.activation_memory import precision_mode
-from amer_lib.core.backbones import Description, describe, frozen_weights_dtype
+from amer_lib.core.backbones import FINETUNE_MODES, Description, describe, frozen_weights_dtype
 
 GIB = 2**30
 CUDA_RESERVE = 2 * GIB  # CUDA context (about 0.5 GiB) and the caching allocator's fragmentation
@@ -59,9 +59,16 @@ class Workload:
     negatives: int  # rows of the negative pool
     training_questions: int  # their targets sit on the GPU, [N, max_targets, d] float32
     corpus_size: int
-    nproc: int = 1  # processes of one run, one GPU each
+    nproc: int = 1  # processes of one run (torchrun), one GPU each
     negative_bytes: int = 2  # float16 rows of a prepared corpus; the synthetic task's are float32
     processes_per_gpu: int = 1  # training processes that share one GPU (worker processes on one device)
+
+    def __post_init__(self):
+        if self.finetune not in FINETUNE_MODES:
+            raise ValueError(f"unknown finetune {self.finetune!r}; valid: {', '.join(FINETUNE_MODES)}")
+        for name in ("batch_size", "nproc", "processes_per_gpu"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
 
     @property
     def micro_batch(self) -> int:

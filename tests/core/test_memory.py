@@ -54,7 +54,7 @@ def test_the_8b_ambigqa_file_projects_as_the_hand_arithmetic_says():
     assert plan.search == 4 * 500_000 * 1536 and plan.faiss_temporary == 1536 * 2**20
     expected = 2 * parameters + plan.trained_state + plan.data + plan.activations + plan.search + 1.5 * GIB + 2 * GIB
     assert plan.gpu_peak == plan.device_peak == expected
-    assert 52 * GIB < expected < 58 * GIB  # the docs' 55.6 GiB
+    assert 55 * GIB < expected < 56 * GIB  # the docs' 55.8 GiB
     host = 2 * parameters + 25_000_000 * activation_memory.measured()["host_bytes_per_document"] + plan.data
     assert plan.host_peak == host
 
@@ -64,8 +64,10 @@ def test_checkpointing_keeps_each_layers_input_and_kv_cache_and_one_layer():
     checkpointed = memory.plan(backbone, replace(work, gradient_checkpointing=True))
     per_token = activation_memory.per_token(backbone, "lora_bf16")
     # the layer's bfloat16 input and its KV cache (8 KV heads of 128, keys and values): the rest is recomputed
-    assert per_token["checkpointed"] == 4096 * 2 + 2 * 8 * 128 * 2
-    assert checkpointed.activations == 32 * 72 * (32 * per_token["checkpointed"] + per_token["plain"])
+    assert per_token["checkpointed"] == pytest.approx(4096 * 2 + 2 * 8 * 128 * 2)
+    assert checkpointed.activations == pytest.approx(
+        32 * 72 * (32 * per_token["checkpointed"] + per_token["plain"]), abs=1
+    )
 
 
 @pytest.mark.parametrize(
@@ -99,6 +101,14 @@ def test_an_unknown_path_or_mode_is_refused_by_name():
         activation_memory.measure_layer_activations(TINY, "lora_bf16", LORA_TARGETS, "sampled")
     with pytest.raises(ValueError, match="valid: lora_bf16"):
         activation_memory.measure_layer_activations(TINY, "lora_fp16", LORA_TARGETS)
+
+
+def test_a_workload_with_an_unknown_finetune_or_no_process_is_refused_by_name():
+    _, work = preflight_paper_files.paper_workload("04_real_data/ambigqa_llama8b.yaml")
+    with pytest.raises(ValueError, match="valid: full, lora"):
+        replace(work, finetune="qlora")
+    with pytest.raises(ValueError, match="processes_per_gpu must be >= 1"):
+        replace(work, processes_per_gpu=0)
 
 
 def test_a_config_dict_is_described_as_its_registry_name():
@@ -174,7 +184,7 @@ def test_every_suggestion_for_every_paper_file_fits_with_its_headroom_stated(cap
                 assert float(free) == round((capacity - projected.device_peak) / GIB, 1) >= 0
 
 
-@pytest.mark.slow  # about 35 s on idle cores: the decode path runs its fed-back positions one at a time
+@pytest.mark.slow  # 28 s on one thread beside other work: the decode path runs its positions one at a time
 def test_the_measured_activations_are_what_the_measurement_gives_now():
     """The committed constant of Llama-3.2-1B's layer shape, measured again (saved-tensor bytes do
     not depend on the machine), on the decode path, and above the teacher-forced pass's."""
