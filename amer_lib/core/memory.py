@@ -20,7 +20,8 @@ The arithmetic (each term is a `MemoryPlan` field; `docs/paper_scale.md` writes 
 - search: validation's exact search copies the corpus to the GPU in blocks of `SEARCH_BLOCK`
   float32 rows, and FAISS keeps `FAISS_TEMPORARY` bytes of its own from the first search on. Both
   come on top of the training step's memory: torch's caching allocator keeps the step's freed
-  activation blocks (nothing empties its cache before validation) and FAISS allocates outside it;
+  activation blocks (nothing empties its cache before validation) and FAISS allocates outside it
+  (neither where the workload has no corpus);
 - a fixed `CUDA_RESERVE` for the CUDA context and the allocator's fragmentation.
 
 `gpu_peak` is one process's sum; `device_peak` counts every process that shares the GPU.
@@ -161,7 +162,7 @@ def plan(backbone: Description, work: Workload) -> MemoryPlan:
         activations=math.ceil(activations),
         data=negatives + targets,
         search=4 * min(SEARCH_BLOCK, work.corpus_size) * work.embedding_dim,
-        faiss_temporary=FAISS_TEMPORARY,
+        faiss_temporary=FAISS_TEMPORARY if work.corpus_size > 0 else 0,  # no corpus, no search
         reserve=CUDA_RESERVE,
         processes_per_gpu=work.processes_per_gpu,
         host_backbone=backbone.parameters * weight_bytes,

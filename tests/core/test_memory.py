@@ -52,6 +52,8 @@ def test_the_8b_ambigqa_file_projects_as_the_hand_arithmetic_says():
     assert plan.activations == pytest.approx(32 * 74 * 32 * measured, abs=1)  # questions x tokens x layers x bytes
     assert plan.data == 2 * 1_000_000 * 1536 + 4 * 5044 * 10 * 1536  # float16 negatives, float32 targets
     assert plan.search == 4 * 500_000 * 1536 and plan.faiss_temporary == 1536 * 2**20
+    without_search = memory.plan(backbone, replace(work, corpus_size=0))
+    assert without_search.search == without_search.faiss_temporary == 0  # a step measured alone searches nothing
     expected = 2 * parameters + plan.trained_state + plan.data + plan.activations + plan.search + 1.5 * GIB + 2 * GIB
     assert plan.gpu_peak == plan.device_peak == expected
     assert 55 * GIB < expected < 56 * GIB  # the docs' 55.8 GiB
