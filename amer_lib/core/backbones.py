@@ -256,7 +256,8 @@ def describe(backbone: str | dict) -> Description:
         name = config.get("_name_or_path") or config["model_type"]
         lora = LoraSettings(targets=BERT_LORA_TARGETS) if config["model_type"] == "bert" else LoraSettings()
     else:
-        name, config, lora = get_backbone(backbone).name, backbone_config(backbone), get_backbone(backbone).lora
+        spec = get_backbone(backbone)
+        name, config, lora = spec.name, backbone_config(backbone), spec.lora
     model = meta_model(config)
     per_rank = sum(
         module.in_features + module.out_features
