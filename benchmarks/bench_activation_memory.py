@@ -1,18 +1,22 @@
 """Activation memory per token per layer of every registry backbone, measured on CPU stand-ins of
-its real layer shape, and the host bytes per corpus document: the constants of the memory
-preflight (`amer_lib/core/memory.py`), written to `amer_lib/core/activation_memory.json`.
+its real layer shape through the step that trains, and the host bytes per corpus document: the
+constants of the memory preflight (`amer_lib/core/memory.py`), written to
+`amer_lib/core/activation_memory.json`.
 
-    .venv/bin/python benchmarks/bench_activation_memory.py   # about 2.5 minutes on 2 cores
+    .venv/bin/python benchmarks/bench_activation_memory.py   # minutes on one thread (the JSON's "seconds")
 
 Each backbone's published shape (hidden size, MLP width, heads, KV heads, head size) is built with
 random weights at two layers and at one, in each mode's precision (LoRA r = 64 on bfloat16 frozen
 weights under CPU bfloat16 autocast, as a GPU run with `mixed_precision: true`; float32 with or
-without autocast), and trained on one and two sequences of 70 tokens (65 prompt tokens, 5
-fed-back positions); the saved tensors' bytes (`memory.measure_layer_activations`) differenced
-over layers and sequences give one layer's bytes per token, plain and under gradient checkpointing.
-On a GPU the attention kernels keep less than the CPU's (flash attention keeps no probabilities:
-heads x sequence x 2 bytes per token, 4 KiB at 8B), so the CPU figure
-should be an upper bound by about that much (not checked on a GPU).
+without autocast), and trained through `AMERQueryEncoder.forward` on the decode path of scheduled
+sampling: two and four questions whose prompts are left-padded to 65 tokens (every other one half as
+long), then 9 positions decoded one at a time with the model's own outputs fed back (AmbigQA's
+largest target set, 10). The saved tensors' bytes and the KV cache's
+(`activation_memory.measure_layer_activations`), differenced over layers and questions, give one
+layer's bytes per token, plain and under gradient checkpointing. On a GPU the attention kernels
+keep less than the CPU's (flash attention keeps no probabilities: heads x sequence x 2 bytes per
+token, 4 KiB at 8B), so the CPU figure should be an upper bound by about that much (not checked on
+a GPU).
 """
 
 from __future__ import annotations
@@ -29,11 +33,18 @@ import transformers
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from amer_lib.core.activation_memory import (  # noqa: E402
+    FED_BACK,
+    MEASURED,
+    MODES,
+    PROMPT_TOKENS,
+    layer_shape,
+    measure_layer_activations,
+)
 from amer_lib.core.backbones import BACKBONES, backbone_config  # noqa: E402
-from amer_lib.core.memory import MEASURED, MODES, layer_shape, measure_layer_activations  # noqa: E402
 from amer_lib.io import write_json  # noqa: E402
 
-MEASURED_BACKBONES = ("llama1b", "llama3b", "llama8b", "qwen4b", "smollm2", "minilm")
+MEASURED_BACKBONES = ("llama8b", "qwen4b", "llama3b", "llama1b", "smollm2", "minilm")
 
 
 def host_bytes_per_document(n: int = 1_000_000) -> float:
@@ -49,7 +60,7 @@ def host_bytes_per_document(n: int = 1_000_000) -> float:
 
 
 def main() -> None:
-    torch.set_num_threads(2)
+    torch.set_num_threads(1)  # the bytes do not depend on the threads; one shares the cores best
     began = time.perf_counter()
     backbones = {}
     for name in MEASURED_BACKBONES:
@@ -69,7 +80,11 @@ def main() -> None:
             "host_bytes_per_document": round(per_document),
             "measured_with": {
                 "command": "python benchmarks/bench_activation_memory.py",
-                "sequence": 70,
+                "path": "decode: scheduled sampling, the model's own outputs fed back, KV cache",
+                "prompt_tokens": PROMPT_TOKENS,
+                "padding": "left, every other prompt half as long",
+                "fed_back": FED_BACK,
+                "questions": [2, 4],
                 "lora_rank": 64,
                 "torch": torch.__version__,
                 "transformers": transformers.__version__,

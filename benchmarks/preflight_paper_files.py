@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from amer_lib.core import memory  # noqa: E402
-from amer_lib.core.backbones import backbone_config, get_backbone  # noqa: E402
+from amer_lib.core.backbones import Description, describe  # noqa: E402
 from amer_lib.params import from_files  # noqa: E402
 
 H100 = 78 * memory.GIB  # what torch leaves usable of an H100 80GB (it reports 79.1 GiB in all)
@@ -40,29 +40,30 @@ FILES = [f"04_real_data/{d}_{b}.yaml" for b in ("llama1b", "llama3b", "llama8b",
 ]
 
 
-def paper_workload(name: str) -> tuple[memory.Architecture, memory.Workload]:
-    """A paper file's backbone and workload on the GPUs its file names."""
+def paper_workload(name: str) -> tuple[Description, memory.Workload]:
+    """A paper file's backbone and workload on the GPUs its file names (one process a GPU)."""
     notebook = name.split("/")[0]
     params = from_files(ROOT / "notebooks" / f"{notebook}.ipynb", ROOT / "params" / name)
-    spec = get_backbone(params.backbone)
-    arch = memory.architecture(params.backbone, backbone_config(params.backbone), spec.lora.targets)
+    backbone = describe(params.backbone)
     if notebook == "02_synthetic":
         work = memory.workload_of(params, **SYNTHETIC, negative_bytes=4)
     else:
         data = PAPER_DATA[params.datasets[0]]
         work = memory.workload_of(params, prompt_tokens=PROMPT_TOKENS, **data, **REAL_SIZES)
-    return arch, work
+    return backbone, work
 
 
 def rows() -> list[dict]:
-    """Each paper file on 1 and 4 GPUs: the file's own layout, its peak, and what fits an H100 (78 GiB)."""
+    """Each paper file on 1 and 4 GPUs: the file's own layout, its peak, and the largest micro-batch
+    that fits an H100 (78 GiB) with what it leaves free."""
     found = []
     for name in FILES:
-        arch, work = paper_workload(name)
+        backbone, work = paper_workload(name)
         for gpus in (1, 4):
             on = replace(work, nproc=gpus)
-            peak = memory.plan(arch, on).gpu_peak
-            fits = memory.settings_that_fit(arch, replace(on, micro_batch_size=0), H100)
+            projected = memory.plan(backbone, on)
+            peak = projected.device_peak
+            fits = memory.settings_that_fit(backbone, replace(on, micro_batch_size=0), H100)
             found.append(
                 {
                     "file": name,
@@ -72,7 +73,7 @@ def rows() -> list[dict]:
                     "tokens": on.sequence,
                     "peak_gib": round(peak / memory.GIB, 1),
                     "fits_h100": peak <= H100,
-                    "host_gib": round(memory.plan(arch, on).host_peak / memory.GIB, 1),
+                    "host_gib": round(projected.host_peak / memory.GIB, 1),
                     "largest_that_fits": fits[0] if fits else "none",
                 }
             )
@@ -82,7 +83,7 @@ def rows() -> list[dict]:
 def markdown(table: list[dict]) -> str:
     lines = [
         "| file | GPUs | questions per micro-batch | tokens | projected GPU peak | fits an H100 | host per process "
-        "| the largest micro-batch that fits an H100 (peak) |",
+        "| the largest micro-batch that fits an H100 (peak, free of 78 GiB) |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in table:

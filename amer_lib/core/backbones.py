@@ -227,6 +227,49 @@ def meta_model(config: dict) -> PreTrainedModel:
         return AutoModel.from_config(AutoConfig.for_model(**config))
 
 
+@dataclass(frozen=True)
+class Description:
+    """A backbone described once from its public config, without a weight: its parameters, layers
+    and hidden size, and what LoRA trains in it (the memory preflight plans from this alone)."""
+
+    name: str
+    config: dict  # the Hugging Face config dict it is read from (its layer shape sizes the activations)
+    parameters: int  # counted on the meta device
+    layers: int
+    hidden_size: int
+    lora: LoraSettings  # how a LoRA run adapts it
+    lora_parameters: int  # what LoRA trains in it: lora.r x (in + out) of each adapted projection
+
+
+def describe(backbone: str | dict) -> Description:
+    """The `Description` of a registry backbone or a local folder (by name), or of a Hugging Face
+    config dict, adapted as the registry adapts its own (LoRA on the seven projections of a
+    decoder, on BERT's six of a BERT)."""
+    if isinstance(backbone, dict):
+        missing = [key for key in ("model_type", "num_hidden_layers", "hidden_size") if key not in backbone]
+        if missing:
+            raise ValueError(
+                f"a backbone config needs {', '.join(missing)} (a Hugging Face config.json as a dict, or a "
+                f"backbone name: {', '.join(sorted(BACKBONES))} or a local folder)"
+            )
+        config = backbone
+        name = config.get("_name_or_path") or config["model_type"]
+        lora = LoraSettings(targets=BERT_LORA_TARGETS) if config["model_type"] == "bert" else LoraSettings()
+    else:
+        spec = get_backbone(backbone)
+        name, config, lora = spec.name, backbone_config(backbone), spec.lora
+    model = meta_model(config)
+    per_rank = sum(
+        module.in_features + module.out_features
+        for module_name, module in model.named_modules()
+        if isinstance(module, torch.nn.Linear) and module_name.endswith(lora.targets)
+    )
+    parameters = sum(p.numel() for p in model.parameters())
+    return Description(
+        name, config, parameters, int(config["num_hidden_layers"]), int(config["hidden_size"]), lora, lora.r * per_rank
+    )
+
+
 def parameters_in_billions(name: str) -> float:
     """Backbone `name`'s parameters in billions, counted on the meta device."""
     return sum(p.numel() for p in meta_model(backbone_config(name)).parameters()) / 1e9

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from amer_lib.core import distributed, memory
-from amer_lib.core.backbones import backbone_config, get_backbone, load_tokenizer, require_weights
+from amer_lib.core.backbones import describe, get_backbone, load_tokenizer, require_weights
 from amer_lib.core.device import resolve_device
 from amer_lib.core.expansion import (
     EXPANSION_SOURCES,
@@ -119,32 +119,31 @@ def run_one(
 
 def memory_preflight(params: RealConfig, benchmark: Benchmark, dataset: str, progress: bool = True) -> MemoryPlan:
     """Project one training process's peak memory for AMER on `dataset` (the larger of the two
-    systems: it decodes up to a batch's largest target set) before any weight is loaded; print it,
-    and on a GPU stop with the settings that fit when it exceeds the GPU's memory
-    (`amer_lib.core.memory`)."""
-    spec = get_backbone(params.backbone)
+    systems: it decodes up to a batch's largest target set) before any weight is loaded, from the
+    backbone described once (`backbones.describe`); print it, and on a GPU stop with the settings
+    that fit when it exceeds the GPU's memory (`amer_lib.core.memory`). Every worker process of a
+    run without torchrun takes the same GPU (`runs.dispatch`), so `workers` of them share it."""
+    spec, backbone = get_backbone(params.backbone), describe(params.backbone)
     tokenizer = load_tokenizer(params.backbone)
     questions = benchmark.questions(dataset, "train")
     prompts = PromptTemplate.of(spec, tokenizer).tokenize(tokenizer, [q.question for q in questions])[0]
-    prompt_tokens = prompts.shape[1]
-    corpus = benchmark.manifest.get("corpus_size", 0)
+    corpus, embedding_dim = benchmark.manifest.get("corpus_size", 0), get_encoder_spec(params.encoder).dim
+    device = resolve_device(params.device)
     work = memory.workload_of(
         params,
-        prompt_tokens=prompt_tokens,
+        prompt_tokens=prompts.shape[1],
         training_questions=len(questions),
         max_targets=max(len(q.targets) for q in questions),
-        embedding_dim=get_encoder_spec(params.encoder).dim,
+        embedding_dim=embedding_dim,
         negatives=min(NEGATIVE_POOL, corpus),
         corpus_size=corpus,
+        processes_per_gpu=params.workers if device.type == "cuda" and params.nproc_per_node == 1 else 1,
     )
-    mode = memory.precision_mode(params.finetune, params.mixed_precision)
-    arch = memory.architecture(params.backbone_name, backbone_config(params.backbone), spec.lora.targets, (mode,))
-    device = resolve_device(params.device)
     if device.type == "cuda":
         properties = torch.cuda.get_device_properties(device)
-        projected = memory.check(arch, work, properties.total_memory, properties.name)
+        projected = memory.check(backbone, work, properties.total_memory, properties.name)
     else:
-        projected = memory.plan(arch, work)
+        projected = memory.plan(backbone, work)
     if progress:
         print(f"memory preflight, {dataset}:", *projected.lines(), sep="\n  ")
     return projected

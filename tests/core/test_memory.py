@@ -7,69 +7,196 @@ from dataclasses import replace
 import pytest
 from conftest import ROOT, documentation
 
-from amer_lib.core import memory
-from amer_lib.core.backbones import LORA_TARGETS, backbone_config
+from amer_lib.core import activation_memory, memory
+from amer_lib.core.backbones import LORA_TARGETS, backbone_config, describe
+from amer_lib.core.device import cpu_threads
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import preflight_paper_files  # noqa: E402
 
 GIB = 2**30
+TINY = dict(  # a Llama layer small enough to measure in a second
+    model_type="llama",
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    head_dim=16,
+    vocab_size=16,
+)
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """The bytes do not depend on the threads, and one thread measures fastest beside other work."""
+    with cpu_threads(1):
+        yield
 
 
 def test_the_8b_ambigqa_file_projects_as_the_hand_arithmetic_says():
-    arch, work = preflight_paper_files.paper_workload("04_real_data/ambigqa_llama8b.yaml")
+    backbone, work = preflight_paper_files.paper_workload("04_real_data/ambigqa_llama8b.yaml")
     # Llama-3.1-8B without its LM head: embeddings 128256 x 4096, 32 layers of q, o 4096^2, k, v
     # 4096 x 1024, three MLP matrices 4096 x 14336 and two norms, and the final norm
     per_layer = 2 * 4096**2 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 2 * 4096
     parameters = 128256 * 4096 + 32 * per_layer + 4096
-    assert arch.parameters == parameters == 7_504_924_672
-    # LoRA per unit of rank: in + out of each of the seven projections, 32 layers
-    assert arch.lora_parameters_per_rank == 32 * (2 * 8192 + 2 * 5120 + 3 * (4096 + 14336)) == 2_621_440
+    assert backbone.parameters == parameters == 7_504_924_672
+    # LoRA r = 64 times in + out of each of the seven projections, 32 layers
+    assert backbone.lora_parameters == 64 * 32 * (2 * 8192 + 2 * 5120 + 3 * (4096 + 14336)) == 167_772_160
     assert (work.finetune, work.mixed_precision, work.micro_batch, work.sequence) == ("lora", True, 32, 65 + 10 - 1)
-    measured = memory._measured()["backbones"]["llama8b"]["activations"]["lora_bf16"]["plain"]
-    plan = memory.plan(arch, work)
+    measured = activation_memory.measured()["backbones"]["llama8b"]["activations"]["lora_bf16"]["plain"]
+    plan = memory.plan(backbone, work)
     assert plan.weights == 2 * parameters  # bfloat16 frozen weights
-    assert plan.trained_state == 16 * (64 * 2_621_440 + 2 * 1536 * 4096)  # float32 weight, grad, two moments
-    assert plan.activations == 32 * 74 * 32 * measured  # questions x tokens x layers x bytes
+    assert plan.trained_state == 16 * (167_772_160 + 2 * 1536 * 4096)  # float32 weight, grad, two moments
+    assert plan.gradient_buckets == 0  # one process: no DistributedDataParallel
+    assert plan.activations == pytest.approx(32 * 74 * 32 * measured, abs=1)  # questions x tokens x layers x bytes
     assert plan.data == 2 * 1_000_000 * 1536 + 4 * 5044 * 10 * 1536  # float16 negatives, float32 targets
-    assert plan.search == 4 * 500_000 * 1536
-    expected = 2 * parameters + plan.trained_state + plan.data + max(plan.activations, plan.search) + 2 * GIB
-    assert plan.gpu_peak == expected
-    assert 45 * GIB < expected < 50 * GIB  # the docs' 48.2 GiB
-    assert plan.host_peak == 2 * parameters + 25_000_000 * memory._measured()["host_bytes_per_document"] + plan.data
+    assert plan.search == 4 * 500_000 * 1536 and plan.faiss_temporary == 1536 * 2**20
+    without_search = memory.plan(backbone, replace(work, corpus_size=0))
+    assert without_search.search == without_search.faiss_temporary == 0  # a step measured alone searches nothing
+    expected = 2 * parameters + plan.trained_state + plan.data + plan.activations + plan.search + 1.5 * GIB + 2 * GIB
+    assert plan.gpu_peak == plan.device_peak == expected
+    assert 55 * GIB < expected < 56 * GIB  # the docs' 55.8 GiB
+    host = 2 * parameters + 25_000_000 * activation_memory.measured()["host_bytes_per_document"] + plan.data
+    assert plan.host_peak == host
 
 
-def test_checkpointing_keeps_each_layers_input_and_one_layer():
-    arch, work = preflight_paper_files.paper_workload("04_real_data/qampari_llama8b.yaml")
-    checkpointed = memory.plan(arch, replace(work, gradient_checkpointing=True))
-    per_token = arch.activations["lora_bf16"]
-    assert per_token["checkpointed"] == 4096 * 2  # the layer's bfloat16 input: the rest is recomputed
-    assert checkpointed.activations == 32 * 72 * (32 * per_token["checkpointed"] + per_token["plain"])
+def test_checkpointing_keeps_each_layers_input_and_kv_cache_and_one_layer():
+    backbone, work = preflight_paper_files.paper_workload("04_real_data/qampari_llama8b.yaml")
+    checkpointed = memory.plan(backbone, replace(work, gradient_checkpointing=True))
+    per_token = activation_memory.per_token(backbone, "lora_bf16")
+    # the layer's bfloat16 input and its KV cache (8 KV heads of 128, keys and values): the rest is recomputed
+    assert per_token["checkpointed"] == pytest.approx(4096 * 2 + 2 * 8 * 128 * 2)
+    assert checkpointed.activations == pytest.approx(
+        32 * 72 * (32 * per_token["checkpointed"] + per_token["plain"]), abs=1
+    )
+
+
+@pytest.mark.parametrize(
+    "mode, hidden_bytes, key_bytes, value_bytes",
+    [
+        ("lora_fp32", 4, 4, 4),
+        ("lora_bf16", 2, 2, 2),
+        # float32 weights under autocast: the residual stream stays float32, the keys leave the
+        # rotary embedding in float32 (its cos and sin are the hidden states' dtype), values bfloat16
+        ("full_bf16", 4, 4, 2),
+    ],
+)
+def test_the_decode_paths_checkpointed_layer_keeps_its_input_and_kv_cache(mode, hidden_bytes, key_bytes, value_bytes):
+    """Counted by hand: under checkpointing a layer keeps, per token, its input (hidden size
+    values) and on the decode path its KV cache (KV heads x head size, keys and values), which
+    the replay reads; the teacher-forced pass keeps the input alone."""
+    decode = activation_memory.measure_layer_activations(
+        TINY, mode, LORA_TARGETS, "decode", prompt_tokens=6, fed_back=3
+    )
+    teacher = activation_memory.measure_layer_activations(
+        TINY, mode, LORA_TARGETS, "teacher", prompt_tokens=6, fed_back=3
+    )
+    assert decode["checkpointed"] == pytest.approx(64 * hidden_bytes + 2 * 16 * (key_bytes + value_bytes))
+    assert teacher["checkpointed"] == pytest.approx(64 * hidden_bytes)
+    # step by step, each fed-back position keeps its own copy of the cache it attended to
+    assert decode["plain"] > teacher["plain"]
+
+
+def test_an_unknown_path_or_mode_is_refused_by_name():
+    with pytest.raises(ValueError, match="valid: decode, teacher"):
+        activation_memory.measure_layer_activations(TINY, "lora_bf16", LORA_TARGETS, "sampled")
+    with pytest.raises(ValueError, match="valid: lora_bf16"):
+        activation_memory.measure_layer_activations(TINY, "lora_fp16", LORA_TARGETS)
+
+
+def test_a_workload_with_an_unknown_finetune_or_no_process_is_refused_by_name():
+    _, work = preflight_paper_files.paper_workload("04_real_data/ambigqa_llama8b.yaml")
+    with pytest.raises(ValueError, match="valid: full, lora"):
+        replace(work, finetune="qlora")
+    with pytest.raises(ValueError, match="processes_per_gpu must be >= 1"):
+        replace(work, processes_per_gpu=0)
+
+
+def test_a_config_dict_is_described_as_its_registry_name():
+    by_name, by_config = describe("llama8b"), describe(backbone_config("llama8b"))
+    assert (by_config.parameters, by_config.layers, by_config.hidden_size, by_config.lora_parameters) == (
+        by_name.parameters,
+        by_name.layers,
+        by_name.hidden_size,
+        by_name.lora_parameters,
+    )
+    _, work = preflight_paper_files.paper_workload("04_real_data/ambigqa_llama8b.yaml")
+    assert memory.plan_for(backbone_config("llama8b"), work) == memory.plan_for("llama8b", work)
+    with pytest.raises(ValueError, match="needs num_hidden_layers"):
+        describe({"model_type": "llama", "hidden_size": 64})
+
+
+def test_several_processes_add_gradient_buckets_and_sharing_a_gpu_multiplies_the_peak():
+    backbone, work = preflight_paper_files.paper_workload("04_real_data/ambigqa_llama8b.yaml")
+    one = memory.plan(backbone, work)
+    four = memory.plan(backbone, replace(work, nproc=4))
+    # DistributedDataParallel's buckets: a float32 copy of every trained gradient (LoRA and the projections)
+    assert four.gradient_buckets == 4 * (167_772_160 + 2 * 1536 * 4096)
+    assert four.gpu_peak - one.gpu_peak == four.gradient_buckets  # each process's share is 32 either way
+    shared = memory.plan(backbone, replace(work, processes_per_gpu=2))
+    assert shared.gpu_peak == one.gpu_peak and shared.device_peak == 2 * one.gpu_peak
+    with pytest.raises(memory.MemoryPreflightError, match="x 2 processes on one GPU") as error:
+        memory.check(backbone, replace(work, processes_per_gpu=2), 78 * GIB, "H100")
+    assert "workers: 1, micro_batch_size: 32" in str(error.value)
 
 
 def test_a_run_that_does_not_fit_stops_with_settings_that_do():
-    arch, work = preflight_paper_files.paper_workload("04_real_data/qampari_llama8b.yaml")
+    backbone, work = preflight_paper_files.paper_workload("04_real_data/qampari_llama8b.yaml")
     whole = replace(work, micro_batch_size=0)
     capacity = 78 * GIB
-    assert memory.plan(arch, whole).gpu_peak > capacity  # 128 questions at once: about 126 GiB
+    assert memory.plan(backbone, whole).gpu_peak > capacity  # 128 questions at once
     with pytest.raises(memory.MemoryPreflightError, match="H100") as error:
-        memory.check(arch, whole, capacity, "NVIDIA H100 80GB HBM3")
+        memory.check(backbone, whole, capacity, "NVIDIA H100 80GB HBM3")
     advice = str(error.value)
-    assert "needs about 125.7 GiB per GPU" in advice and "micro_batch_size: 64" in advice
-    for suggestion in re.findall(r"micro_batch_size: (\d+)(, gradient_checkpointing: true)?", advice):
-        trial = replace(whole, micro_batch_size=int(suggestion[0]), gradient_checkpointing=bool(suggestion[1]))
-        assert memory.plan(arch, trial).gpu_peak <= capacity
-    assert memory.check(arch, work, capacity, "H100").gpu_peak < capacity  # the file's own micro-batches
+    peak = memory.plan(backbone, whole).gpu_peak / GIB
+    assert f"needs about {peak:.1f} GiB per process" in advice and "micro_batch_size: 32 (" in advice
+    assert memory.check(backbone, work, capacity, "H100").device_peak < capacity  # the file's own micro-batches
 
 
-@pytest.mark.slow  # 35 s beside a training process, about 22 s on idle cores (the suite's ratio, 499 / 309 s)
+SUGGESTION = re.compile(
+    r"(?:nproc_per_node: (\d+), )?micro_batch_size: (\d+)(, gradient_checkpointing: true)? "
+    r"\((\d+\.\d) GiB, (-?\d+\.\d) GiB free\)"
+)
+
+
+@pytest.mark.parametrize("capacity", [78 * GIB, 80 * 10**9], ids=["78 GiB usable", "80 GB"])
+def test_every_suggestion_for_every_paper_file_fits_with_its_headroom_stated(capacity):
+    """Each suggested layout, projected again with every term (search block, FAISS's temporary
+    memory, gradient buckets), is within the device's memory by the headroom it states."""
+    for name in preflight_paper_files.FILES:
+        backbone, work = preflight_paper_files.paper_workload(name)
+        for gpus in (1, 4):
+            whole = replace(work, nproc=gpus, micro_batch_size=0)
+            suggestions = memory.settings_that_fit(backbone, whole, capacity)
+            assert suggestions, (name, gpus)
+            for suggestion in suggestions:
+                nproc, micro, recompute, peak, free = SUGGESTION.fullmatch(suggestion).groups()
+                trial = replace(
+                    whole,
+                    nproc=int(nproc or 1),
+                    micro_batch_size=int(micro),
+                    gradient_checkpointing=bool(recompute),
+                )
+                projected = memory.plan(backbone, trial)
+                assert projected.search > 0 and projected.faiss_temporary > 0
+                assert (projected.gradient_buckets > 0) == (trial.nproc > 1)
+                assert projected.device_peak <= capacity, suggestion
+                assert float(peak) == round(projected.device_peak / GIB, 1)
+                assert float(free) == round((capacity - projected.device_peak) / GIB, 1) >= 0
+
+
+@pytest.mark.slow  # 28 s on one thread beside other work: the decode path runs its positions one at a time
 def test_the_measured_activations_are_what_the_measurement_gives_now():
     """The committed constant of Llama-3.2-1B's layer shape, measured again (saved-tensor bytes do
-    not depend on the machine)."""
+    not depend on the machine), on the decode path, and above the teacher-forced pass's."""
     config = backbone_config("llama1b")
-    fresh = memory.measure_layer_activations(config, "lora_bf16", LORA_TARGETS)
-    assert fresh == memory._measured()["backbones"]["llama1b"]["activations"]["lora_bf16"]
-    assert memory._measured()["backbones"]["llama1b"]["shape"] == memory.layer_shape(config)
+    fresh = activation_memory.measure_layer_activations(config, "lora_bf16", LORA_TARGETS)
+    committed = activation_memory.measured()["backbones"]["llama1b"]
+    assert fresh == committed["activations"]["lora_bf16"]
+    assert committed["shape"] == activation_memory.layer_shape(config)
+    teacher = activation_memory.measure_layer_activations(config, "lora_bf16", LORA_TARGETS, "teacher")
+    assert fresh["plain"] > teacher["plain"] and fresh["checkpointed"] > teacher["checkpointed"]
 
 
 def test_documentation_check_the_paper_files_memory_table_is_the_scripts():
