@@ -69,7 +69,7 @@ sys.path.insert(0, str(ROOT))  # amer_lib from this checkout (not installed on t
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from amer_lib.core import checkpointing, memory  # noqa: E402
-from amer_lib.core.backbones import LORA_TARGETS, LoraSettings, add_lora, backbone_config  # noqa: E402
+from amer_lib.core.backbones import LoraSettings, add_lora, backbone_config  # noqa: E402
 from amer_lib.core.model import AMERQueryEncoder  # noqa: E402
 from amer_lib.core.train import (  # noqa: E402
     TrainConfig,
@@ -242,9 +242,8 @@ def negative_pool(size: dict, device: str) -> torch.Tensor:
 
 def projection(name: str, config: dict, size: dict, dataset: str, micro: int, checkpointed: bool) -> dict:
     """The preflight's projected GPU peak of one training setting, for exactly what this script puts
-    on the GPU: `amer_lib.core.memory.plan` of the backbone's architecture and a `Workload` of the
+    on the GPU: `amer_lib.core.memory.plan_for` of the backbone's config and a `Workload` of the
     setting (no search during the step: corpus size 0)."""
-    arch = architecture(name, json.dumps(config, sort_keys=True))
     work = memory.Workload(
         finetune="lora",
         mixed_precision=True,
@@ -257,22 +256,21 @@ def projection(name: str, config: dict, size: dict, dataset: str, micro: int, ch
         negatives=size["negatives"],
         training_questions=size["datasets"][dataset]["questions"],
         corpus_size=0,
-        lora_rank=LoraSettings().r,
     )
-    plan = memory.plan(arch, work)
+    plan = described_plan(json.dumps(config, sort_keys=True), work)
     return dict(
         gpu_peak=plan.gpu_peak,
         without_reserve=plan.gpu_peak - plan.reserve,  # what max_memory_allocated can see (no CUDA context)
         terms=asdict(plan),
         sequence=work.sequence,
-        function="amer_lib.core.memory.plan",
+        function="amer_lib.core.memory.plan_for",
     )
 
 
-@lru_cache(maxsize=8)
-def architecture(name: str, config: str) -> memory.Architecture:
-    """The preflight's architecture of a backbone (measured once for a stand-in's shape)."""
-    return memory.architecture(name, json.loads(config), LORA_TARGETS, ("lora_bf16",))
+@lru_cache(maxsize=64)
+def described_plan(config: str, work: memory.Workload) -> memory.MemoryPlan:
+    """The preflight's plan of a backbone config (a stand-in's shape is measured once a process)."""
+    return memory.plan_for(json.loads(config), work)
 
 
 def projected_step_seconds(name: str, batch: int) -> dict:
