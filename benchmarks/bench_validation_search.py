@@ -104,6 +104,7 @@ def measure(shards: EmbeddingShards, queries: np.ndarray, repeat: int, resident:
             assert np.array_equal(r, rows) and np.array_equal(s, scores)
             del kept
     row["rows_equal"] = True
+    row["load_average_1min"] = os.getloadavg()[0]  # the machine is shared: other jobs' load at the end
     return row
 
 
@@ -132,7 +133,8 @@ def main() -> None:
         "",
         f"`{report['command']}` on {report['machine']}. In a one-thread training process, the fastest of "
         f"{args.repeat} after a warm-up (the shards in the page cache); {args.queries} query vectors, top {K}; "
-        "every variant returned `ShardedFlatIndex`'s rows and scores, bit for bit.",
+        "every variant returned `ShardedFlatIndex`'s rows and scores, bit for bit. The 1-minute load "
+        "average at the end of each size's measurements (other jobs shared the cores) is in the JSON.",
         "",
         f"| rows x dim | float16 -> float32, one thread (s) | the same, {cores} threads (s) | before: search (s) | "
         "after, streamed: search (s) | after, resident: read once (s) | after, resident: search (s) |",

@@ -23,9 +23,10 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# backbone: (steps, batch size, eval_every, dim); notebook 02's defaults otherwise (seed 0); MiniLM's
-# identity input projections need the vectors' dimension to be its hidden size
-RUNS = {"tiny": (400, 256, 50, 128), "minilm": (160, 64, 20, 384)}
+# backbone: (steps, batch size, eval_every, dim, lr); notebook 02's defaults otherwise (seed 0): the
+# tiny Llama at its steps and lr; MiniLM's identity input projections need the vectors' dimension to
+# be its hidden size, and at notebook 02's lr of 5e-3 it does not learn (a first try: 9.0 throughout)
+RUNS = {"tiny": (1000, 256, 50, 128, 5e-3), "minilm": (240, 64, 20, 384, 1e-4)}
 
 
 def timed_loss(model, data, pool, config, autocast: bool) -> tuple[float, float]:
@@ -48,13 +49,14 @@ def one_run(backbone: str, folder: Path) -> dict:
     from amer_lib.params import NOTEBOOKS, from_files
     from amer_lib.runs.query_encoders import build_query_encoder, train_config
 
-    steps, batch, every, dim = RUNS[backbone]
+    steps, batch, every, dim, lr = RUNS[backbone]
     params = from_files(NOTEBOOKS / "02_synthetic.ipynb").replace(
         backbone=backbone,
         dim=dim,
         steps=steps,
         batch_size=batch,
         eval_every=every,
+        lr=lr,
         mixed_precision=True,
         device="cpu",
     )
@@ -95,6 +97,7 @@ def one_run(backbone: str, folder: Path) -> dict:
         steps=steps,
         batch_size=batch,
         eval_every=every,
+        lr=lr,
         validation_examples=len(val_data),
         train_seconds=round(time.perf_counter() - began, 1),
         best_step_autocast=best("val_loss_autocast"),
@@ -102,6 +105,8 @@ def one_run(backbone: str, folder: Path) -> dict:
         largest_difference=max(differences),
         mean_difference=sum(c["difference"] for c in checkpoints) / len(checkpoints),
         closest_float32_losses=gaps[1] - gaps[0],
+        tied_checkpoints_autocast=len(checkpoints) - len({c["val_loss_autocast"] for c in checkpoints}),
+        tied_checkpoints_float32=len(checkpoints) - len({c["val_loss_float32"] for c in checkpoints}),
         checkpoints=checkpoints,
     )
 
@@ -121,15 +126,17 @@ def main() -> None:
         "notebook 02's AMER on linear / Multi, `mixed_precision: true` (bfloat16 autocast on the CPU), seed 0, "
         "one thread. At every validation, the same weights' validation loss under autocast and in float32.",
         "",
-        "| backbone | steps x batch | checkpoints | kept step, autocast | kept step, float32 | "
-        "largest abs. difference | mean difference (autocast - float32) | closest two float32 losses |",
-        "|---|---|---|---|---|---|---|---|",
+        "| backbone | steps x batch, lr | checkpoints | kept step, autocast | kept step, float32 | "
+        "largest abs. difference | mean difference (autocast - float32) | closest two float32 losses | "
+        "checkpoints tying an earlier one, autocast / float32 |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for run in runs:
         lines.append(
-            f"| {run['backbone']} | {run['steps']} x {run['batch_size']} | {len(run['checkpoints'])} | "
+            f"| {run['backbone']} | {run['steps']} x {run['batch_size']}, {run['lr']:g} | {len(run['checkpoints'])} | "
             f"{run['best_step_autocast']} | {run['best_step_float32']} | {run['largest_difference']:.5f} | "
-            f"{run['mean_difference']:+.5f} | {run['closest_float32_losses']:.5f} |"
+            f"{run['mean_difference']:+.5f} | {run['closest_float32_losses']:.5f} | "
+            f"{run['tied_checkpoints_autocast']} / {run['tied_checkpoints_float32']} |"
         )
     for run in runs:
         lines += [
