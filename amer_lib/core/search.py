@@ -22,7 +22,7 @@ except ImportError as error:  # amer_lib's FAISS comes with an extra: [cpu] or [
 import numpy as np
 import torch
 
-from amer_lib.core.device import cpu_threads
+from amer_lib.core.device import cpu_threads, require_gpu_faiss
 from amer_lib.core.merge import get_merge
 from amer_lib.progress import tqdm
 
@@ -73,9 +73,14 @@ def _query_matrix(queries: np.ndarray, dim: int) -> np.ndarray:
     return np.ascontiguousarray(unit_norm(queries.reshape(-1, dim)))
 
 
+def faiss_sees_gpus() -> bool:
+    """Whether this FAISS is a GPU build that sees a GPU."""
+    return hasattr(faiss, "get_num_gpus") and faiss.get_num_gpus() > 0
+
+
 def _use_gpu(use_gpu: bool | None) -> bool:
     if use_gpu is None:
-        return hasattr(faiss, "get_num_gpus") and faiss.get_num_gpus() > 0
+        return faiss_sees_gpus()
     return use_gpu
 
 
@@ -143,14 +148,24 @@ class ResidentFlatIndex:
     `device` in float16, half the bytes of float32. Each block is made float32 on `device` (on the
     CPU on every core) and searched by faiss as `ShardedFlatIndex` searches it, in the same blocks:
     `faiss.knn` on the CPU, `faiss.knn_gpu` on a GPU, so both return the same rows and scores.
-    On a GPU its own float32 block is `ShardedFlatIndex`'s 500,000 x d, the rows kept beside it."""
+    Besides the kept rows a search holds one float32 block of `block_rows` x d on `device` (the
+    memory preflight's search block). A GPU needs FAISS's GPU build (`device.require_gpu_faiss`)."""
 
     def __init__(
-        self, shards, device: str | torch.device = "cpu", resident_bytes: int | None = None, block_rows=500_000
+        self,
+        shards,
+        device: str | torch.device = "cpu",
+        resident_bytes: int | None = None,
+        block_rows: int = 500_000,
     ):
+        if resident_bytes is not None and resident_bytes < 0:
+            raise ValueError(
+                f"resident_bytes must be >= 0 (0: nothing kept) or None (everything), got {resident_bytes}"
+            )
         self.shards, self.dim, self.block_rows = shards, shards.dim, block_rows
         self.device = torch.device(device)
         if self.device.type == "cuda":
+            require_gpu_faiss()
             import faiss.contrib.torch_utils  # noqa: F401  (faiss.knn_gpu then takes torch tensors on the GPU)
 
             self.gpu = faiss.StandardGpuResources()

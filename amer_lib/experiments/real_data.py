@@ -40,7 +40,7 @@ from amer_lib.core.metrics import (
 from amer_lib.core.model import AMERQueryEncoder
 from amer_lib.core.rerank import mmr_rerank, tune_lambda
 from amer_lib.core.saved import save_pretrained
-from amer_lib.core.search import ResidentFlatIndex, ShardedFlatIndex, multi_vector_search
+from amer_lib.core.search import ResidentFlatIndex, ShardedFlatIndex, faiss_sees_gpus, multi_vector_search
 from amer_lib.core.train import train
 from amer_lib.data import compound
 from amer_lib.data.benchmark import Benchmark
@@ -159,11 +159,12 @@ def run_index(
     """The exact index a run searches at each validation and at its test, built once per run: on a
     GPU, the shards' float16 blocks that fit beside the training's projected peak
     (`memory_preflight`: the memory the GPU has less that peak, whose search term is this index's
-    float32 block) are kept on it, the rest read from the shards at every search; on the CPU, every
-    block is read from the memory-mapped shards (the page cache keeps them) and made float32 on
-    every core. Both return `ShardedFlatIndex`'s rows."""
-    if device.type != "cuda":
-        return ResidentFlatIndex(context.shards, device, resident_bytes=0)
+    float32 block) are kept on it, the rest read from the shards at every search; on the CPU, and
+    on a GPU whose FAISS is the CPU build (as `ShardedFlatIndex` does: a small corpus needs no
+    GPU build), every block is read from the memory-mapped shards (the page cache keeps them) and
+    made float32 on every core. Both return `ShardedFlatIndex`'s rows."""
+    if device.type != "cuda" or not faiss_sees_gpus():
+        return ResidentFlatIndex(context.shards, "cpu", resident_bytes=0)
     total = torch.cuda.get_device_properties(device).total_memory
     peak = memory_preflight(params, benchmark, dataset, progress=False).gpu_peak
     return ResidentFlatIndex(context.shards, device, resident_bytes=max(0, total - peak))

@@ -45,3 +45,8 @@ def test_resident_bytes_keep_the_first_blocks_on_the_device(tied_shards):
     assert [offset for offset, _ in index.blocks] == [0, 40, 64, 104, 128, 168, 192, 232, 256, 296]
     everything = ResidentFlatIndex(tied_shards, "cpu", block_rows=40)
     assert everything.resident_bytes == 300 * 16 * 2 and len(everything) == 300
+
+
+def test_bad_residency_is_named(tied_shards):
+    with pytest.raises(ValueError, match=r"resident_bytes must be >= 0 \(0: nothing kept\) or None"):
+        ResidentFlatIndex(tied_shards, "cpu", resident_bytes=-1)
