@@ -1,13 +1,15 @@
 """FAISS inner-product search over unit-norm vectors and multi-vector search.
 
-Three indexes with one interface (`.dim`, `.search(queries, k) -> (scores, rows)`):
+Four indexes with one interface (`.dim`, `.search(queries, k) -> (scores, rows)`):
 `VectorIndex` (exact, in memory), `ShardedFlatIndex` (exact, shard by shard over memory-mapped
-float16 embeddings, top-k merged by score) and `IVFPQIndex` (approximate, for corpora too large
-for exact search; measure it with `recall_against_exact`).
+float16 embeddings, top-k merged by score), `ResidentFlatIndex` (the same search for an index
+searched again and again, its float16 rows kept on a device) and `IVFPQIndex` (approximate, for
+corpora too large for exact search; measure it with `recall_against_exact`).
 """
 
 from __future__ import annotations
 
+import os
 import time
 import warnings
 
@@ -20,6 +22,7 @@ except ImportError as error:  # amer_lib's FAISS comes with an extra: [cpu] or [
 import numpy as np
 import torch
 
+from amer_lib.core.device import cpu_threads, require_gpu_faiss
 from amer_lib.core.merge import get_merge
 from amer_lib.progress import tqdm
 
@@ -70,9 +73,14 @@ def _query_matrix(queries: np.ndarray, dim: int) -> np.ndarray:
     return np.ascontiguousarray(unit_norm(queries.reshape(-1, dim)))
 
 
+def faiss_sees_gpus() -> bool:
+    """Whether this FAISS is a GPU build that sees a GPU."""
+    return hasattr(faiss, "get_num_gpus") and faiss.get_num_gpus() > 0
+
+
 def _use_gpu(use_gpu: bool | None) -> bool:
     if use_gpu is None:
-        return hasattr(faiss, "get_num_gpus") and faiss.get_num_gpus() > 0
+        return faiss_sees_gpus()
     return use_gpu
 
 
@@ -117,15 +125,91 @@ class ShardedFlatIndex:
         return best_scores.reshape(*shape, k), best_rows.reshape(*shape, k)
 
 
+CONVERSION_THREADS = os.cpu_count() or 1  # a float16 -> float32 copy is exact on any number of threads
+
+
 def half_to_float(rows: np.ndarray, buffer: np.ndarray) -> np.ndarray:
     """float16 `rows` as float32 in the front of `buffer`: torch's vectorised, threaded copy runs
     about 30x faster than numpy's `astype` on 2 cores (benchmarks/RESULTS.md), and reusing the
-    buffer spares a page-faulted allocation per block."""
+    buffer spares a page-faulted allocation per block. On every core, whatever threads the caller
+    (a one-thread training process) set: a copy gives the same bits on any number."""
     out = buffer[: len(rows)]
-    with warnings.catch_warnings():
+    with cpu_threads(CONVERSION_THREADS), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="The given NumPy array is not writable")  # a read-only memory map
         torch.from_numpy(out).copy_(torch.from_numpy(np.asarray(rows)))
     return out
+
+
+class ResidentFlatIndex:
+    """`ShardedFlatIndex`'s exact search for an index searched again and again (a run's validation
+    retrieval, at every checkpoint, and its test search). The shards' float16 blocks are read once,
+    when the index is built, and kept on `device` while `resident_bytes` allows (all of them when
+    None); the blocks past it stay in the memory-mapped shards, read at every search and moved to
+    `device` in float16, half the bytes of float32. Each block is made float32 on `device` (on the
+    CPU on every core) and searched by faiss as `ShardedFlatIndex` searches it, in the same blocks:
+    `faiss.knn` on the CPU, `faiss.knn_gpu` on a GPU, so both return the same rows and scores.
+    Besides the kept rows a search holds one float32 block of `block_rows` x d on `device` (the
+    memory preflight's search block). A GPU needs FAISS's GPU build (`device.require_gpu_faiss`)."""
+
+    def __init__(
+        self,
+        shards,
+        device: str | torch.device = "cpu",
+        resident_bytes: int | None = None,
+        block_rows: int = 500_000,
+    ):
+        if resident_bytes is not None and resident_bytes < 0:
+            raise ValueError(
+                f"resident_bytes must be >= 0 (0: nothing kept) or None (everything), got {resident_bytes}"
+            )
+        self.shards, self.dim, self.block_rows = shards, shards.dim, block_rows
+        self.device = torch.device(device)
+        if self.device.type == "cuda":
+            require_gpu_faiss()
+            import faiss.contrib.torch_utils  # noqa: F401  (faiss.knn_gpu then takes torch tensors on the GPU)
+
+            self.gpu = faiss.StandardGpuResources()
+        else:
+            self.gpu = None
+        self.blocks, self.resident_bytes, offset = [], 0, 0  # (first global row, float16 rows)
+        for shard in shards.shards:
+            for start in range(0, len(shard), block_rows):
+                rows = shard[start : start + block_rows]
+                if resident_bytes is None or self.resident_bytes + rows.nbytes <= resident_bytes:
+                    rows = torch.from_numpy(np.array(rows)).to(self.device)  # read from the shards once
+                    self.resident_bytes += rows.nbytes
+                self.blocks.append((offset + start, rows))
+            offset += len(shard)
+
+    def __len__(self) -> int:
+        return len(self.shards)
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        flat = _query_matrix(queries, self.dim)
+        best_scores = np.full((len(flat), k), -np.inf, dtype=np.float32)
+        best_rows = np.full((len(flat), k), -1, dtype=np.int64)
+        buffer = torch.empty((max(len(rows) for _, rows in self.blocks), self.dim), device=self.device)
+        on_device = torch.from_numpy(flat).to(self.device) if self.gpu is not None else None
+        for offset, rows in self.blocks:
+            block = buffer[: len(rows)]
+            with cpu_threads(CONVERSION_THREADS), warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+                block.copy_(rows if isinstance(rows, torch.Tensor) else torch.from_numpy(rows).to(self.device))
+            if self.gpu is None:
+                scores, found = faiss.knn(flat, block.numpy(), min(k, len(block)), metric=faiss.METRIC_INNER_PRODUCT)
+            else:
+                scores, found = faiss.knn_gpu(
+                    self.gpu,
+                    on_device,
+                    block,
+                    min(k, len(block)),
+                    metric=faiss.METRIC_INNER_PRODUCT,
+                    device=self.device.index if self.device.index is not None else torch.cuda.current_device(),
+                )
+                scores, found = scores.cpu().numpy(), found.cpu().numpy()
+            best_scores, best_rows = _merge_top_k(best_scores, best_rows, scores, found + offset, k)
+        shape = np.shape(queries)[:-1]
+        return best_scores.reshape(*shape, k), best_rows.reshape(*shape, k)
 
 
 def _merge_top_k(scores_a, rows_a, scores_b, rows_b, k):

@@ -366,8 +366,10 @@ def validation_loss(
     config: TrainConfig,
     batch_size: int = 512,
 ) -> float:
-    """Mean loss with every input predicted (p = 1), on fixed negatives; under torch.distributed
-    each rank scores its share of every batch."""
+    """Mean loss with every input predicted (p = 1), on fixed negatives, under the training steps'
+    autocast (`_autocast`: a mixed-precision run keeps the checkpoint its training path scores
+    best; studies/validation_autocast.md measured what float32 would change); under
+    torch.distributed each rank scores its share of every batch."""
     was_training = model.training
     model.eval()
     total, count = 0.0, 0
@@ -376,9 +378,9 @@ def validation_loss(
         own = distributed.local_share(len(indices))
         share = own.stop - own.start
         if share:
-            loss = example_loss(
-                model, data, indices, negative_pool, config, 1.0, _step_generator(config.seed, -1 - start)
-            )
+            generator = _step_generator(config.seed, -1 - start)
+            with _autocast(model, config):
+                loss = example_loss(model, data, indices, negative_pool, config, 1.0, generator)
             total, count = total + loss.item() * share, count + share
     model.train(was_training)
     total, count = distributed.sum_over_ranks([total, count], negative_pool.device)

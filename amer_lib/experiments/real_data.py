@@ -40,7 +40,7 @@ from amer_lib.core.metrics import (
 from amer_lib.core.model import AMERQueryEncoder
 from amer_lib.core.rerank import mmr_rerank, tune_lambda
 from amer_lib.core.saved import save_pretrained
-from amer_lib.core.search import ShardedFlatIndex, multi_vector_search
+from amer_lib.core.search import ResidentFlatIndex, ShardedFlatIndex, faiss_sees_gpus, multi_vector_search
 from amer_lib.core.train import train
 from amer_lib.data import compound
 from amer_lib.data.benchmark import Benchmark
@@ -85,7 +85,10 @@ def run_one(
     train_idx, val_idx = torch.arange(len(train_questions)), torch.arange(len(train_questions), len(data))
     model = build_query_encoder(params, seed, context.shards.dim, device)
     config = train_config(params, n_queries, seed, group_by_targets=True)
-    curve = validation_retrieval(context, val_questions, data.subset(val_idx.to(device)), n_queries)
+    index, curve = None, None
+    if distributed.is_main():  # the others wait for its validations in the next step's all-reduce
+        index = run_index(params, benchmark, dataset, context, device)
+        curve = validation_retrieval(context, val_questions, data.subset(val_idx.to(device)), n_queries, index)
     trained = train(
         model,
         data.subset(train_idx.to(device)),
@@ -101,7 +104,7 @@ def run_one(
         return None
     test_questions = context.benchmark.questions(dataset, "test")
     vectors = context.query_vectors(model, test_questions, n_queries, device)
-    ranked = multi_vector_search(ShardedFlatIndex(context.shards), vectors, K, depth=max(params.search_depth, K))
+    ranked = multi_vector_search(index, vectors, K, depth=max(params.search_depth, K))
     return context.write_result(
         params,
         dataset,
@@ -121,8 +124,8 @@ def memory_preflight(params: RealConfig, benchmark: Benchmark, dataset: str, pro
     """Project one training process's peak memory for AMER on `dataset` (the larger of the two
     systems: it decodes up to a batch's largest target set) before any weight is loaded, from the
     backbone described once (`backbones.describe`); print it, and on a GPU stop with the settings
-    that fit when it exceeds the GPU's memory (`amer_lib.core.memory`). Every worker process of a
-    run without torchrun takes the same GPU (`runs.dispatch`), so `workers` of them share it."""
+    that fit when it exceeds the GPU's memory (`amer_lib.core.memory`). A GPU holds one training at a
+    time (`runs.dispatch.training_workers`), so one process a GPU is projected."""
     spec, backbone = get_backbone(params.backbone), describe(params.backbone)
     tokenizer = load_tokenizer(params.backbone)
     questions = benchmark.questions(dataset, "train")
@@ -137,7 +140,7 @@ def memory_preflight(params: RealConfig, benchmark: Benchmark, dataset: str, pro
         embedding_dim=embedding_dim,
         negatives=min(NEGATIVE_POOL, corpus),
         corpus_size=corpus,
-        processes_per_gpu=params.workers if device.type == "cuda" and params.nproc_per_node == 1 else 1,
+        processes_per_gpu=1,  # runs.dispatch.training_workers: one training per GPU
     )
     if device.type == "cuda":
         properties = torch.cuda.get_device_properties(device)
@@ -149,13 +152,34 @@ def memory_preflight(params: RealConfig, benchmark: Benchmark, dataset: str, pro
     return projected
 
 
+def run_index(
+    params: RealConfig, benchmark: Benchmark, dataset: str, context: RunContext, device: torch.device
+) -> ResidentFlatIndex:
+    """The exact index a run searches at each validation and at its test, built once per run: on a
+    GPU, the shards' float16 blocks that fit beside the training's projected peak
+    (`memory_preflight`: the memory the GPU has less that peak, whose search term is this index's
+    float32 block) are kept on it, the rest read from the shards at every search; on the CPU, and
+    on a GPU whose FAISS is the CPU build (as `ShardedFlatIndex` does: a small corpus needs no
+    GPU build), every block is read from the memory-mapped shards (the page cache keeps them) and
+    made float32 on every core. Both return `ShardedFlatIndex`'s rows."""
+    if device.type != "cuda" or not faiss_sees_gpus():
+        return ResidentFlatIndex(context.shards, "cpu", resident_bytes=0)
+    total = torch.cuda.get_device_properties(device).total_memory
+    peak = memory_preflight(params, benchmark, dataset, progress=False).gpu_peak
+    return ResidentFlatIndex(context.shards, device, resident_bytes=max(0, total - peak))
+
+
 def validation_retrieval(
-    context: RunContext, questions: list[MultiAnswerQuestion], data: TextData, n_queries: int
+    context: RunContext,
+    questions: list[MultiAnswerQuestion],
+    data: TextData,
+    n_queries: int,
+    index: ResidentFlatIndex | None = None,
 ) -> Callable[[AMERQueryEncoder], dict]:
     """The learning curves' metric: MRecall@100 of the validation questions (`data`: their
     prompts, tokenised once; fully autoregressive, round-robin), on all of them and on their
-    low-similarity third."""
-    index = ShardedFlatIndex(context.shards)
+    low-similarity third. `index`: the run's (`run_index`); the shards streamed when None."""
+    index = index or ShardedFlatIndex(context.shards)
     gold = context.gold(questions)
     low = low_similarity_subset(context.target_similarity(questions))
 

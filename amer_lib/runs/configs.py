@@ -53,8 +53,9 @@ def checkpointing_param():
 
 
 def workers_param(what: str):
-    """Notebooks 02 and 04's worker processes: not in the run key (a run's numbers do not depend on them)."""
-    return param(2, minimum=1, run=False, help=f"{what} trained in parallel processes; 1 on a GPU")
+    """Notebooks 02 and 04's worker processes: not in the run key (a run's numbers do not depend on them).
+    On GPUs at most one per GPU (`amer_lib.runs.dispatch.training_workers`)."""
+    return param(2, minimum=1, run=False, help=f"{what} trained in parallel processes; on GPUs at most one per GPU")
 
 
 def threads_param():

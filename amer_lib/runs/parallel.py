@@ -40,13 +40,16 @@ TIMED_SECONDS = 30.0  # how long the parent times the steps before it estimates 
 _STEPS = None  # in a worker: the queue its training steps go to (set by `_start_worker`)
 
 
-def _start_worker(parent: int, steps) -> None:
-    """A worker's set-up: the parent's step queue, and a watch that
-    ends it when its parent is gone (a killed notebook must not leave trainings running on). The
-    queue is handed over here, not through a Manager: a Manager's server process would outlive a
-    killed parent."""
+def _start_worker(parent: int, steps, gpus) -> None:
+    """A worker's set-up: the parent's step queue, its GPU (one name taken from the queue `gpus`,
+    before anything here starts CUDA: the worker then sees that GPU alone, as "cuda"), and a watch
+    that ends it when its parent is gone (a killed notebook must not leave trainings running on).
+    The queues are handed over here, not through a Manager: a Manager's server process would
+    outlive a killed parent."""
     global _STEPS
     _STEPS = steps
+    if gpus is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = gpus.get()
     end_with_parent(parent)
 
 
@@ -59,18 +62,32 @@ def _call_reporting(function: Callable, args: tuple):
 
 
 def run_parallel(
-    function: Callable, jobs: list[tuple], workers: int, total_steps: int, desc: str, progress: bool = True
+    function: Callable,
+    jobs: list[tuple],
+    workers: int,
+    total_steps: int,
+    desc: str,
+    progress: bool = True,
+    gpus: list[str] | None = None,
 ) -> list:
     """`function(*job, on_step=callback)` for every job in `workers` spawned processes; results
-    in job order. The first failure cancels what has not started. With
+    in job order. `gpus`: one GPU name per worker, the only GPU that worker sees (its
+    CUDA_VISIBLE_DEVICES). The first failure cancels what has not started. With
     `progress`, long work is announced with its cost once the steps after the first were timed for
     `TIMED_SECONDS` (the workers' start-up and the first step's warm-up left out)."""
+    if gpus is not None and len(gpus) != workers:
+        raise ValueError(f"{workers} workers need one GPU each, got {len(gpus)}: {gpus}")
     context = multiprocessing.get_context("spawn")
     results = {}
     queue = context.Queue()
+    devices = None
+    if gpus is not None:
+        devices = context.Queue()
+        for name in gpus:
+            devices.put(name)
     with (
         ProcessPoolExecutor(
-            workers, mp_context=context, initializer=_start_worker, initargs=(os.getpid(), queue)
+            workers, mp_context=context, initializer=_start_worker, initargs=(os.getpid(), queue, devices)
         ) as pool,
         tqdm(total=total_steps, desc=f"{desc}, {workers} workers", disable=not progress) as bar,
     ):

@@ -637,6 +637,24 @@ def test_the_autocast_of_a_full_precision_run_is_off():
         assert (a @ a).dtype == torch.bfloat16
 
 
+def test_validation_runs_under_the_training_steps_autocast():
+    """By hand: one batch of 64 (under 512) with validation's fixed draws, under the autocast a
+    training step uses or none; bfloat16 rounding shows in the mixed-precision value."""
+    from amer_lib.core.train import _step_generator, example_loss, validation_loss
+
+    data, pool = make_problem()
+    model = make_model().eval()
+    losses = {}
+    for mixed in (False, True):
+        config = TrainConfig(**{**TRAIN_CONFIG, "mixed_precision": mixed})
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=mixed):
+            generator = _step_generator(config.seed, -1)
+            by_hand = example_loss(model, data, torch.arange(len(data)), pool, config, 1.0, generator).item()
+        losses[mixed] = validation_loss(model, data, pool, config)
+        assert losses[mixed] == by_hand
+    assert losses[True] != losses[False] and losses[True] == pytest.approx(losses[False], rel=0.05)
+
+
 def test_the_schedule_and_epoch_edges():
     """Two steps with one of warm-up: full rate at both (the decay's denominator is one step);
     an epoch smaller than a batch is one batch."""
