@@ -23,8 +23,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from amer_lib.core import memory  # noqa: E402
-from amer_lib.core.backbones import backbone_config, get_backbone  # noqa: E402
+from amer_lib.core.backbones import backbone_config, describe, get_backbone  # noqa: E402
 from amer_lib.data.encoders import get_encoder_spec  # noqa: E402
 
 GB = 1e9
@@ -84,10 +83,9 @@ def shards(name: str) -> dict:
 def trained_state(backbone: str, full: bool, dim: int) -> int:
     """Parameters a run trains (and its best.pt keeps in float32): LoRA and the two projections,
     or the whole backbone and the projections."""
-    spec = get_backbone(backbone)
-    arch = memory.architecture(backbone, backbone_config(backbone), spec.lora.targets)
-    trained = arch.parameters if full else spec.lora.r * arch.lora_parameters_per_rank
-    return trained + 2 * dim * arch.hidden_size
+    described = describe(backbone)
+    trained = described.parameters if full else described.lora_parameters
+    return trained + 2 * dim * described.hidden_size
 
 
 def weights(model_id: str, backbone: str | None = None) -> dict:
@@ -95,7 +93,7 @@ def weights(model_id: str, backbone: str | None = None) -> dict:
         size, how = LISTED[model_id]
     elif backbone is not None:
         config = backbone_config(backbone)
-        n = memory.architecture(backbone, config, get_backbone(backbone).lora.targets).parameters
+        n = describe(backbone).parameters
         head = 0 if config.get("tie_word_embeddings") else config["vocab_size"] * config["hidden_size"]
         size = 2 * (n + head) / GB
         how = f"{(n + head) / 1e9:.2f}B x 2 bytes (bfloat16; its published config, LM head tied)"
