@@ -15,6 +15,13 @@ the files equal those `bm25s.BM25().index(...)` saves (a test compares them).
 `top_k` gives the rows `bm25s.BM25().index(bm25s.tokenize(texts, stopwords="en"))` and `retrieve`
 gave (a test compares them), always with bm25s's numpy selection: its numba and JAX selections
 order equal scores otherwise, which would move gold documents with the installed packages.
+
+That selection (`np.argpartition` over every score) is slow when most scores are exactly zero, as
+they are for real questions over millions of passages, and how it orders equal scores depends on
+the CPU (numpy partitions with AVX-512, AVX2 or plain code, each ordering ties its own way), so no
+other code can reproduce its ties. `select_top_k` therefore selects among the positive scores
+alone when that answer is the only one possible (the top k scores distinct and above every other)
+and asks bm25s's selection itself otherwise: the rows are bm25s's on any machine.
 """
 
 from __future__ import annotations
@@ -271,14 +278,45 @@ class Bm25Index:
 
     def _top_k(self, queries: list[str], k: int) -> np.ndarray:
         import bm25s
-        from bm25s.selection import topk
 
         tokens = bm25s.tokenize(queries, stopwords=STOPWORDS, show_progress=False, return_ids=False)
         found = np.empty((len(queries), k), dtype=np.int64)
         for i, query in enumerate(tokens):
             scores = self.retriever.get_scores(query) if query else np.zeros(self.n_documents, self.retriever.dtype)
-            found[i] = topk(scores, k, backend="numpy", sorted=True)[1]
+            found[i] = select_top_k(scores, k)
         return found
+
+
+def select_top_k(scores: np.ndarray, k: int) -> np.ndarray:
+    """The rows of the `k` best `scores`, best first: those of bm25s's numpy selection
+    (`bm25s.selection.topk(scores, k, backend="numpy", sorted=True)`), equal scores in its order.
+    Found among the positive scores alone when that is the only possible answer (`only_order`),
+    else by bm25s's selection itself, which scans every score."""
+    from bm25s.selection import topk
+
+    if scores.ndim != 1 or not 0 <= k <= len(scores):
+        raise ValueError(f"need one row of scores and 0 <= k <= its length {len(scores)}; got {scores.shape}, k {k}")
+    found = only_order(scores, k)
+    return found if found is not None else topk(scores, k, backend="numpy", sorted=True)[1]
+
+
+def only_order(scores: np.ndarray, k: int) -> np.ndarray | None:
+    """The rows of the `k` best `scores`, best first, when any correct selection gives them: the k
+    best are positive, distinct, and above every other score. None when equal scores or zeros
+    would be among them (which of the equal ones come, and in what order, is then the selection's
+    own: bm25s's numpy selection orders ties differently with AVX-512, AVX2 or plain code)."""
+    positive = np.flatnonzero(scores > 0)  # a few thousand of millions for a real question
+    if k == 0 or len(positive) < k:
+        return None
+    values = scores[positive]
+    if len(positive) > k:  # the k best and the best one left out
+        best = np.argpartition(values, len(values) - k - 1)[len(values) - k - 1 :]
+        positive, values = positive[best], values[best]
+    order = np.argsort(values)[::-1]
+    descending = values[order]
+    if not np.all(descending[:-1] > descending[1:]):  # a tie among them, or the k-th ties the one after
+        return None
+    return positive[order[:k]]
 
 
 QUERY_CHUNK = 256  # queries a process searches at a time
