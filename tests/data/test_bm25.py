@@ -9,7 +9,7 @@ from bm25s.selection import topk
 from bm25s.tokenization import Tokenized, Tokenizer
 
 from amer_lib.data import bm25, wordnet
-from amer_lib.data.bm25 import FILES, Bm25Index, only_order, select_top_k, write_index
+from amer_lib.data.bm25 import FILES, Bm25Index, select_top_k, write_index
 from amer_lib.data.corpus import Corpus
 
 
@@ -63,14 +63,18 @@ def test_the_kept_index_gives_the_rows_bm25s_gave_and_is_read_back(glosses, tmp_
     index = Bm25Index.of_corpus(glosses.texts(), len(glosses), tmp_path / "bm25", key, progress=False)
     for k in (10, 500, 5000):
         assert np.array_equal(index.top_k(queries, k, progress=False), bm25s_top_k(queries, k))
-    # both ways of selecting were taken: from the positive scores alone, and by bm25s's selection
-    scores = [
-        index.retriever.get_scores(t)
-        for t in bm25s.tokenize(queries[:200], stopwords="en", return_ids=False, show_progress=False)
-        if t
-    ]
-    alone = sum(only_order(s, 10) is not None for s in scores)
-    assert 0 < alone < len(scores)
+    # equal scores by row: the same scores in every list, equal ones by row, other rows for some
+    tokens = bm25s.tokenize(queries, stopwords="en", return_ids=False, show_progress=False)
+    scores = [index.retriever.get_scores(t) if t else np.zeros(len(glosses), np.float32) for t in tokens]
+    for k in (10, 500):
+        default, by_row = index.top_k(queries, k, progress=False), index.top_k(queries, k, ties="row")
+        for row_scores, theirs, ours in zip(scores, default, by_row):
+            assert np.array_equal(row_scores[ours], row_scores[theirs])
+            tied = row_scores[ours][1:] == row_scores[ours][:-1]
+            assert np.all(ours[1:][tied] > ours[:-1][tied])
+    assert np.all(np.any(default != by_row, axis=1))  # at k = 500 zero scores fill every list
+    default, by_row = index.top_k(queries, 10, progress=False), index.top_k(queries, 10, ties="row")
+    assert 0 < np.mean(np.any(default != by_row, axis=1)) < 1
     in_memory = Bm25Index.build(glosses.texts(), progress=False)  # notebook 01's: the same rows
     assert np.array_equal(in_memory.top_k(queries, 100, progress=False), index.top_k(queries, 100, progress=False))
     # spread over two forked processes (two chunks of queries and more): the same rows
@@ -103,9 +107,10 @@ def scores_with_ties(rng: np.random.Generator, n: int, positive: int, levels: in
     return scores
 
 
-def test_the_selection_gives_bm25s_rows_in_its_order():
-    """Against bm25s's numpy `topk` itself, on score vectors with many equal scores and exact
-    zeros: fewer positive scores than k, none, every one, k of 0 and k of the whole vector."""
+def test_the_selection_by_row_against_a_sort():
+    """`ties="row"` against a sort by score, then row (`np.lexsort`), on score vectors with many
+    equal scores and exact zeros: fewer positive scores than k, none, every one, k of 0 and k of
+    the whole vector; `ties="bm25s"` is bm25s's numpy `topk`."""
     rng = np.random.default_rng(0)
     cases = [(1, 1, 0, 1), (1, 0, 1, 1), (600, 600, 0, 3), (600, 0, 600, 3), (600, 600, 600, 10**6)]
     for _ in range(400):
@@ -113,28 +118,21 @@ def test_the_selection_gives_bm25s_rows_in_its_order():
         cases.append((n, int(rng.integers(0, n + 1)), int(rng.integers(0, n + 1)), int(rng.choice([2, 40, 10**6]))))
     for n in (20_000, 200_000):  # larger vectors, mostly zeros, k = 500 (the mapping's)
         cases += [(n, 500, 300, 50), (n, 500, 2000, 10**6), (n, 500, 5000, 30), (n, 500, 0, 1)]
-    taken_alone = 0
     for n, k, positive, levels in cases:
         scores = scores_with_ties(rng, n, positive, levels)
+        by_score_then_row = np.lexsort((np.arange(n), -scores))[:k]
+        assert np.array_equal(select_top_k(scores, k, ties="row"), by_score_then_row), (n, k, positive, levels)
         expected = topk(scores, k, backend="numpy", sorted=True)[1]
-        assert np.array_equal(select_top_k(scores, k), expected), (n, k, positive, levels)
-        if (alone := only_order(scores, k)) is not None:
-            taken_alone += 1
-            assert np.array_equal(alone, expected)
-    assert 20 < taken_alone < len(cases) - 20  # both ways taken
+        assert np.array_equal(select_top_k(scores, k), expected)
 
 
-def test_the_selection_shortcut_only_when_one_answer_is_possible():
-    """Hand-made cases: the k best distinct and above the rest (answered alone, best first); a tie
-    at the k-th place, a tie inside the k best, or fewer positive scores than k (left to bm25s)."""
-    scores = np.array([0, 3, 0, 5, 1, 4, 0], dtype=np.float32)
-    assert only_order(scores, 3).tolist() == [3, 5, 1]
-    assert only_order(scores, 4).tolist() == [3, 5, 1, 4]  # every positive score, above the zeros
-    assert only_order(scores, 5) is None  # a zero would be among them
-    assert only_order(np.array([0, 3, 3, 5], dtype=np.float32), 2) is None  # the 2nd ties the 3rd
-    assert only_order(np.array([0, 5, 5, 1], dtype=np.float32), 3) is None  # a tie inside
-    assert only_order(np.array([0, 5, 5, 1], dtype=np.float32), 0) is None
-    assert only_order(np.zeros(4, dtype=np.float32), 2) is None
+def test_the_selection_by_row_by_hand():
+    scores = np.array([0, 3, 0, 5, 3, 4, 0], dtype=np.float32)
+    assert select_top_k(scores, 2, ties="row").tolist() == [3, 5]
+    assert select_top_k(scores, 3, ties="row").tolist() == [3, 5, 1]  # of the equal 3s, the first row
+    assert select_top_k(scores, 6, ties="row").tolist() == [3, 5, 1, 4, 0, 2]  # zeros fill from the first row
+    assert select_top_k(np.zeros(3, dtype=np.float32), 2, ties="row").tolist() == [0, 1]
+    assert select_top_k(scores, 0, ties="row").tolist() == []
 
 
 def test_the_selection_refuses_what_bm25s_would_not_answer():
@@ -142,3 +140,5 @@ def test_the_selection_refuses_what_bm25s_would_not_answer():
         select_top_k(np.zeros(3, dtype=np.float32), 4)
     with pytest.raises(ValueError, match="one row of scores"):
         select_top_k(np.zeros((2, 3), dtype=np.float32), 1)
+    with pytest.raises(ValueError, match=r"order of equal BM25 scores 'rows'; choose one of \('bm25s', 'row'\)"):
+        select_top_k(np.zeros(3, dtype=np.float32), 1, ties="rows")
