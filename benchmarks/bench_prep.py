@@ -4,22 +4,23 @@ beside what it does now (the corpus in a `data.corpus.DocumentStore` on disk, BM
 bounded memory by `data.bm25.write_index`, kept and searched memory-mapped), on synthetic
 Wikipedia-sized passages, each variant in a process of its own.
 
-    .venv/bin/python benchmarks/bench_prep.py --docs 1000000 --old   # about 10 minutes on 2 cores, passages written
-    .venv/bin/python benchmarks/bench_prep.py --docs 4000000         # the new way alone: about 20 minutes
+    .venv/bin/python benchmarks/bench_prep.py --docs 1000000 --old   # 11 minutes on 2 busy cores, passages written
+    .venv/bin/python benchmarks/bench_prep.py --docs 4000000         # the new way alone: 32 minutes (+ 4 for passages)
 
 The passages are a TSV corpus (id, text, empty title) generated once under build/bench_prep/:
 100 words each, drawn independently by their frequency in English (wordfreq's "large" list,
 321,180 words, stopwords kept as real text has them: bm25s drops them), so a question's words hold
-postings of realistic lengths and most of its scores are exactly zero, as over real passages. The
+postings of realistic lengths and many of its scores are exactly zero, as over real passages. The
 queries (1,024) are of two profiles, half each: published AmbigQA multi-answer questions as asked,
 and QAMPARI-proof-like snippets (a published proof's number of words, drawn from the published
 questions' and proofs' words). Results go to `benchmarks/prep.json`: peak resident memory (the
 process's maximum, so each stage's includes the ones before it), seconds per stage, milliseconds
 per query in one process and spread over every core, and milliseconds per question of the gold
-mapping (`map_gold_documents`: the texts of the query's top 500 searched for three of its words);
-and per profile (`selection`), milliseconds per query of bm25s's scores and of the top 500's
-selection, the former way (bm25s's `topk`) and the new (`bm25.select_top_k`, which must give the
-same rows), beside a selection that orders equal scores by row (not bm25s's order: timed only).
+mapping (`map_gold_documents`: the texts of the query's top 500 searched for three of its words),
+the same search with equal scores by row (`top_k(ties="row")`) and how many queries' rows it
+changes; and per profile (`selection`), milliseconds per query of bm25s's scores and of the top
+500's selection three ways on the same scores: bm25s's `topk` (what `top_k` does), the shortcut
+`only_order` else `topk` (the same rows, checked), and by row (the same scores, checked).
 """
 
 from __future__ import annotations
