@@ -313,7 +313,7 @@ def select_top_k(scores: np.ndarray, k: int, ties: str = "bm25s") -> np.ndarray:
         raise ValueError(f"need one row of scores and 0 <= k <= its length {len(scores)}; got {scores.shape}, k {k}")
     if ties == "bm25s":
         return topk(scores, k, backend="numpy", sorted=True)[1]
-    positive = np.flatnonzero(scores > 0)  # a few percent of the corpus for a real question
+    positive = np.flatnonzero(scores > 0)  # what a query matched: 35-54% of the passages in bench_prep
     values = scores[positive]
     if len(positive) > k > 0:  # those above the k-th best score, then the first rows that equal it
         kth = np.partition(values, len(values) - k)[len(values) - k]
