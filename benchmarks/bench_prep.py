@@ -4,8 +4,8 @@ beside what it does now (the corpus in a `data.corpus.DocumentStore` on disk, BM
 bounded memory by `data.bm25.write_index`, kept and searched memory-mapped), on synthetic
 Wikipedia-sized passages, each variant in a process of its own.
 
-    .venv/bin/python benchmarks/bench_prep.py --docs 1000000 --old   # 11 minutes on 2 busy cores, passages written
-    .venv/bin/python benchmarks/bench_prep.py --docs 4000000         # the new way alone: 32 minutes (+ 4 for passages)
+    .venv/bin/python benchmarks/bench_prep.py --docs 1000000 --old   # 7 minutes on 2 cores (11 at load 5)
+    .venv/bin/python benchmarks/bench_prep.py --docs 4000000         # the new way alone: 17 minutes (32 at load 5)
 
 The passages are a TSV corpus (id, text, empty title) generated once under build/bench_prep/:
 100 words each, drawn independently by their frequency in English (wordfreq's "large" list,
