@@ -15,6 +15,16 @@ the files equal those `bm25s.BM25().index(...)` saves (a test compares them).
 `top_k` gives the rows `bm25s.BM25().index(bm25s.tokenize(texts, stopwords="en"))` and `retrieve`
 gave (a test compares them), always with bm25s's numpy selection: its numba and JAX selections
 order equal scores otherwise, which would move gold documents with the installed packages.
+
+That selection (`np.argpartition` over every score, then `np.argsort` of the k best) is slow when
+most scores are exactly zero, as they are for real questions over millions of passages, and which
+of equal scores it keeps, and in what order, depends on the CPU: numpy runs x86-simd-sort's AVX-512
+or AVX2 code where it can and its own C code elsewhere, each ordering ties its own way
+(`benchmarks/bench_topk_ties.py`). Only a scan of every score by that same code gives its rows,
+so `top_k` keeps it by default (`ties="bm25s"`: the gold mapping of before, on the same CPU).
+`ties="row"` orders equal scores by row instead (zero scores fill the list from the first row):
+the same on every machine, and selected among the positive scores alone, several times faster
+(`benchmarks/bench_prep.py`), but other rows than bm25s's wherever scores tie.
 """
 
 from __future__ import annotations
@@ -38,6 +48,7 @@ TOKENIZE_BATCH = 100_000  # documents tokenized at a time
 RUN_DOCUMENTS = 500_000  # documents whose postings are sorted in memory and written as one run
 MERGE_POSTINGS = 25_000_000  # postings merged and scored at a time
 MANIFEST = "amer_bm25.json"
+TIES = ("bm25s", "row")  # `select_top_k`'s orders of equal scores
 FILES = {"data": "data.csc.index.npy", "indices": "indices.csc.index.npy", "indptr": "indptr.csc.index.npy"}
 
 
@@ -245,16 +256,20 @@ class Bm25Index:
             return None
         return cls(bm25s.BM25.load(str(directory), mmap=True, show_progress=False), saved["n_documents"])
 
-    def top_k(self, queries: list[str], k: int, progress: bool = True, processes: int = 1) -> np.ndarray:
+    def top_k(
+        self, queries: list[str], k: int, progress: bool = True, processes: int = 1, ties: str = "bm25s"
+    ) -> np.ndarray:
         """Rows `[len(queries), min(k, documents)]` of the best documents of each query: bm25s's
-        scores and its numpy selection, as `bm25s.BM25.retrieve` gives them without JAX. With
-        `processes` > 1 the queries are spread over that many forked processes (each query's rows
-        are its own, so the result does not depend on how many)."""
+        scores and its numpy selection, as `bm25s.BM25.retrieve` gives them without JAX (or equal
+        scores by row: `select_top_k`'s `ties`). With `processes` > 1 the queries are spread over
+        that many forked processes (each query's rows are its own, so the result does not depend on
+        how many)."""
+        check_ties(ties)
         k = min(k, self.n_documents)
         chunks = [queries[start : start + QUERY_CHUNK] for start in range(0, len(queries), QUERY_CHUNK)]
         bar = dict(desc="BM25 search", unit="chunk", total=len(chunks), disable=not progress or len(chunks) < 2)
         if processes <= 1 or len(chunks) < 2:
-            found = [self._top_k(chunk, k) for chunk in tqdm(chunks, **bar)]
+            found = [self._top_k(chunk, k, ties) for chunk in tqdm(chunks, **bar)]
         else:
             global _SEARCHED
             _SEARCHED = self  # the forked processes find the index here (its arrays are shared, not copied)
@@ -263,27 +278,58 @@ class Bm25Index:
             try:
                 workers = min(processes, len(chunks))
                 with context.Pool(workers, initializer=end_with_parent, initargs=(os.getpid(),)) as pool:
-                    found = list(tqdm(pool.imap(_searched_top_k, [(chunk, k) for chunk in chunks]), **bar))
+                    found = list(tqdm(pool.imap(_searched_top_k, [(chunk, k, ties) for chunk in chunks]), **bar))
             finally:
                 gc.unfreeze()
                 _SEARCHED = None
         return np.concatenate(found) if found else np.zeros((0, k), dtype=np.int64)
 
-    def _top_k(self, queries: list[str], k: int) -> np.ndarray:
+    def _top_k(self, queries: list[str], k: int, ties: str) -> np.ndarray:
         import bm25s
-        from bm25s.selection import topk
 
         tokens = bm25s.tokenize(queries, stopwords=STOPWORDS, show_progress=False, return_ids=False)
         found = np.empty((len(queries), k), dtype=np.int64)
         for i, query in enumerate(tokens):
             scores = self.retriever.get_scores(query) if query else np.zeros(self.n_documents, self.retriever.dtype)
-            found[i] = topk(scores, k, backend="numpy", sorted=True)[1]
+            found[i] = select_top_k(scores, k, ties)
         return found
+
+
+def check_ties(ties: str) -> str:
+    if ties not in TIES:
+        raise ValueError(f"unknown order of equal BM25 scores {ties!r}; choose one of {TIES}")
+    return ties
+
+
+def select_top_k(scores: np.ndarray, k: int, ties: str = "bm25s") -> np.ndarray:
+    """The rows of the `k` best `scores`, best first. Equal scores in the order of bm25s's numpy
+    selection (`ties="bm25s"`: `bm25s.selection.topk(scores, k, backend="numpy", sorted=True)`,
+    which scans every score) or by row (`ties="row"`), found among the positive scores, the first
+    rows whose score is not positive filling the list when fewer than k are."""
+    from bm25s.selection import topk
+
+    check_ties(ties)
+    if scores.ndim != 1 or not 0 <= k <= len(scores):
+        raise ValueError(f"need one row of scores and 0 <= k <= its length {len(scores)}; got {scores.shape}, k {k}")
+    if ties == "bm25s":
+        return topk(scores, k, backend="numpy", sorted=True)[1]
+    positive = np.flatnonzero(scores > 0)  # what a query matched: 35-54% of the passages in bench_prep
+    values = scores[positive]
+    if len(positive) > k > 0:  # those above the k-th best score, then the first rows that equal it
+        kth = np.partition(values, len(values) - k)[len(values) - k]
+        above = values > kth
+        equal = np.flatnonzero(values == kth)[: k - np.count_nonzero(above)]
+        kept = np.sort(np.concatenate([np.flatnonzero(above), equal]))
+        positive, values = positive[kept], values[kept]
+    rows = positive[np.argsort(-values, kind="stable")]  # by row within equal scores
+    if len(rows) < k:
+        rows = np.concatenate([rows, np.flatnonzero(scores[: 2 * k] <= 0)[: k - len(rows)]])
+    return rows[:k]
 
 
 QUERY_CHUNK = 256  # queries a process searches at a time
 _SEARCHED: Bm25Index | None = None  # the index a forked search process reads
 
 
-def _searched_top_k(job: tuple[list[str], int]) -> np.ndarray:
+def _searched_top_k(job: tuple[list[str], int, str]) -> np.ndarray:
     return _SEARCHED._top_k(*job)
