@@ -25,6 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from amer_lib.core.backbones import backbone_config, describe, get_backbone  # noqa: E402
 from amer_lib.data.encoders import get_encoder_spec  # noqa: E402
+from amer_lib.io import write_text  # noqa: E402
 
 GB = 1e9
 PASSAGES = 25_000_000
@@ -189,6 +190,6 @@ def markdown(table: list[dict]) -> str:
 if __name__ == "__main__":
     table = rows()
     out = {"rows": table, "totals": totals(table)}
-    (ROOT / "benchmarks" / "disk_budget.json").write_text(json.dumps(out, indent=1) + "\n")
+    write_text(ROOT / "benchmarks" / "disk_budget.json", json.dumps(out, indent=1) + "\n")
     print(markdown(table))
     print({k: round(v) for k, v in out["totals"].items()})

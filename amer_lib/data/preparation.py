@@ -179,6 +179,12 @@ def _sample(questions: list, limit: int, rng: np.random.Generator) -> list:
     return [questions[i] for i in sorted(rng.choice(len(questions), limit, replace=False))]
 
 
+# The paper data's BM25 candidates order equal scores by row (`data.bm25.select_top_k`): the same
+# gold documents on every CPU (bm25s's numpy selection orders ties by the CPU's SIMD code) and
+# selected among the positive scores alone, where bm25s's scans every one of the 25M
+BM25_TIES = "row"
+
+
 def prepare_paper_data(
     raw_dir: str | Path,
     corpus_path: str | Path,
@@ -204,6 +210,7 @@ def prepare_paper_data(
         "seed": seed,
         "depth": depth,
         "dense_retrievers": [encoder.spec.name for encoder, _ in dense_retrievers],
+        "bm25_ties": BM25_TIES,
     }
     if (found := existing(directory, recipe)) is not None:
         return found, found.manifest["mapping"]
@@ -219,12 +226,14 @@ def prepare_paper_data(
     def mapped(name: str, questions: list[MultiAnswerQuestion], proofs: bool = False) -> list[MultiAnswerQuestion]:
         def map_part(part: list[MultiAnswerQuestion]):
             if proofs:
-                search = lambda texts, k: bm25.top_k(texts, k, progress=False, processes=SEARCH_PROCESSES)
+                search = lambda texts, k: bm25.top_k(
+                    texts, k, progress=False, processes=SEARCH_PROCESSES, ties=BM25_TIES
+                )
                 candidates = proof_candidates(part, search, depth)
             else:
                 texts = [q.question for q in part]
                 candidates = question_candidates(
-                    bm25.top_k(texts, depth, progress=False, processes=SEARCH_PROCESSES),
+                    bm25.top_k(texts, depth, progress=False, processes=SEARCH_PROCESSES, ties=BM25_TIES),
                     *(dense_top_k(encoder, index, texts, depth) for encoder, index in dense_retrievers),
                 )
             return map_gold_documents(part, corpus, candidates)

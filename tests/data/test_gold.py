@@ -269,3 +269,20 @@ def test_qampari_questions_outside_five_to_eight_answers_are_not_searched(tmp_pa
     assert searched and not [text for text in searched if text.startswith("edge proof")]
     assert mapping["qampari_dev_read"] == 5 and mapping["qampari_dev"]["questions"] == 4
     assert benchmark_questions(benchmark) == benchmark_questions(expected)
+
+
+def test_the_paper_mapping_orders_equal_bm25_scores_by_row(tmp_path, monkeypatch):
+    """Every BM25 search of the paper data (questions and QAMPARI's proofs) orders equal scores by
+    row, the same on every CPU (bm25s's numpy selection orders them by the CPU's SIMD code), and the
+    prepared benchmark's recipe says so (a folder prepared the other way is not read back)."""
+    asked = []
+    searched = bm25.Bm25Index.top_k
+
+    def recorded(self, queries, k, progress=True, processes=1, ties="bm25s"):
+        asked.append(ties)
+        return searched(self, queries, k, progress, processes, ties)
+
+    monkeypatch.setattr(bm25.Bm25Index, "top_k", recorded)
+    benchmark, _ = prepared_paper(tmp_path, *published_raw(tmp_path))
+    assert len(asked) >= 5 and set(asked) == {"row"}  # AmbigQA train and dev, NQ-open, QAMPARI's two splits
+    assert benchmark.manifest["recipe"]["bm25_ties"] == "row"
