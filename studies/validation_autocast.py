@@ -21,6 +21,8 @@ from pathlib import Path
 
 import torch
 
+from amer_lib.io import write_text
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # backbone: (steps, batch size, eval_every, dim, lr); notebook 02's defaults otherwise (seed 0): the
@@ -90,7 +92,7 @@ def one_run(backbone: str, folder: Path) -> dict:
         checkpoint["step"] = record["step"]
     best = lambda key: min(checkpoints, key=lambda c: c[key])["step"]  # noqa: E731
     differences = [abs(c["difference"]) for c in checkpoints]
-    gaps = sorted(c["val_loss_float32"] for c in checkpoints)
+    ranked = sorted(c["val_loss_float32"] for c in checkpoints)
     return dict(
         backbone=backbone,
         dim=dim,
@@ -104,7 +106,7 @@ def one_run(backbone: str, folder: Path) -> dict:
         best_step_float32=best("val_loss_float32"),
         largest_difference=max(differences),
         mean_difference=sum(c["difference"] for c in checkpoints) / len(checkpoints),
-        closest_float32_losses=gaps[1] - gaps[0],
+        best_lead_float32=ranked[1] - ranked[0],  # the kept checkpoint's lead over the next best
         tied_checkpoints_autocast=len(checkpoints) - len({c["val_loss_autocast"] for c in checkpoints}),
         tied_checkpoints_float32=len(checkpoints) - len({c["val_loss_float32"] for c in checkpoints}),
         checkpoints=checkpoints,
@@ -118,7 +120,7 @@ def main() -> None:
     args = parser.parse_args()
     runs = [one_run(backbone, args.out.parent) for backbone in args.backbones]
     report = dict(machine=f"{platform.processor() or platform.machine()}, torch {torch.__version__}", runs=runs)
-    args.out.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
+    write_text(args.out.with_suffix(".json"), json.dumps(report, indent=1) + "\n")
     lines = [
         "# Validation under the training's autocast: what it changes",
         "",
@@ -127,7 +129,8 @@ def main() -> None:
         "one thread. At every validation, the same weights' validation loss under autocast and in float32.",
         "",
         "| backbone | steps x batch, lr | checkpoints | kept step, autocast | kept step, float32 | "
-        "largest abs. difference | mean difference (autocast - float32) | closest two float32 losses | "
+        "largest abs. difference | mean difference (autocast - float32) | "
+        "lead of the kept checkpoint over the next, float32 | "
         "checkpoints tying an earlier one, autocast / float32 |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
@@ -135,7 +138,7 @@ def main() -> None:
         lines.append(
             f"| {run['backbone']} | {run['steps']} x {run['batch_size']}, {run['lr']:g} | {len(run['checkpoints'])} | "
             f"{run['best_step_autocast']} | {run['best_step_float32']} | {run['largest_difference']:.5f} | "
-            f"{run['mean_difference']:+.5f} | {run['closest_float32_losses']:.5f} | "
+            f"{run['mean_difference']:+.5f} | {run['best_lead_float32']:.5f} | "
             f"{run['tied_checkpoints_autocast']} / {run['tied_checkpoints_float32']} |"
         )
     for run in runs:
@@ -151,7 +154,7 @@ def main() -> None:
                 f"| {c['step']} | {c['val_loss_autocast']:.5f} | {c['val_loss_float32']:.5f} | "
                 f"{c['difference']:+.5f} | {c['seconds_autocast']:.2f} / {c['seconds_float32']:.2f} |"
             )
-    args.out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    write_text(args.out.with_suffix(".md"), "\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

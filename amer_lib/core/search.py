@@ -107,6 +107,12 @@ class ShardedFlatIndex:
                 yield offset + start, half_to_float(shard[start : start + self.block_rows], buffer)
             offset += len(shard)
 
+    def _knn(self, queries, block, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """One block's top `k` (scores, rows within the block) for the query matrix."""
+        if self.gpu is not None:
+            return faiss.knn_gpu(self.gpu, queries, block, k, metric=faiss.METRIC_INNER_PRODUCT)
+        return faiss.knn(queries, block, k, metric=faiss.METRIC_INNER_PRODUCT)
+
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         flat = _query_matrix(queries, self.dim)
         best_scores = np.full((len(flat), k), -np.inf, dtype=np.float32)
@@ -114,12 +120,7 @@ class ShardedFlatIndex:
         blocks = sum(-(-len(shard) // self.block_rows) for shard in self.shards.shards)
         bar = tqdm(self._blocks(), total=blocks, desc="search", unit="block", disable=not self.progress or blocks < 2)
         for offset, block in bar:
-            if self.gpu is not None:
-                scores, rows = faiss.knn_gpu(
-                    self.gpu, flat, block, min(k, len(block)), metric=faiss.METRIC_INNER_PRODUCT
-                )
-            else:
-                scores, rows = faiss.knn(flat, block, min(k, len(block)), metric=faiss.METRIC_INNER_PRODUCT)
+            scores, rows = self._knn(flat, block, min(k, len(block)))
             best_scores, best_rows = _merge_top_k(best_scores, best_rows, scores, rows + offset, k)
         shape = np.shape(queries)[:-1]
         return best_scores.reshape(*shape, k), best_rows.reshape(*shape, k)
@@ -140,16 +141,17 @@ def half_to_float(rows: np.ndarray, buffer: np.ndarray) -> np.ndarray:
     return out
 
 
-class ResidentFlatIndex:
+class ResidentFlatIndex(ShardedFlatIndex):
     """`ShardedFlatIndex`'s exact search for an index searched again and again (a run's validation
     retrieval, at every checkpoint, and its test search). The shards' float16 blocks are read once,
     when the index is built, and kept on `device` while `resident_bytes` allows (all of them when
     None); the blocks past it stay in the memory-mapped shards, read at every search and moved to
     `device` in float16, half the bytes of float32. Each block is made float32 on `device` (on the
-    CPU on every core) and searched by faiss as `ShardedFlatIndex` searches it, in the same blocks:
-    `faiss.knn` on the CPU, `faiss.knn_gpu` on a GPU, so both return the same rows and scores.
-    Besides the kept rows a search holds one float32 block of `block_rows` x d on `device` (the
-    memory preflight's search block). A GPU needs FAISS's GPU build (`device.require_gpu_faiss`)."""
+    CPU on every core) and searched by faiss as `ShardedFlatIndex` searches it, in the same blocks
+    (its `search`): `faiss.knn` on the CPU, `faiss.knn_gpu` on a GPU, so both return the same rows
+    and scores. Besides the kept rows a search holds one float32 block of `block_rows` x d on
+    `device` (the memory preflight's search block). A GPU needs FAISS's GPU build
+    (`device.require_gpu_faiss`)."""
 
     def __init__(
         self,
@@ -162,15 +164,12 @@ class ResidentFlatIndex:
             raise ValueError(
                 f"resident_bytes must be >= 0 (0: nothing kept) or None (everything), got {resident_bytes}"
             )
-        self.shards, self.dim, self.block_rows = shards, shards.dim, block_rows
         self.device = torch.device(device)
         if self.device.type == "cuda":
             require_gpu_faiss()
             import faiss.contrib.torch_utils  # noqa: F401  (faiss.knn_gpu then takes torch tensors on the GPU)
-
-            self.gpu = faiss.StandardGpuResources()
-        else:
-            self.gpu = None
+        super().__init__(shards, block_rows, use_gpu=self.device.type == "cuda")
+        self._queries = (None, None)  # the query matrix last searched, and its copy on `device`
         self.blocks, self.resident_bytes, offset = [], 0, 0  # (first global row, float16 rows)
         for shard in shards.shards:
             for start in range(0, len(shard), block_rows):
@@ -181,35 +180,26 @@ class ResidentFlatIndex:
                 self.blocks.append((offset + start, rows))
             offset += len(shard)
 
-    def __len__(self) -> int:
-        return len(self.shards)
-
-    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        flat = _query_matrix(queries, self.dim)
-        best_scores = np.full((len(flat), k), -np.inf, dtype=np.float32)
-        best_rows = np.full((len(flat), k), -1, dtype=np.int64)
+    def _blocks(self):
+        """(first global row, float32 rows on `device`) per block, in one reused buffer."""
         buffer = torch.empty((max(len(rows) for _, rows in self.blocks), self.dim), device=self.device)
-        on_device = torch.from_numpy(flat).to(self.device) if self.gpu is not None else None
         for offset, rows in self.blocks:
             block = buffer[: len(rows)]
             with cpu_threads(CONVERSION_THREADS), warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
                 block.copy_(rows if isinstance(rows, torch.Tensor) else torch.from_numpy(rows).to(self.device))
-            if self.gpu is None:
-                scores, found = faiss.knn(flat, block.numpy(), min(k, len(block)), metric=faiss.METRIC_INNER_PRODUCT)
-            else:
-                scores, found = faiss.knn_gpu(
-                    self.gpu,
-                    on_device,
-                    block,
-                    min(k, len(block)),
-                    metric=faiss.METRIC_INNER_PRODUCT,
-                    device=self.device.index if self.device.index is not None else torch.cuda.current_device(),
-                )
-                scores, found = scores.cpu().numpy(), found.cpu().numpy()
-            best_scores, best_rows = _merge_top_k(best_scores, best_rows, scores, found + offset, k)
-        shape = np.shape(queries)[:-1]
-        return best_scores.reshape(*shape, k), best_rows.reshape(*shape, k)
+            yield offset, block if self.gpu is not None else block.numpy()
+
+    def _knn(self, queries, block, k: int) -> tuple[np.ndarray, np.ndarray]:
+        if self.gpu is None:
+            return super()._knn(queries, block, k)
+        if self._queries[0] is not queries:  # one search's query matrix moved once, not per block
+            self._queries = (queries, torch.from_numpy(queries).to(self.device))
+        device = self.device.index if self.device.index is not None else torch.cuda.current_device()
+        scores, rows = faiss.knn_gpu(
+            self.gpu, self._queries[1], block, k, metric=faiss.METRIC_INNER_PRODUCT, device=device
+        )
+        return scores.cpu().numpy(), rows.cpu().numpy()
 
 
 def _merge_top_k(scores_a, rows_a, scores_b, rows_b, k):

@@ -31,9 +31,8 @@ def training_workers(workers: int, devices: set[str]) -> tuple[int, list[str] | 
     not refused: `workers = 2` is notebook 04's default, made for a 2-core CPU, and the design
     card's command (`-p backbone llama8b`, no `-p workers`) must run as written on one GPU instead
     of failing; the memory preflight then projects the one process a GPU holds, which is what
-    runs. Two runs in one GPU's memory would each take the peak the preflight projects (44-50 GiB
-    for Llama-8B at the defaults: 90-100 GiB together on an 80 GB card). Small models that could
-    share a GPU take several processes of their own (`benchmarks/device_compound_levers.py`)."""
+    runs (two runs on one GPU would each hold that whole peak). Small models that could share a
+    GPU take several processes of their own (`benchmarks/device_compound_levers.py`)."""
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if not gpus or devices <= {"cpu"}:
         return workers, None
