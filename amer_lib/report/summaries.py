@@ -88,6 +88,8 @@ def summary(
         subsets = {"whole": np.arange(base.shape[1]), "low_sim": low_similarity_subset(similarity)}
         for system in dict.fromkeys(r["system"] for r in results if r["dataset"] == dataset):
             scores, _ = _per_question(results, dataset, system, metric)
+            if system != baseline:
+                _check_paired_seeds(results, dataset, system, baseline)
             label = next(r.get("label") for r in results if r["dataset"] == dataset and r["system"] == system)
             row = {
                 "backbone": Path(results[0]["params"]["backbone"]).name,  # a local folder: its last part
@@ -102,18 +104,10 @@ def summary(
                 row[f"{name}_mean"], row[f"{name}_std"] = float(per_seed.mean()), float(per_seed.std())
                 row[f"{name}_delta"] = float((per_seed.mean() - reference) / reference) if reference else float("nan")
                 if system != baseline:
-                    _check_paired_seeds(results, dataset, system, baseline)
                     test = compare(base[:, subset], scores[:, subset], n_resamples, seed)
-                    row[f"{name}_p"], row[f"{name}_p_behind"], row[f"{name}_p_two_sided"] = (
-                        test.p_ahead,
-                        test.p_behind,
-                        test.p,
-                    )
-                    row[f"{name}_difference"], row[f"{name}_low"], row[f"{name}_high"] = (
-                        100 * test.delta,
-                        100 * test.low,
-                        100 * test.high,
-                    )
+                    row |= {f"{name}_p": test.p_ahead, f"{name}_p_behind": test.p_behind, f"{name}_p_two_sided": test.p}
+                    row |= {f"{name}_{key}": 100 * getattr(test, key) for key in ("low", "high")}
+                    row[f"{name}_difference"] = 100 * test.delta
             rows.append(row)
     return with_marks(rows)
 
