@@ -101,7 +101,9 @@ def varying_table(runs: list[dict]):
             values = 100 * np.array([run["rows"][i][f"mrecall@{k}"] for run in runs])
             row[f"MRecall@{k}"] = f"{values.mean():.2f}±{values.std():.2f}"
         table.append(row)
-    return pd.DataFrame(table)
+    table = pd.DataFrame(table)
+    table.attrs["note"] = "± is the population standard deviation over the seeds' runs (numpy's ddof = 0)."
+    return table
 
 
 def stop_accuracy(runs: list[dict]) -> dict:

@@ -140,3 +140,12 @@ def test_the_chance_line_counts_before_and_after_the_correction_by_hand():
         "6 comparisons against the paper's system (whole and low-similarity sets): 3 pass two-sided p < 0.05 "
         "uncorrected, 0.3 expected by chance if none differed; 1 pass after Holm's correction across the 6"
     )
+
+
+def test_the_varying_table_names_its_spread():
+    from amer_lib.experiments.beyond import varying_table
+
+    runs = [{"rows": [{"n": "n = 1", "vectors": 1, "mrecall@10": m, "mrecall@100": m}]} for m in (0.2, 0.4)]
+    table = varying_table(runs)
+    assert table.loc[0, "MRecall@10"] == "30.00±10.00"  # population std of 20 and 40 (ddof 0; ddof 1 gives 14.14)
+    assert table.attrs["note"] == "± is the population standard deviation over the seeds' runs (numpy's ddof = 0)."
