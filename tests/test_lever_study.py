@@ -1,4 +1,4 @@
-"""studies/compound_levers.py's bookkeeping: which variant's single-query and oracle a lever reports,
+"""studies/compound_levers/compound_levers.py's bookkeeping: which variant's single-query and oracle a lever reports,
 which AMER it is tested against, the seeds a report reads; and the device script's pruned weights."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def _module(path: str, name: str):
     return module
 
 
-study = _module("studies/compound_levers.py", "compound_levers_study")
+study = _module("studies/compound_levers/compound_levers.py", "compound_levers_study")
 
 
 def test_the_studys_amer_only_levers_are_those_single_query_trains_without():
@@ -191,7 +191,7 @@ def test_the_device_run_chains_a_variants_seeds_or_starts_one_process_each():
     assert device._commands(args)["spread_1_seed2"][0].split("--variants ")[1].startswith("spread_1 --seeds 2 ")
 
 
-audit = _module("studies/hard_negative_audit.py", "hard_negative_audit_study")
+audit = _module("studies/hard_negative_audit/hard_negative_audit.py", "hard_negative_audit_study")
 
 
 def _q(qid, answers, targets):
@@ -287,7 +287,7 @@ def test_the_component_match_finds_each_components_own_vector_and_scores_the_kep
     assert missing["components_own_mrecall"] == 100.0 and missing["matched_vectors_mrecall"] == 0.0
 
 
-kinds = _module("studies/kinds_distilled.py", "kinds_distilled_study")
+kinds = _module("studies/kinds_distilled/kinds_distilled.py", "kinds_distilled_study")
 
 
 def test_the_kinds_study_carries_the_compound_recipes_lever_to_amer_alone(tmp_path):
