@@ -47,6 +47,27 @@ def test_an_amer_only_lever_reads_the_variant_without_it():
         assert study.reference(variant) == variant and not study.amer_only(variant)
 
 
+def test_each_variant_is_the_notebook_run_with_its_losing_levers_in_study_levers():
+    """A variant's config keys its runs as notebook 04 does when run with the compound recipe and
+    the variant's changes as parameters, the levers measured to lose given in `study_levers`."""
+    import yaml
+
+    from amer_lib.params import notebook_defaults, validate
+    from amer_lib.runs.configs import RealConfig
+    from amer_lib.runs.store import REAL_RUNS
+
+    recipe = yaml.safe_load((ROOT / "params" / "04_real_data" / "compound.yaml").read_text())
+    levers = set(RealConfig.study_lever_names())
+    assert levers == {"single_target_step", "hard_negative_share", "spread_weight", "first_vector", "train_components"}
+    assert {name for changes in study.VARIANTS.values() for name in changes} & levers == levers  # each one studied
+    for variant, changes in study.VARIANTS.items():
+        by_name = {k: v for k, v in changes.items() if k not in levers}
+        chosen = {k: v for k, v in changes.items() if k in levers}
+        values = {**notebook_defaults(study.NOTEBOOK), **recipe, **by_name, "study_levers": chosen}
+        notebook = validate("04_real_data", values)
+        assert REAL_RUNS.recipe(notebook) == REAL_RUNS.recipe(study.params_of(variant, [0], ["compound_k2"])), variant
+
+
 def test_the_kept_lever_is_the_one_compound_distilled_yaml_keeps():
     import yaml
 

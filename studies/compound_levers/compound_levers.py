@@ -10,7 +10,10 @@ single-query, and the training seconds per run.
 
 A lever that changes only AMER's loss (`AMER_ONLY`) trains only AMER and reads single-query and
 the oracle from the variant without it (`reference`); any other lever trains single-query too, so
-its oracle (the k = 1 single-query model on each component) moves with it.
+its oracle (the k = 1 single-query model on each component) moves with it. A variant's changes are
+fields of notebook 04's config (`RealConfig`), set by name; the levers measured to lose here left
+the notebook's parameters cell, and a notebook run sets the same fields through its `study_levers`
+(`-p study_levers '{spread_weight: 1.0}'`: the same run key, so its runs are these).
 
 From the repository root, after notebook 03 has prepared the compound benchmark
 (`make figures-compound`, or notebook 03 with params/03_real_data_prep/compound.yaml):
@@ -46,7 +49,8 @@ HERE = Path(__file__).resolve().parent  # the study's folder: its reports
 TERM = {"component_weight": 10.0, "component_distance": "ranking"}
 # the levers params/*/compound_distilled.yaml keep: the term and a fresh compound for every example
 KEPT = {**TERM, "train_compounds": 12_800}
-# name: the parameters changed from today's recipe
+# name: the parameters changed from today's recipe (RealConfig's fields; RealConfig.study_lever_names() are
+# those notebook 04 sets through its `study_levers`)
 VARIANTS = {
     "today": {},
     "lr_1e-4": {"lr": 1e-4},
