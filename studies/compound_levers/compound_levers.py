@@ -13,7 +13,8 @@ the oracle from the variant without it (`reference`); any other lever trains sin
 its oracle (the k = 1 single-query model on each component) moves with it. A variant's changes are
 fields of notebook 04's config (`RealConfig`), set by name; the levers measured to lose here left
 the notebook's parameters cell, and a notebook run sets the same fields through its `study_levers`
-(`-p study_levers '{spread_weight: 1.0}'`: the same run key, so its runs are these).
+(`-p study_levers '{spread_weight: 1.0}'`: the same run key, so pointed at a variant's folders the
+notebook reads its runs back).
 
 From the repository root, after notebook 03 has prepared the compound benchmark
 (`make figures-compound`, or notebook 03 with params/03_real_data_prep/compound.yaml):
