@@ -1499,9 +1499,9 @@ SHARE_COLUMN = "share of oracle's lead, MRecall@100"
 
 def test_the_asymmetric_supervision_and_the_teachers_ceiling_quote_their_files():
     """Issue 60: the README and docs/results.md quote the teacher's decomposition (the off-the-shelf
-    MiniLM on each component; studies/compound_levers_pilot2_vectors.json at k = 2, the study's prose
-    at k = 3) beside the trained oracle of figures/04_real_data_compound_distilled, AMER's share of the
-    better ceiling computed from those, single-query given the term at k = 1
+    MiniLM on each component; studies/teacher_decomposition.json, which the lever study's pilot and
+    prose agree with) beside the trained oracle of figures/04_real_data_compound_distilled, AMER's
+    share of the better ceiling computed from those, single-query given the term at k = 1
     (studies/compound_levers_pilot2.json) and the term on plain questions (studies/kinds_distilled.json)."""
     import json
 
@@ -1511,10 +1511,12 @@ def test_the_asymmetric_supervision_and_the_teachers_ceiling_quote_their_files()
     name = "compound_oracle_minilm_compound_k1+compound_k2+compound_k3.csv"
     rows = {(r["k"], r["System"]): r["MRecall@100"] for r in figure_rows(f"04_real_data_compound_distilled/{name}")}
     mean = lambda k, system: float(rows[k, system].split("±")[0].rstrip("*"))  # noqa: E731
+    teacher = {r["dataset"][-1]: r for r in json.loads((ROOT / "studies" / "teacher_decomposition.json").read_text())}
+    assert all(r["questions"] == 600 for r in teacher.values()) and teacher["1"]["mrecall"] == 100.0
+    teacher2, teacher3 = teacher["2"]["mrecall"], teacher["3"]["mrecall"]
     vectors = json.loads((ROOT / "studies" / "compound_levers_pilot2_vectors.json").read_text())
-    [teacher2] = {r["components_own_mrecall"] for r in vectors if r["dataset"] == "compound_k2"}
-    teacher3 = 32.50  # the study's prose; no committed record holds it
-    assert "64.17 at k = 2 on this machine (`components_own_mrecall` below; 32.50 at k = 3" in study
+    assert {r["components_own_mrecall"] for r in vectors if r["dataset"] == "compound_k2"} == {teacher2}
+    assert f"{teacher2:.2f} at k = 2 on this machine (`components_own_mrecall` below; {teacher3:.2f} at k = 3" in study
     oracle2, oracle3 = mean("2", "Decomposition oracle"), mean("3", "Decomposition oracle")
     amer2, single2 = mean("2", "AMER"), mean("2", "Single-Query")
     assert teacher2 > oracle2 and teacher3 < oracle3  # the better ceiling: the teacher at k = 2, the oracle at k = 3
@@ -1523,10 +1525,8 @@ def test_the_asymmetric_supervision_and_the_teachers_ceiling_quote_their_files()
     assert (
         f"higher ceiling at k = 2 ({teacher2:.2f} against {oracle2:.2f}): AMER reaches {share2} of its lead" in readme
     )
-    assert (
-        f"scores {teacher2:.2f} at k = 2 (`studies/compound_levers_pilot2_vectors.json`, `components_own_mrecall`, "
-        f"measured on the CPU): above the trained oracle's {oracle2:.2f}" in page
-    )
+    assert f"scores {teacher2:.2f} at k = 2 (`studies/teacher_decomposition.json`, on the CPU" in page
+    assert f"above the trained oracle's {oracle2:.2f}, so it is the better ceiling there" in page
     assert f"is ({amer2:.2f} − {single2:.2f}) / ({teacher2:.2f} − {single2:.2f}) = {share2}, below the aim" in page
     kept3 = next(
         r for r in figure_rows(f"04_real_data_compound_distilled/{name}") if (r["k"], r["System"]) == ("3", "AMER")

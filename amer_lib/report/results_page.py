@@ -198,7 +198,7 @@ def _verdict_oracle_share(rows: list[dict]) -> str:
         return verdict + "better ceiling's lead at k = 2 / 3"
     return (
         verdict + "trained oracle's lead at k = 2 / 3, by the point estimates; this folder lacks the off-the-shelf "
-        "encoder's own decomposition, the higher ceiling at k = 2 (`docs/results.md`)"
+        "encoder's own decomposition, the higher ceiling at k = 2 (`studies/teacher_decomposition.json`)"
     )
 
 
