@@ -70,3 +70,45 @@ def test_the_share_is_taken_against_the_ceiling_of_higher_mrecall_and_the_oracle
 def test_without_either_ceiling_amer_gets_no_share():
     rows = ceiling_shares(rows_of("compound_k2", 2, {"single": (20, 10, 40), "amer": (50, 20, 60)}))
     assert all(not any(key.endswith("_share") for key in row) and "ceiling" not in row for row in rows)
+
+
+def test_the_teachers_decomposition_merges_each_components_own_list_round_robin(monkeypatch):
+    """A hand-made corpus whose lists are known: documents are basis vectors, component A ranks
+    them 0, 1, 2, ... and component B 299, 298, ...; merged round-robin to 100, the list is A's
+    first 50 and B's first 50, so an answer at B's rank 40 is found and one at its rank 100 is not."""
+    from types import SimpleNamespace
+
+    import numpy as np
+    import torch
+
+    from amer_lib.core.metrics import evaluate, pad_clusters
+    from amer_lib.core.search import VectorIndex
+    from amer_lib.experiments import real_data as experiment
+    from amer_lib.runs.configs import RealConfig
+
+    n = 300
+    corpus = np.eye(n, dtype=np.float32)
+    a, b = np.arange(n, 0, -1, dtype=np.float32), np.arange(1, n + 1, dtype=np.float32)  # A: doc 0 first; B: doc 299
+    questions = [SimpleNamespace(qid="q0"), SimpleNamespace(qid="q1")]
+    written = {}
+
+    def write_result(params, dataset, system, seed, test, ranked, **details):
+        written.update(system=system, seed=seed, ranked=ranked, **details)
+        return written
+
+    context = SimpleNamespace(
+        benchmark=SimpleNamespace(questions=lambda dataset, split: questions),
+        part_vectors=lambda test: (torch.from_numpy(np.stack([np.stack([a, b])] * 2)), torch.ones(2, 2, dtype=bool)),
+        shards=corpus,
+        write_result=write_result,
+    )
+    monkeypatch.setattr(experiment, "RunContext", SimpleNamespace(of=lambda params: context))
+    monkeypatch.setattr(experiment, "cached_result", lambda *args: None)
+    monkeypatch.setattr(experiment, "ShardedFlatIndex", VectorIndex)
+    experiment.teacher_decomposition(RealConfig(device="cpu"), "compound_k2")
+    assert written["system"] == experiment.TEACHER and written["seed"] is None and written["n_queries"] == 2
+    ranked = written["ranked"]
+    assert ranked[0].tolist() == [d for rank in range(50) for d in (rank, n - 1 - rank)]
+    gold = pad_clusters([[[10], [260]], [[10], [200]]])  # B's ranks 40 and 100
+    scores = evaluate(ranked, gold, (100,))
+    assert scores["mrecall@100"].tolist() == [1.0, 0.0] and scores["recall@100"].tolist() == [1.0, 0.5]
