@@ -388,7 +388,7 @@ def run_baselines(params: RealConfig, progress: bool = True) -> list[dict]:
 
 ORACLE = "decomposition_oracle"
 TEACHER = "teacher_decomposition"
-CEILINGS = {ORACLE: "trained oracle", TEACHER: "teacher's decomposition"}
+CEILINGS = (ORACLE, TEACHER)
 METRICS = {"mrecall": "MRecall@100", "mrecall_10": "MRecall@10", "recall": "Recall@100"}
 
 
@@ -532,7 +532,7 @@ def ceiling_shares(rows: list[dict]) -> list[dict]:
     share of each ceiling's lead over single-query added to AMER's rows: `<metric>_oracle_share`
     (the trained oracle), `<metric>_teacher_share` (the teacher's decomposition) and
     `<metric>_ceiling_share` against the better ceiling, the one of higher MRecall@100 mean, named
-    in `ceiling` (a system of `CEILINGS`). A share is NaN where the ceiling does not lead."""
+    in `ceiling` (one of `CEILINGS`). A share is NaN where the ceiling does not lead."""
     for row in rows:
         if row["system"] != "amer":
             continue
