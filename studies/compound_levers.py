@@ -326,10 +326,10 @@ def vectors_alone(
 
 def component_vectors(questions: list, encoder: str) -> np.ndarray:
     """The off-the-shelf encoder's query vectors of each compound's components `[Q, k, d]`."""
-    from amer_lib.data import compound
     from amer_lib.data.encoders import DocumentEncoder
+    from amer_lib.data.questions import component_texts
 
-    parts = compound.part_texts(questions)
+    parts = component_texts(questions)
     vectors = DocumentEncoder(encoder).encode_queries([t for row in parts for t in row])
     return vectors.reshape(len(parts), len(parts[0]), -1)
 
