@@ -360,3 +360,26 @@ def test_a_compound_names_each_answers_component_and_the_term_reads_them_in_orde
         [second.question],
     ]
     assert join([second], 2).answer_questions == [second.question] * len(second.answers)  # k = 1: itself
+
+
+def test_a_compound_benchmark_prepared_before_answer_questions_is_prepared_again(tmp_path):
+    """Its files lack the field the term reads: the recipe names it, so the older folder is refused
+    before any work rather than trained on without its components."""
+    import json
+
+    older = {
+        "source": "compound",
+        "ks": [2],
+        "max_train": 10,
+        "max_test": 10,
+        "corpus_size": 100,
+        "max_answers": 8,
+        "components": ["senses"],
+        "seed": 0,
+        "validation_components": 0.1,
+    }
+    (tmp_path / "manifest.json").write_text(json.dumps({"recipe": older, "n_queries": {}}))
+    with pytest.raises(
+        ValueError, match="holds a benchmark prepared with .*'answer_questions': 'kept'.*delete that one"
+    ):
+        prepare_compound(tmp_path, [2], 10, 10, 100, 8, ["senses"], seed=0)
