@@ -1492,3 +1492,17 @@ def test_the_kept_levers_section_quotes_figures_and_the_study():
         not ahead_of_its_paper_system(head)
         and f"({head['Vectors']} vectors at k = 2, where the questions have {told['Vectors']} answers)" in page
     )
+
+
+def test_usage_quotes_the_kinds_result_behind_refusing_a_split_without_answer_questions():
+    """docs/usage.md's reason for refusing the term on questions without answer_questions is the
+    kinds study's whole test set (studies/kinds_distilled.json): AMER with the term against today's."""
+    import json
+
+    whole = json.loads((ROOT / "studies" / "kinds_distilled.json").read_text())[0]
+    assert whole["test set"] == "whole"
+    usage = " ".join((ROOT / "docs" / "usage.md").read_text().split())
+    quoted = (
+        f"{whole['distilled_mean']:.2f} against {whole['amer_mean']:.2f} without it (p = {whole['p_ahead_of_today']}"
+    )
+    assert quoted in usage

@@ -224,7 +224,7 @@ def run_all(params: RealConfig, progress: bool = True) -> list[dict]:
         benchmark.check_compound(params.datasets)
     if params.train_components != "findable":
         benchmark.check_compound(params.datasets, "train_components", f'= "{params.train_components}"')
-    if any(params.for_system(s).component_weight > 0 for s in params.systems):  # the term's questions: none is refused
+    if any(params.for_system(s).component_weight > 0 for s in params.systems):  # a split with no component question
         for dataset in params.datasets:
             component_texts(benchmark.questions(dataset, "train"), f" in {benchmark.directory}/{dataset}_train.jsonl")
     cached = lambda *job: cached_result(*job, benchmark)
