@@ -19,6 +19,12 @@ From the repository root, after notebook 03 has prepared the WordNet benchmark (
 `--today-params` reads today's runs where notebook 04 made them (`make figures`), from the parameter
 file it wrote beside them (paths from notebooks/, as the notebook's); without it they train under
 the study's folder.
+
+Since issue 60 the term reads each question's `answer_questions` and refuses a training split where
+no question has them (`docs/usage.md`), which is this study's case: its committed numbers were made
+before, when a plain question was its own component. That is what the refusal rests on (the term
+on the question itself did not help here); rerunning the study needs the WordNet questions given
+`answer_questions` equal to the question for each answer.
 """
 
 from __future__ import annotations
