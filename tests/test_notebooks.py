@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from amer_lib.core.metrics import low_similarity_subset, paired_bootstrap
+from amer_lib.core.metrics import low_similarity_subset
+from amer_lib.core.significance import compare
 from amer_lib.report.record import recorded
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -300,10 +301,11 @@ def test_real_data_notebook(real_runs):
         single, amer = (100 * np.mean([r["mrecall"] for r in runs[s]]) for s in ("single", "amer"))
         expected = (amer - single) / single if single else float("nan")
         assert summary[dataset, "amer"]["whole_delta"] == pytest.approx(expected, abs=1e-9, nan_ok=True)
-        single_scores, amer_scores = (np.mean([r["mrecall"] for r in runs[s]], axis=0) for s in ("single", "amer"))
+        single_scores, amer_scores = (np.array([r["mrecall"] for r in runs[s]]) for s in ("single", "amer"))
         resamples = yaml.safe_load((results / "params_minilm_wordnet_senses+wordnet_kinds.yaml").read_text())
-        test = paired_bootstrap(single_scores, amer_scores, resamples["bootstrap_resamples"], 0)
-        assert summary[dataset, "amer"]["whole_p"] == test["p_value"]  # paired over the seed-averaged questions
+        test = compare(single_scores, amer_scores, resamples["bootstrap_resamples"], 0)
+        assert summary[dataset, "amer"]["whole_p"] == test.p_ahead  # paired over seeds (by seed) and questions
+        assert summary[dataset, "amer"]["whole_p_two_sided"] == test.p
     table2 = (tables / "table2.csv").read_text()
     assert "+PRF keywords (RM3-style, no LLM)" in table2 and "not run" not in table2
     # the written TREC runs and qrels, read by ir_measures as the README shows, give the library's Recall@100

@@ -16,10 +16,11 @@ from amer_lib.core.device import resolve_device
 from amer_lib.core.merge import MERGES, get_merge
 from amer_lib.core.metrics import KS, evaluate, mean_scores
 from amer_lib.core.search import ShardedFlatIndex, VectorIndex
+from amer_lib.core.significance import note
 from amer_lib.data.synthetic import task_from_params
 from amer_lib.experiments import real_data, synthetic
 from amer_lib.experiments.synthetic import trained_synthetic_encoder
-from amer_lib.report.summaries import summary
+from amer_lib.report.summaries import summary, with_marks
 from amer_lib.report.tables import percent_change
 from amer_lib.runs.benchmark_runs import RunContext
 from amer_lib.runs.configs import RealConfig, SyntheticConfig
@@ -143,21 +144,25 @@ def sampling_gain_table(rows: list[dict]):
     return table
 
 
-def real_sampling_table(rows: list[dict], alpha: float = 0.05):
+def real_sampling_table(rows: list[dict], alpha: float = 0.05, method: str = "holm"):
     """Table 3's detail for each backbone: relative gain over single-query per dataset and
-    subset, with the MRecall@100 behind it; * = p < alpha against single-query."""
+    subset, with the MRecall@100 behind it; * / † = significantly ahead of / behind single-query
+    (two-sided p of the paired bootstrap over seeds and questions below alpha after `method`'s
+    correction across the table's comparisons, said in the table's note)."""
     import pandas as pd
 
+    rows = with_marks(rows, alpha, method)
     table = []
     for backbone, mode in dict.fromkeys((r["backbone"], r["sampling"]) for r in rows):
         row = {"Backbone": backbone, "System": SAMPLING_LABELS[mode]}
         for r in (r for r in rows if r["sampling"] == mode and r["backbone"] == backbone):
             for subset, name in (("whole", "Whole"), ("low_sim", "Low Sim.")):
-                star = "*" if r[f"{subset}_p"] < alpha else ""
-                row[f"{r['dataset']} {name} Δ"] = percent_change(r[f"{subset}_delta"]) + star
+                row[f"{r['dataset']} {name} Δ"] = percent_change(r[f"{subset}_delta"]) + r[f"{subset}_mark"]
                 row[f"{r['dataset']} {name} MRec@100"] = f"{r[f'{subset}_mean']:.2f}"
         table.append(row)
-    return pd.DataFrame(table)
+    table = pd.DataFrame(table)
+    table.attrs["note"] = note(sum(f"{s}_mark" in r for r in rows for s in ("whole", "low_sim")), alpha, method)
+    return table
 
 
 # ----- the vector-count x merge sweep on trained models ---------------------------------------
@@ -217,7 +222,8 @@ def reading_lines(sampling_synthetic, real_rows: list[dict], sweep: list[dict]) 
             best = max(rows, key=lambda r: r[f"{subset}_mean"])
             lines.append(
                 f"{backbone} {dataset} {subset}: best {best['label']} {best[f'{subset}_mean']:.2f}% "
-                f"({100 * best[f'{subset}_delta']:+.1f}% vs single-query, p = {best[f'{subset}_p']:.3f})"
+                f"({100 * best[f'{subset}_delta']:+.1f}% vs single-query, two-sided p = "
+                f"{best[f'{subset}_p_two_sided']:.3f})"
             )
     for benchmark in dict.fromkeys(r["benchmark"] for r in sweep):
         rows = [r for r in sweep if r["benchmark"] == benchmark]

@@ -18,10 +18,11 @@ import torch
 
 from amer_lib.core.device import resolve_device
 from amer_lib.core.merge import WEIGHTINGS, get_merge
-from amer_lib.core.metrics import KS, K, evaluate, mean_scores, paired_bootstrap
+from amer_lib.core.metrics import KS, K, evaluate, mean_scores
 from amer_lib.core.model import AMERQueryEncoder
 from amer_lib.core.saved import save_pretrained
 from amer_lib.core.search import ShardedFlatIndex, VectorIndex, kept_lists
+from amer_lib.core.significance import CORRECTION_NAMES, adjust, compare
 from amer_lib.core.stopping import repeat_cosine, similarity_counts, stop_counts
 from amer_lib.core.train import fit_stop_head
 from amer_lib.data.questions import MultiAnswerQuestion
@@ -31,7 +32,7 @@ from amer_lib.experiments.synthetic import train_on_task
 from amer_lib.io import git_commit
 from amer_lib.progress import tqdm
 from amer_lib.report.plots import MERGE_LABELS
-from amer_lib.report.summaries import summary
+from amer_lib.report.summaries import summary, with_marks
 from amer_lib.runs.benchmark_runs import RunContext, cached_result
 from amer_lib.runs.configs import BeyondConfig, RealConfig, SyntheticConfig
 from amer_lib.runs.query_encoders import (
@@ -100,7 +101,9 @@ def varying_table(runs: list[dict]):
             values = 100 * np.array([run["rows"][i][f"mrecall@{k}"] for run in runs])
             row[f"MRecall@{k}"] = f"{values.mean():.2f}±{values.std():.2f}"
         table.append(row)
-    return pd.DataFrame(table)
+    table = pd.DataFrame(table)
+    table.attrs["note"] = "± is the population standard deviation over the seeds' runs (numpy's ddof = 0)."
+    return table
 
 
 def stop_accuracy(runs: list[dict]) -> dict:
@@ -113,16 +116,19 @@ def stop_accuracy(runs: list[dict]) -> dict:
 
 def stop_head_against_fixed(runs: list[dict], resamples: int, k: int = 10) -> dict:
     """The stop head's MRecall@k against the fixed n that searches as many vectors or more (the
-    smallest n >= its mean count): means in % and the paired bootstrap p over the test inputs of
-    every run (inputs paired within a run)."""
-    stop = np.concatenate([_per_input(run, "stop head", k) for run in runs])
+    smallest n >= its mean count): means in % and the paired bootstrap over the runs (seeds) and
+    their test inputs (`significance.compare`, one row per run, inputs paired within a run):
+    `p_value` one-sided (ahead), `p_two_sided`."""
+    stop = np.stack([_per_input(run, "stop head", k) for run in runs])
     n = int(np.ceil(np.mean([_row(run, "stop head")["vectors"] for run in runs]) - 1e-9))
-    fixed = np.concatenate([_per_input(run, f"n = {n}", k) for run in runs])
+    fixed = np.stack([_per_input(run, f"n = {n}", k) for run in runs])
+    test = compare(fixed, stop, resamples)
     return {
         "fixed_n": n,
         "stop_head": float(100 * stop.mean()),
         "fixed": float(100 * fixed.mean()),
-        "p_value": paired_bootstrap(fixed, stop, resamples)["p_value"],
+        "p_value": test.p_ahead,
+        "p_two_sided": test.p,
     }
 
 
@@ -378,6 +384,21 @@ def comparison_rows(comparison: dict, resamples: int) -> list[dict]:
 
 
 NEW_MERGE = "coverage"  # the repository's own merge (its options picked on validation)
+PAPER_SYSTEM = "the paper's system"  # BASELINE in the tables' notes
+
+
+def chance_line(rows: list[dict], alpha: float = 0.05, method: str = "holm") -> str:
+    """How many of the comparisons in `rows` (every system against the paper's, whole and
+    low-similarity sets) pass two-sided p < `alpha` before and after `method`'s correction across
+    all of them, and how many would pass before it by chance if no system differed (alpha x N)."""
+    p = [r[f"{s}_p_two_sided"] for r in rows if r["system"] != BASELINE for s in ("whole", "low_sim")]
+    raw = sum(value < alpha for value in p)
+    corrected = int((adjust(p, method) < alpha).sum()) if p else 0
+    return (
+        f"{len(p)} comparisons against the paper's system (whole and low-similarity sets): {raw} pass two-sided "
+        f"p < {alpha} uncorrected, {alpha * len(p):.1f} expected by chance if none differed; "
+        f"{corrected} pass after {CORRECTION_NAMES[method]}'s correction across the {len(p)}"
+    )
 
 
 def real_table(rows: list[dict], merges: list[str], every_system: bool = False):
@@ -395,7 +416,7 @@ def real_table(rows: list[dict], merges: list[str], every_system: bool = False):
         systems = [BASELINE, *fixed, *(f"{mode}/round_robin" for mode in N_MODES if mode != "paper")]
         if NEW_MERGE in merges:
             systems += [f"{mode}/{NEW_MERGE}" for mode in N_MODES if mode != "true_m"]
-    return real_results_table(rows, systems=[(system, system) for system in systems])
+    return real_results_table(rows, systems=[(system, system) for system in systems], baseline=PAPER_SYSTEM)
 
 
 def real_cost_points(rows: list[dict], merges: list[str]) -> list[dict]:
@@ -446,28 +467,32 @@ def counts_of(runs: list[dict]) -> tuple[np.ndarray, np.ndarray]:
 
 def reading_lines(runs: list[dict], varying_results, rows: list[dict], resamples: int) -> list[str]:
     """Notebook 07 in words: the stop head on the varying task (its accuracy, against a fixed n of
-    as many vectors, every n mode's MRecall@10), and on each real dataset the systems that differ
-    from the paper's with p < 0.05."""
+    as many vectors, every n mode's MRecall@10), how many of the real comparisons pass p < 0.05
+    before and after the correction against how many would by chance, and on each real dataset the
+    systems that differ from the paper's with two-sided p < 0.05 before the correction (with their
+    Holm-corrected p across all the comparisons)."""
     accuracy, versus = stop_accuracy(runs), stop_head_against_fixed(runs, resamples)
     lines = [
         f"synthetic: the stop head gives {100 * accuracy['exact']:.1f}% of the inputs their m "
         f"({100 * accuracy['within_one']:.1f}% within one)",
         f"  stop head MRecall@10 {versus['stop_head']:.2f}% against n = {versus['fixed_n']} (as many vectors or "
-        f"more) {versus['fixed']:.2f}%, p = {versus['p_value']:.4f}",
+        f"more) {versus['fixed']:.2f}%, two-sided p = {versus['p_two_sided']:.4f} (seeds and inputs resampled)",
     ]
     lines += [
         f"  {row['n']}: {row['Vectors']} vectors, MRecall@10 {row['MRecall@10']}%"
         for _, row in varying_results.iterrows()
     ]
-    for dataset in dict.fromkeys(r["dataset"] for r in rows):
-        by_system = {r["system"]: r for r in rows if r["dataset"] == dataset}
+    lines.append(chance_line(rows))
+    marked = with_marks(rows)
+    for dataset in dict.fromkeys(r["dataset"] for r in marked):
+        by_system = {r["system"]: r for r in marked if r["dataset"] == dataset}
         base = by_system[BASELINE]
         lines.append(f"{dataset}: the paper's system {base['whole_mean']:.2f}% with {base['vectors']:.2f} vectors")
         lines += [
-            f"  {r['label']}: {r['whole_mean']:.2f}% ({100 * r['whole_delta']:+.1f}%, p = {r['whole_p']:.3f}) "
-            f"with {r['vectors']:.2f} vectors"
+            f"  {r['label']}: {r['whole_mean']:.2f}% ({100 * r['whole_delta']:+.1f}%, two-sided p = "
+            f"{r['whole_p_two_sided']:.3f}, Holm {r['whole_p_adjusted']:.3f}) with {r['vectors']:.2f} vectors"
             for system, r in by_system.items()
-            if system != BASELINE and not system.startswith("n") and r["whole_p"] < 0.05
+            if system != BASELINE and not system.startswith("n") and r["whole_p_two_sided"] < 0.05
         ]
     return lines
 

@@ -460,8 +460,9 @@ def compound_datasets(params: RealConfig) -> list[str]:
 
 def oracle_comparison(params: RealConfig, results: list[dict], n_resamples: int) -> list[dict]:
     """Per compound dataset: single-query, AMER and the decomposition oracle (run here for every
-    seed), each metric of `METRICS` as mean and std over seeds (in %) with the paired bootstrap p
-    against single-query, and AMER's share of the oracle's lead over single-query. The oracle runs
+    seed), each metric of `METRICS` as mean and std over seeds (in %) with the paired bootstrap p's
+    against single-query (over seeds and questions: `_p` ahead, `_p_behind`, `_p_two_sided`), and
+    AMER's share of the oracle's lead over single-query. The oracle runs
     the `compound_k1` single-query model: without `compound_k1` among the datasets it is left out,
     with a warning. [] without compound datasets."""
     datasets = compound_datasets(params)
@@ -482,6 +483,9 @@ def oracle_comparison(params: RealConfig, results: list[dict], n_resamples: int)
             found = summaries[i]
             row[f"{metric}_mean"], row[f"{metric}_std"] = found["whole_mean"], found["whole_std"]
             row[f"{metric}_p"] = found.get("whole_p", float("nan"))
+            if "whole_p" in found:  # the systems compared with single-query: the rest of the comparison
+                row[f"{metric}_p_behind"] = found["whole_p_behind"]
+                row[f"{metric}_p_two_sided"] = found["whole_p_two_sided"]
         rows.append(row)
     with_oracle = {r["dataset"] for r in rows if r["system"] == ORACLE}
     for row in rows:

@@ -252,8 +252,14 @@ def backbone_order(backbones) -> list[str]:
 def figure4(summaries: dict[str, list[dict]], path: str | Path | None = None):
     """Figure 4: MRecall@100 (mean and std over seeds) for every backbone side by side, one row
     of panels per dataset, whole set left and low-similarity set right, one bar per system;
-    * marks p < 0.05 against single-query. `summaries`: backbone -> its summary rows."""
+    * / † mark a system significantly ahead of / behind single-query (two-sided p < 0.05 of the
+    bootstrap over seeds and questions, Holm-corrected across each backbone's comparisons, as in its
+    Table 5-8); the bars' ± is the population std over seeds (ddof 0). `summaries`: backbone -> its
+    summary rows."""
+    from amer_lib.report.summaries import with_marks
+
     sns.set_theme(style="whitegrid", context="paper")
+    summaries = {backbone: with_marks(rows) for backbone, rows in summaries.items()}
     backbones = backbone_order(summaries)
     datasets = list(dict.fromkeys(r["dataset"] for b in backbones for r in summaries[b]))
     systems = list(dict.fromkeys(r["system"] for b in backbones for r in summaries[b]))
@@ -286,8 +292,8 @@ def figure4(summaries: dict[str, list[dict]], path: str | Path | None = None):
                         linewidth=0.4,
                         label=(row.get("label") or REAL_SYSTEM_LABELS[system]) if b_index == 0 else None,
                     )
-                    star = "*" if row.get(f"{subset}_p", 1.0) < 0.05 else ""
-                    ax.text(x, value + std + 0.5, f"{value:.1f}{star}", ha="center", va="bottom", fontsize=6)
+                    mark = row.get(f"{subset}_mark", "")  # single-query: compared with nothing
+                    ax.text(x, value + std + 0.5, f"{value:.1f}{mark}", ha="center", va="bottom", fontsize=6)
             ax.set_xticks(range(len(backbones)), [BACKBONE_LABELS.get(b, b) for b in backbones], fontsize=8)
             ax.set_title(f"{DATASET_LABELS.get(dataset, dataset)}: {subset_name}", fontsize=9)
             ax.grid(axis="x", visible=False)

@@ -1,29 +1,46 @@
 """Notebook 04's runs aggregated into the rows of the paper's tables and curves: per dataset and
 system, mean and standard deviation over seeds on the whole test set and its low-similarity
-third, the relative change against single-query with its paired-bootstrap p-value, and the
-validation learning curves."""
+third, the relative change against single-query with its paired-bootstrap p-values over seeds and
+questions (`core.significance`), the marks those leave after correcting across a table's
+comparisons, and the validation learning curves."""
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
 
-from amer_lib.core.metrics import low_similarity_subset, paired_bootstrap
+from amer_lib.core.metrics import low_similarity_subset
+from amer_lib.core.significance import Comparison, adjust, compare, marks
 from amer_lib.io import staged_or_published
+
+
+def _runs(results: list[dict], dataset: str, system: str) -> list[dict]:
+    return sorted((r for r in results if r["dataset"] == dataset and r["system"] == system), key=lambda r: r["seed"])
 
 
 def _per_question(
     results: list[dict], dataset: str, system: str, metric: str = "mrecall"
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per-seed scores `[seeds, Q]` of `metric` (a per-question list in each results JSON) and the
-    test questions' target similarity."""
-    runs = sorted((r for r in results if r["dataset"] == dataset and r["system"] == system), key=lambda r: r["seed"])
+    """Per-seed scores `[seeds, Q]` of `metric` (a per-question list in each results JSON), rows in
+    seed order, and the test questions' target similarity."""
+    runs = _runs(results, dataset, system)
     missing = [r["seed"] for r in runs if metric not in r]
     if missing:
         raise KeyError(f"{dataset} {system} seed(s) {missing} hold no {metric!r} scores (scored before it was kept)")
     return np.array([r[metric] for r in runs]), np.array(runs[0]["target_similarity"])
+
+
+def _check_paired_seeds(results: list[dict], dataset: str, system: str, baseline: str) -> None:
+    """Seed rows are paired by position: a system compared with the baseline has its seeds, or one run."""
+    seeds, base_seeds = ([r["seed"] for r in _runs(results, dataset, s)] for s in (system, baseline))
+    if len(seeds) != 1 and seeds != base_seeds:
+        raise ValueError(
+            f"{dataset}: {system} ran seeds {seeds} and {baseline} seeds {base_seeds}; the paired comparison "
+            f"needs the same seeds (or one run of a seed-free system): run the missing seeds or drop the extra ones"
+        )
 
 
 CURVE_METRICS = {"whole": "val_mrecall", "low_sim": "val_mrecall_low_sim"}
@@ -60,13 +77,19 @@ def summary(
     """Per dataset and system: MRecall@100 (or another per-question `metric`: `recall`,
     `mrecall_10`, ...) mean and std over seeds (in %), relative gain over the `baseline` system
     (the paper's: single-query), on the whole test set and the low-similarity third; for the other
-    systems, the paired bootstrap p-value against the baseline on seed-averaged per-question scores."""
+    systems, the comparison with the baseline by `significance.compare` on the per-seed per-question
+    scores (seeds and questions resampled, seed rows paired by seed): `_p` (one-sided, ahead: the
+    key's meaning before seeds were resampled), `_p_behind`, `_p_two_sided`, and the difference in
+    points with its 95% interval (`_difference`, `_low`, `_high`); then the marks of `with_marks`,
+    corrected across all the rows' comparisons."""
     rows = []
     for dataset in dict.fromkeys(r["dataset"] for r in results):
         base, similarity = _per_question(results, dataset, baseline, metric)
         subsets = {"whole": np.arange(base.shape[1]), "low_sim": low_similarity_subset(similarity)}
         for system in dict.fromkeys(r["system"] for r in results if r["dataset"] == dataset):
             scores, _ = _per_question(results, dataset, system, metric)
+            if system != baseline:
+                _check_paired_seeds(results, dataset, system, baseline)
             label = next(r.get("label") for r in results if r["dataset"] == dataset and r["system"] == system)
             row = {
                 "backbone": Path(results[0]["params"]["backbone"]).name,  # a local folder: its last part
@@ -81,10 +104,43 @@ def summary(
                 row[f"{name}_mean"], row[f"{name}_std"] = float(per_seed.mean()), float(per_seed.std())
                 row[f"{name}_delta"] = float((per_seed.mean() - reference) / reference) if reference else float("nan")
                 if system != baseline:
-                    test = paired_bootstrap(base[:, subset].mean(0), scores[:, subset].mean(0), n_resamples, seed)
-                    row[f"{name}_p"], row[f"{name}_p_behind"] = test["p_value"], test["p_value_behind"]
+                    test = compare(base[:, subset], scores[:, subset], n_resamples, seed)
+                    row |= {f"{name}_p": test.p_ahead, f"{name}_p_behind": test.p_behind, f"{name}_p_two_sided": test.p}
+                    row |= {f"{name}_{key}": 100 * getattr(test, key) for key in ("low", "high")}
+                    row[f"{name}_difference"] = 100 * test.delta
             rows.append(row)
-    return rows
+    return with_marks(rows)
+
+
+SUBSETS = ("whole", "low_sim")
+
+
+def _comparison(row: dict, subset: str) -> Comparison:
+    """The p's a summary row holds for `subset`, as a `Comparison` for `marks` (which reads only those)."""
+    if f"{subset}_p_two_sided" not in row:
+        raise KeyError(
+            f"{row.get('dataset')} {row.get('system')} has no two-sided p for {subset!r} (a summary written before "
+            "seeds were resampled): rerun the notebook's summary for it"
+        )
+    p = row[f"{subset}_p"], row[f"{subset}_p_behind"], row[f"{subset}_p_two_sided"]
+    return Comparison(math.nan, *p, math.nan, math.nan, 0, 0)
+
+
+def with_marks(rows: list[dict], alpha: float = 0.05, method: str = "holm", subsets=SUBSETS) -> list[dict]:
+    """`rows` (summary rows) with, for each comparison they hold (each system but the baseline, each
+    of `subsets`: a `<subset>_p` that is not NaN), the two-sided p corrected by `method` across all
+    of them (`_p_adjusted`) and the mark it leaves at `alpha` (`_mark`: "*" ahead, "†" behind, ""
+    neither), and the correction named (`correction`: method, number of comparisons, alpha). New
+    dicts; `rows` is left as it is."""
+    compared = lambda row, subset: not math.isnan(row.get(f"{subset}_p", math.nan))  # noqa: E731
+    cells = [(i, subset) for i, row in enumerate(rows) for subset in subsets if compared(row, subset)]
+    comparisons = [_comparison(rows[i], subset) for i, subset in cells]
+    adjusted = adjust([c.p for c in comparisons], method) if cells else []
+    out = [dict(row) for row in rows]
+    for (i, subset), p, mark in zip(cells, adjusted, marks(comparisons, alpha, method)):
+        out[i][f"{subset}_p_adjusted"], out[i][f"{subset}_mark"] = float(p), mark
+        out[i]["correction"] = {"method": method, "comparisons": len(cells), "alpha": alpha}
+    return out
 
 
 def per_seed(results: list[dict]) -> list[dict]:
@@ -123,41 +179,45 @@ def backbone_summaries(figures_dir: str | Path) -> dict[str, list[dict]]:
 SUBSET_NAMES = {"whole": "whole set", "low_sim": "low-similarity set"}
 
 
-def verdicts(rows: list[dict], alpha: float = 0.05) -> list[str]:
+VERDICTS = {"*": "ahead of", "†": "behind", "": "not shown to differ from"}
+
+
+def verdicts(rows: list[dict], alpha: float = 0.05, method: str = "holm") -> list[str]:
     """One line per system other than single-query, dataset and subset: its MRecall@100 beside
-    single-query's and what the paired bootstrap allows one to say, tested one-sided in the
-    direction the means point (ahead: `_p`; behind: `_p_behind`). A difference with p >= `alpha`
-    is reported as not shown, however large it looks (a few test questions make large swings)."""
+    single-query's and what the seed-and-question bootstrap allows one to say after the correction
+    across all the comparisons in `rows` (`with_marks`): ahead or behind where the corrected
+    two-sided p < `alpha`, otherwise not shown, however large the difference looks (a few test
+    questions or seeds make large swings)."""
     lines = []
-    for row in rows:
+    for row in with_marks(rows, alpha, method):
         if "whole_p" not in row:  # the baseline itself
             continue
+        correction = f"{method} over {row['correction']['comparisons']}"
         for subset, name in SUBSET_NAMES.items():
             delta = row[f"{subset}_delta"]
-            behind = delta < 0  # the one-sided test in the direction the means point
-            p = row.get(f"{subset}_p_behind", 1.0) if behind else row[f"{subset}_p"]
-            if p < alpha:
-                verdict = "behind" if behind else "ahead of"
-            else:
-                verdict = "not shown to differ from"
             change = "single-query at 0%" if np.isnan(delta) else f"{100 * delta:+.1f}%"
             lines.append(
-                f"{row['dataset']:16s} {name:19s}: {row['system']} {row[f'{subset}_mean']:.2f}% is {verdict} "
-                f"single-query ({change}, bootstrap p = {p:.4f})"
+                f"{row['dataset']:16s} {name:19s}: {row['system']} {row[f'{subset}_mean']:.2f}% is "
+                f"{VERDICTS[row[f'{subset}_mark']]} single-query ({change}, two-sided p = "
+                f"{row[f'{subset}_p_two_sided']:.4f}, {correction}: {row[f'{subset}_p_adjusted']:.4f})"
             )
     return lines
 
 
-def significance_count(rows: list[dict], alpha: float = 0.05, system: str = "amer") -> str:
+def significance_count(rows: list[dict], alpha: float = 0.05, system: str = "amer", method: str = "holm") -> str:
     """The paper's summary of Tables 5-8: in how many settings (datasets here, dataset x backbone in
-    the paper) `system` is significantly ahead of single-query (p < `alpha`, one-sided), on the
-    whole test sets and on the low-similarity ones."""
-    settings = [r for r in rows if r["system"] == system and "whole_p" in r]
-    counts = {
-        subset: sum(r[f"{subset}_delta"] > 0 and r[f"{subset}_p"] < alpha for r in settings) for subset in SUBSET_NAMES
-    }
+    the paper) `system` is significantly ahead of single-query, and in how many behind, on the whole
+    test sets and on the low-similarity ones (two-sided p < `alpha` after `method`'s correction
+    across all the comparisons in `rows`)."""
+    marked = with_marks(rows, alpha, method)
+    settings = [r for r in marked if r["system"] == system and "whole_p" in r]
+    count = lambda subset, mark: sum(r[f"{subset}_mark"] == mark for r in settings)  # noqa: E731
+    n = len(settings)
+    comparisons = settings[0]["correction"]["comparisons"] if settings else 0
     return (
-        f"{system} significantly ahead of single-query (p < {alpha}) in {counts['whole']}/{len(settings)} settings on "
-        f"the whole test sets and {counts['low_sim']}/{len(settings)} on the low-similarity sets "
-        "(the paper: 6/8 and 7/8 over four backbones x two datasets)"
+        f"{system} significantly ahead of single-query (two-sided p < {alpha}, {method}-corrected over "
+        f"{comparisons} comparisons) in {count('whole', '*')}/{n} settings on the whole test sets and "
+        f"{count('low_sim', '*')}/{n} on the low-similarity sets, behind in {count('whole', '†')}/{n} and "
+        f"{count('low_sim', '†')}/{n} (the paper: 6/8 and 7/8 over four backbones x two datasets at "
+        "p < 0.05, no correction stated)"
     )

@@ -1,12 +1,15 @@
 """Tables written as CSV, Markdown and LaTeX side by side, atomically. A table's `attrs["bold"]`
-(a set of (row, column) positions) marks cells printed in bold in Markdown and LaTeX."""
+(a set of (row, column) positions) marks cells printed in bold in Markdown and LaTeX; its
+`attrs["note"]` (what its ± and marks mean) is printed under it in Markdown and LaTeX."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
 
+from amer_lib.core.significance import note
 from amer_lib.io import write_text
+from amer_lib.report.summaries import with_marks
 
 
 def _cells(df, bold_cell, text=str) -> list[list[str]]:
@@ -22,7 +25,8 @@ def to_markdown(df) -> str:
     header = "| " + " | ".join(map(str, df.columns)) + " |"
     rule = "|" + "|".join("---" for _ in df.columns) + "|"
     body = ["| " + " | ".join(row) + " |" for row in _cells(df, lambda text: f"**{text}**")]
-    return "\n".join([header, rule, *body]) + "\n"
+    note = [f"\n{df.attrs['note']}"] if df.attrs.get("note") else []
+    return "\n".join([header, rule, *body, *note]) + "\n"
 
 
 def _latex_escape(value) -> str:
@@ -39,6 +43,8 @@ def to_latex(df) -> str:
     bold = lambda text: r"\textbf{" + text + "}"
     lines += [" & ".join(row) + r" \\" for row in _cells(df, bold, _latex_escape)]
     lines += [r"\bottomrule", r"\end{tabular}"]
+    if df.attrs.get("note"):
+        lines += [r"\par\smallskip{\footnotesize " + _latex_escape(df.attrs["note"]) + "}"]
     return "\n".join(lines) + "\n"
 
 
@@ -76,15 +82,22 @@ def full_results_name(backbone: str) -> str:
     return f"table{number}_{backbone}" if number else f"full_results_{backbone}"
 
 
-def real_results_table(summary_rows: list[dict], alpha: float = 0.05, systems=SYSTEM_ROWS):
+def real_results_table(
+    summary_rows: list[dict], alpha: float = 0.05, systems=SYSTEM_ROWS, method: str = "holm", baseline="single-query"
+):
     """Tables 5-8 (one backbone each, its datasets one under the other): per dataset, MRecall@100
     (mean +- population standard deviation over seeds, numpy's ddof 0; the paper's text calls its spread
-    variance) and the relative
-    gain over single-query on the whole and the low-similarity test set; * marks p < alpha in
-    the paired bootstrap against single-query. `systems`: the (system, label) rows, in order
-    (notebook 07 passes its own, against its own baseline, with the vectors each searches)."""
+    variance) and the relative gain over single-query on the whole and the low-similarity test set;
+    * / † mark a system significantly ahead of / behind the baseline: two-sided p of the paired
+    bootstrap over seeds and questions below alpha after `method`'s correction across the table's
+    comparisons (every system shown but the baseline, on each dataset and subset), said in the
+    table's note. `systems`: the (system, label) rows, in order (notebook 07 passes its own, against
+    its own baseline, named by `baseline` in the note, with the vectors each searches)."""
     import pandas as pd
 
+    shown = {system for system, _ in systems}
+    summary_rows = with_marks([r for r in summary_rows if r["system"] in shown], alpha, method)
+    n_comparisons = sum(f"{subset}_mark" in r for r in summary_rows for subset in ("whole", "low_sim"))
     rows = []
     for dataset in dict.fromkeys(r["dataset"] for r in summary_rows):
         by_system = {r["system"]: r for r in summary_rows if r["dataset"] == dataset}
@@ -97,12 +110,13 @@ def real_results_table(summary_rows: list[dict], alpha: float = 0.05, systems=SY
                 if result is None:
                     row[f"{name} MRec@100"] = row[f"{name} Δ"] = PENDING
                     continue
-                star = "*" if result.get(f"{subset}_p", 1.0) < alpha else ""
-                row[f"{name} MRec@100"] = f"{result[f'{subset}_mean']:.2f}±{result[f'{subset}_std']:.2f}{star}"
+                mark = result.get(f"{subset}_mark", "")
+                row[f"{name} MRec@100"] = f"{result[f'{subset}_mean']:.2f}±{result[f'{subset}_std']:.2f}{mark}"
                 row[f"{name} Δ"] = percent_change(result[f"{subset}_delta"])
             rows.append(row)
     table = pd.DataFrame(rows)
     table.attrs["bold"] = _best_cells(table, summary_rows, systems)
+    table.attrs["note"] = note(n_comparisons, alpha, method, baseline)
     return table
 
 
@@ -149,20 +163,25 @@ def relative_gain_table(summaries: dict[str, list[dict]]):
 COMPOUND_SYSTEMS = {"single": "Single-Query", "amer": "AMER", "decomposition_oracle": "Decomposition oracle"}
 
 
-def compound_table(rows: list[dict], metrics: dict[str, str], alpha: float = 0.05):
+def compound_table(rows: list[dict], metrics: dict[str, str], alpha: float = 0.05, method: str = "holm"):
     """The compound benchmark's comparison (`experiments.real_data.oracle_comparison` rows): per k and
-    system, each metric as mean±std over seeds (* = p < alpha against single-query, paired
-    bootstrap), and AMER's share of the oracle's lead over single-query."""
+    system, each metric as mean±std over seeds (* / † = significantly ahead of / behind single-query:
+    two-sided p of the paired bootstrap over seeds and questions below alpha after `method`'s
+    correction across the table's comparisons, said in the note), and AMER's share of the oracle's
+    lead over single-query."""
     import pandas as pd
 
+    marked = with_marks(rows, alpha, method, subsets=tuple(metrics))
+    n_comparisons = sum(f"{metric}_mark" in r for r in marked for metric in metrics)
     table = []
-    for row in rows:
+    for row in marked:
         cells = {"k": row["k"], "System": COMPOUND_SYSTEMS.get(row["system"], row["system"])}
         for metric, name in metrics.items():
-            star = "*" if row[f"{metric}_p"] < alpha else ""
-            cells[name] = f"{row[f'{metric}_mean']:.2f}±{row[f'{metric}_std']:.2f}{star}"
+            cells[name] = f"{row[f'{metric}_mean']:.2f}±{row[f'{metric}_std']:.2f}{row.get(f'{metric}_mark', '')}"
         for metric, name in metrics.items():
             share = row.get(f"{metric}_oracle_share", math.nan)
             cells[f"share of oracle's lead, {name}"] = "" if math.isnan(share) else f"{100 * share:.0f}%"
         table.append(cells)
-    return pd.DataFrame(table)
+    table = pd.DataFrame(table)
+    table.attrs["note"] = note(n_comparisons, alpha, method)
+    return table

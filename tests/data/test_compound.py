@@ -326,6 +326,9 @@ def test_the_oracle_comparison_reads_each_metric_and_amers_share_of_the_oracles_
     table = compound_table(rows[3:], experiment.METRICS)
     assert table["System"].tolist() == ["Single-Query", "AMER", "Decomposition oracle"]
     assert table.loc[1, "share of oracle's lead, MRecall@100"] == "50%" and table.loc[0, "Recall@100"] == "50.00±0.00"
+    # AMER and the oracle against single-query on three metrics: six comparisons corrected together
+    assert "Holm-corrected across the table's 6 comparisons" in table.attrs["note"]
+    assert {"mrecall_p_behind", "mrecall_p_two_sided"} <= set(amer) and "mrecall_p_two_sided" not in single
     with pytest.warns(UserWarning, match="the oracle is left out"):
         alone = experiment.oracle_comparison(SimpleNamespace(datasets=["compound_k2"], seeds=[0, 1]), results, 10)
     assert [r["system"] for r in alone] == ["single", "amer"] and "mrecall_oracle_share" not in alone[1]

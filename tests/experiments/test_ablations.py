@@ -41,15 +41,19 @@ def test_more_vectors_than_generated_is_an_error():
 
 
 def test_table3_macro_averages_relative_gains_over_backbones():
-    def row(backbone, mode, dataset, whole, low):
+    def row(backbone, mode, dataset, whole, low, whole_p=(0.5, 0.5)):
         return {
             "backbone": backbone,
             "sampling": mode,
             "dataset": dataset,
             "whole_delta": whole,
             "low_sim_delta": low,
-            "whole_p": 0.5,
-            "low_sim_p": 0.01,
+            "whole_p": whole_p[0],
+            "whole_p_behind": whole_p[1],
+            "whole_p_two_sided": min(1.0, 2 * min(whole_p)),
+            "low_sim_p": 0.001,
+            "low_sim_p_behind": 0.999,
+            "low_sim_p_two_sided": 0.002,
             "whole_mean": 10.0,
             "low_sim_mean": 5.0,
         }
@@ -57,8 +61,8 @@ def test_table3_macro_averages_relative_gains_over_backbones():
     rows = [
         row("llama1b", "scheduled", "qampari", 0.10, 1.00),
         row("llama8b", "scheduled", "qampari", 0.30, 2.00),
-        row("llama1b", "predicted", "qampari", -0.05, 0.00),
-        row("llama8b", "predicted", "qampari", 0.01, 0.50),
+        row("llama1b", "predicted", "qampari", -0.05, 0.00, whole_p=(0.9995, 0.0005)),
+        row("llama8b", "predicted", "qampari", 0.01, 0.50, whole_p=(0.02, 0.98)),
     ]
     table = sampling_gain_table(rows)
     assert table.attrs["backbones"] == ["llama1b", "llama8b"]
@@ -76,4 +80,7 @@ def test_table3_macro_averages_relative_gains_over_backbones():
     ]
     detail = real_sampling_table(rows)
     assert list(detail["Backbone"]) == ["llama1b", "llama8b", "llama1b", "llama8b"]
+    # eight comparisons, two-sided p 0.001, 0.002 x 4, 0.04, 1, 1: Holm leaves the first five below 0.05
     assert detail.loc[1, "qampari Low Sim. Δ"] == "+200.00%*"
+    assert detail.loc[2, "qampari Whole Δ"] == "-5.00%†" and detail.loc[3, "qampari Whole Δ"] == "+1.00%"
+    assert "Holm-corrected across the table's 8 comparisons" in detail.attrs["note"]

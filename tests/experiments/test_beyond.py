@@ -76,7 +76,11 @@ def test_stop_head_against_the_fixed_n_of_no_less_search_by_hand():
     ]
     result = stop_head_against_fixed(runs, 200)
     assert result["fixed_n"] == 3 and result["stop_head"] == 100 and result["fixed"] == 25
-    assert result["p_value"] == 0
+    assert result["p_value"] == 0 and result["p_two_sided"] == 0
+    # the runs are seeds: ahead in one run only, the resamples that draw the other run twice are not ahead
+    runs[1]["rows"][2] = row("stop head", 2.6, [0.5, 0])
+    result = stop_head_against_fixed(runs, 2000)
+    assert result["p_value"] == pytest.approx(0.25, abs=0.04) and result["p_two_sided"] == 2 * result["p_value"]
 
 
 @pytest.mark.slow  # 45-50 s on 2 cores
@@ -122,3 +126,26 @@ def test_an_exported_varying_task_run_keeps_its_stop_heads_counts(tmp_path):
     inputs = torch.from_numpy(varying_task(synthetic).test_inputs)
     counts = model.generate_until_stop(model.prompt_from_vectors(inputs), MAX_TARGETS, 0.5)[1]
     assert counts.tolist() == run["predicted_counts"]
+
+
+def test_the_chance_line_counts_before_and_after_the_correction_by_hand():
+    from amer_lib.experiments.beyond import BASELINE, chance_line
+
+    def row(system, whole, low_sim):
+        return {"system": system, "whole_p_two_sided": whole, "low_sim_p_two_sided": low_sim}
+
+    rows = [row(BASELINE, 1.0, 1.0), row("a", 0.001, 0.03), row("b", 0.04, 0.5), row("c", 0.2, 0.9)]
+    # six comparisons, three below 0.05 uncorrected (0.3 expected by chance); Holm: 0.006, then 0.03 x 5 = 0.15
+    assert chance_line(rows) == (
+        "6 comparisons against the paper's system (whole and low-similarity sets): 3 pass two-sided p < 0.05 "
+        "uncorrected, 0.3 expected by chance if none differed; 1 pass after Holm's correction across the 6"
+    )
+
+
+def test_the_varying_table_names_its_spread():
+    from amer_lib.experiments.beyond import varying_table
+
+    runs = [{"rows": [{"n": "n = 1", "vectors": 1, "mrecall@10": m, "mrecall@100": m}]} for m in (0.2, 0.4)]
+    table = varying_table(runs)
+    assert table.loc[0, "MRecall@10"] == "30.00±10.00"  # population std of 20 and 40 (ddof 0; ddof 1 gives 14.14)
+    assert table.attrs["note"] == "± is the population standard deviation over the seeds' runs (numpy's ddof = 0)."

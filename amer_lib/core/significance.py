@@ -1,0 +1,212 @@
+"""Comparing systems over seeds and questions: a hierarchical paired bootstrap, a share of a
+ceiling's lead with its interval, and p-values corrected across a table's comparisons.
+
+Scores are arrays `[seeds, questions]`: one row per training seed, one column per test question,
+the same questions in every row and in every system. Two systems with the same number of rows
+are paired seed by seed (row i of each comes from seed i); a system with one row (a seed-free
+system such as an off-the-shelf encoder, or a seed average) is broadcast against every row of the
+other. Each bootstrap resample draws the seed rows with replacement, then the question columns
+with replacement (one draw of columns shared by the drawn rows), the same draws for every system,
+and takes the statistic of the resampled means. Resampling seeds as well as questions puts the
+spread between training runs into the p-values and intervals; with one row it is the plain
+bootstrap over questions.
+
+    comparison = compare(single, amer)  # [3, 600] each
+    comparison.p, comparison.low, comparison.high
+    marks([compare(single, s) for s in systems])  # "*" ahead, "†" behind, "" neither (Holm)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+AHEAD, BEHIND = "*", "†"  # the marks of a difference significant after correction
+CHUNK = 1_000  # resamples gathered at a time: memory stays at CHUNK x seeds x questions floats
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """`system` against `baseline`: the difference of the means (system - baseline), the share of
+    resampled differences at or below 0 (`p_ahead`: the evidence that the system is ahead) and at
+    or above 0 (`p_behind`), the two-sided p = min(1, 2 min(p_ahead, p_behind)) and the 95%
+    percentile interval [low, high] of the difference."""
+
+    delta: float
+    p_ahead: float
+    p_behind: float
+    p: float
+    low: float
+    high: float
+    seeds: int
+    n_resamples: int
+
+
+@dataclass(frozen=True)
+class Share:
+    """(mean system - mean single) / (mean ceiling - mean single) and its 95% percentile
+    interval [low, high]."""
+
+    share: float
+    low: float
+    high: float
+    seeds: int
+    n_resamples: int
+
+
+def _paired(arrays: list, names: list[str]) -> np.ndarray:
+    """The arrays as floats `[systems, seeds, questions]`, 1-row arrays broadcast to the others' seeds."""
+    arrays = [np.asarray(a, dtype=float) for a in arrays]
+    shapes = ", ".join(f"{name} {a.shape}" for name, a in zip(names, arrays))
+    if any(a.ndim != 2 for a in arrays):
+        raise ValueError(f"scores must be 2-D arrays [seeds, questions]; got {shapes} (one seed: reshape(1, -1))")
+    if any(a.shape[0] == 0 or a.shape[1] == 0 for a in arrays):
+        raise ValueError(f"scores need at least one seed and one question; got {shapes}")
+    if len({a.shape[1] for a in arrays}) > 1:
+        raise ValueError(f"the systems must be scored on the same questions; got {shapes}")
+    seeds = {a.shape[0] for a in arrays} - {1}
+    if len(seeds) > 1:
+        raise ValueError(
+            f"seed rows are paired by position: give every system the same number of seeds, or one row "
+            f"(a seed-free system) to broadcast; got {shapes}"
+        )
+    n_seeds = seeds.pop() if seeds else 1
+    return np.stack([np.broadcast_to(a, (n_seeds, a.shape[1])) for a in arrays])
+
+
+def _resampled_means(scores: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:
+    """`[..., n_resamples]`: the mean of `scores [..., seeds, questions]` on each resample of seed rows
+    and question columns. The question columns are drawn first, in one call, as the question-only
+    bootstrap draws them, so that with one seed row the resamples are those of that bootstrap."""
+    n_seeds, n_questions = scores.shape[-2:]
+    rng = np.random.default_rng(seed)
+    columns = rng.integers(0, n_questions, size=(n_resamples, n_questions))
+    rows = rng.integers(0, n_seeds, size=(n_resamples, n_seeds)) if n_seeds > 1 else None
+    means = np.empty((*scores.shape[:-2], n_resamples))
+    for start in range(0, n_resamples, CHUNK):
+        block = slice(start, start + CHUNK)
+        row_means = scores[..., columns[block]].mean(-1)  # [..., seeds, chunk]: each seed row on the drawn columns
+        if rows is None:
+            means[..., block] = row_means[..., 0, :]
+        else:
+            drawn = rows[block].T  # [seeds, chunk]: the rows each resample draws
+            means[..., block] = np.take_along_axis(row_means, np.broadcast_to(drawn, row_means.shape), -2).mean(-2)
+    return means
+
+
+def compare(baseline, system, n_resamples: int = 10_000, seed: int = 0) -> Comparison:
+    """The hierarchical paired bootstrap of `system` against `baseline` (`[seeds, questions]` each,
+    see the module docstring), `n_resamples` resamples drawn from `seed`."""
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be at least 1, got {n_resamples}")
+    baseline, system = _paired([baseline, system], ["baseline", "system"])
+    difference = system - baseline
+    resampled = _resampled_means(difference, n_resamples, seed)
+    p_ahead, p_behind = float(np.mean(resampled <= 0)), float(np.mean(resampled >= 0))
+    low, high = np.percentile(resampled, [2.5, 97.5])
+    return Comparison(
+        delta=float(difference.mean()),
+        p_ahead=p_ahead,
+        p_behind=p_behind,
+        p=min(1.0, 2 * min(p_ahead, p_behind)),
+        low=float(low),
+        high=float(high),
+        seeds=difference.shape[0],
+        n_resamples=n_resamples,
+    )
+
+
+def share(single, system, ceiling, n_resamples: int = 10_000, seed: int = 0) -> Share:
+    """`system`'s share of `ceiling`'s lead over `single`, (mean system - mean single) / (mean
+    ceiling - mean single), with its 95% interval from the hierarchical bootstrap (`[seeds,
+    questions]` each, see the module docstring). A ceiling not above single-query has no lead to
+    share and is refused."""
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be at least 1, got {n_resamples}")
+    scores = _paired([single, system, ceiling], ["single", "system", "ceiling"])
+    single_mean, system_mean, ceiling_mean = scores.mean((1, 2))
+    if ceiling_mean <= single_mean:
+        raise ValueError(
+            f"the ceiling ({ceiling_mean:.4f}) is not above single-query ({single_mean:.4f}): there is no lead to share"
+        )
+    single_means, system_means, ceiling_means = _resampled_means(scores, n_resamples, seed)
+    with np.errstate(divide="ignore", invalid="ignore"):  # a resample where the lead vanishes: +-inf or nan
+        shares = (system_means - single_means) / (ceiling_means - single_means)
+    low, high = np.percentile(shares, [2.5, 97.5])
+    return Share(
+        share=float((system_mean - single_mean) / (ceiling_mean - single_mean)),
+        low=float(low),
+        high=float(high),
+        seeds=scores.shape[1],
+        n_resamples=n_resamples,
+    )
+
+
+def _pvalues(pvalues) -> np.ndarray:
+    p = np.asarray(pvalues, dtype=float)
+    if p.ndim != 1:
+        raise ValueError(f"p-values must be a 1-D list, got shape {p.shape}")
+    if np.isnan(p).any() or (p < 0).any() or (p > 1).any():
+        raise ValueError(f"p-values must lie in [0, 1]; got {p[np.isnan(p) | (p < 0) | (p > 1)][:5].tolist()}")
+    return p
+
+
+def holm(pvalues) -> np.ndarray:
+    """Holm's step-down adjusted p-values, in the order given: the i-th smallest of m becomes
+    max over j <= i of min(1, (m - j + 1) p_(j)). Rejecting where the adjusted p < alpha keeps the
+    chance of any false rejection among the m at most alpha."""
+    p = _pvalues(pvalues)
+    order = np.argsort(p, kind="stable")
+    m = len(p)
+    adjusted = np.empty(m)
+    adjusted[order] = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[order]))
+    return adjusted
+
+
+def benjamini_hochberg(pvalues) -> np.ndarray:
+    """Benjamini-Hochberg adjusted p-values, in the order given: the i-th smallest of m becomes
+    min over j >= i of min(1, m p_(j) / j). Rejecting where the adjusted p < alpha keeps the
+    expected share of false rejections among the rejections at most alpha (independent or
+    positively dependent tests)."""
+    p = _pvalues(pvalues)
+    order = np.argsort(p, kind="stable")
+    m = len(p)
+    scaled = m * p[order] / np.arange(1, m + 1)
+    adjusted = np.empty(m)
+    adjusted[order] = np.minimum(1.0, np.minimum.accumulate(scaled[::-1])[::-1])
+    return adjusted
+
+
+CORRECTIONS = {"holm": holm, "bh": benjamini_hochberg, "none": lambda p: _pvalues(p).copy()}
+CORRECTION_NAMES = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "no correction"}
+
+
+def adjust(pvalues, method: str = "holm") -> np.ndarray:
+    """`pvalues` corrected for their number by `method` (a key of `CORRECTIONS`)."""
+    if method not in CORRECTIONS:
+        raise ValueError(f"unknown correction {method!r}; valid: {', '.join(CORRECTIONS)}")
+    return CORRECTIONS[method](pvalues)
+
+
+def marks(comparisons: list[Comparison], alpha: float = 0.05, method: str = "holm") -> list[str]:
+    """One mark per comparison after correcting their two-sided p across the list by `method`:
+    `AHEAD` ("*") where the system is significantly ahead (corrected p < alpha), `BEHIND` ("†")
+    where it is significantly behind, "" otherwise. The direction is the side the resamples
+    fall on (p_ahead < p_behind: ahead)."""
+    adjusted = adjust([c.p for c in comparisons], method) if comparisons else np.empty(0)
+    return [(AHEAD if c.p_ahead < c.p_behind else BEHIND) if p < alpha else "" for c, p in zip(comparisons, adjusted)]
+
+
+def note(n_comparisons: int, alpha: float = 0.05, method: str = "holm", baseline: str = "single-query") -> str:
+    """The sentence a table prints under itself to say what its ± and marks mean."""
+    correction = (
+        "uncorrected"
+        if method == "none"
+        else f"{CORRECTION_NAMES[method]}-corrected across the table's {n_comparisons} comparisons"
+    )
+    return (
+        "± is the population standard deviation over seeds (numpy's ddof = 0). "
+        f"{AHEAD} / {BEHIND}: significantly ahead of / behind {baseline}, two-sided p < {alpha} {correction}, "
+        "from a paired bootstrap that resamples seeds and questions."
+    )

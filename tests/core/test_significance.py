@@ -1,0 +1,216 @@
+import itertools
+
+import numpy as np
+import pytest
+
+from amer_lib.core.significance import AHEAD, BEHIND, Comparison, benjamini_hochberg, compare, holm, marks, share
+
+
+def _question_bootstrap(baseline, system, n_resamples, seed):
+    """The question-only paired bootstrap as `metrics.paired_bootstrap` computed it before seeds were
+    resampled (written out here as the independent answer)."""
+    difference = np.asarray(system, float) - np.asarray(baseline, float)
+    rng = np.random.default_rng(seed)
+    samples = rng.integers(0, len(difference), size=(n_resamples, len(difference)))
+    resampled = difference[samples].mean(axis=1)
+    return float(np.mean(resampled <= 0)), float(np.mean(resampled >= 0))
+
+
+def test_one_seed_row_is_exactly_the_question_bootstrap():
+    rng = np.random.default_rng(4)
+    for n_questions, seed in ((8, 0), (97, 3), (600, 11)):
+        baseline = (rng.random(n_questions) < 0.4).astype(float)
+        system = (rng.random(n_questions) < 0.5).astype(float)
+        result = compare(baseline[None], system[None], n_resamples=3000, seed=seed)
+        assert (result.p_ahead, result.p_behind) == _question_bootstrap(baseline, system, 3000, seed)
+        assert result.delta == (system - baseline).mean() and result.seeds == 1 and result.n_resamples == 3000
+
+
+def test_the_metrics_wrappers_are_the_one_row_comparison():
+    from amer_lib.core.metrics import paired_bootstrap, share_interval
+
+    rng = np.random.default_rng(5)
+    single, system, ceiling = (rng.random(40) < p for p in (0.3, 0.5, 0.8))
+    test = compare(single[None], system[None], 500, 2)
+    assert paired_bootstrap(single, system, 500, 2) == {
+        "delta": test.delta,
+        "p_value": test.p_ahead,
+        "p_value_behind": test.p_behind,
+        "n_resamples": 500,
+        "seed": 2,
+    }
+    interval = share(single[None], system[None], ceiling[None], 500, 2)
+    assert share_interval(single, system, ceiling, 500, 2) == (interval.low, interval.high)
+
+
+def test_ahead_on_every_question_and_seed_and_identical_systems():
+    baseline = np.zeros((3, 20))
+    ahead = compare(baseline, baseline + 1, n_resamples=500)
+    assert (ahead.p_ahead, ahead.p_behind, ahead.p, ahead.delta) == (0.0, 1.0, 0.0, 1.0)
+    assert (ahead.low, ahead.high) == (1.0, 1.0)
+    same = compare(baseline + 0.5, baseline + 0.5, n_resamples=500)
+    assert (same.p_ahead, same.p_behind, same.p, same.delta, same.low, same.high) == (1.0, 1.0, 1.0, 0.0, 0.0, 0.0)
+
+
+def test_swapping_the_systems_mirrors_the_comparison():
+    rng = np.random.default_rng(6)
+    a, b = rng.random((3, 50)), rng.random((3, 50)) + 0.05
+    forward, backward = compare(a, b, 2000, seed=1), compare(b, a, 2000, seed=1)
+    assert backward.p_ahead == forward.p_behind and backward.p_behind == forward.p_ahead
+    assert backward.p == forward.p
+    assert backward.delta == pytest.approx(-forward.delta)
+    assert (backward.low, backward.high) == pytest.approx((-forward.high, -forward.low))
+
+
+def test_a_small_case_against_every_resample_enumerated():
+    """Two seeds by two questions: 2^2 row draws x 2^2 column draws, each equally likely; the shares
+    of the 16 resampled differences at or below 0 and at or above 0 are the exact p's, which 40,000
+    resamples match to about three standard deviations."""
+    difference = np.array([[1.0, -0.5], [0.5, 0.0]])
+    resampled = [
+        difference[np.ix_(rows, columns)].mean()
+        for rows in itertools.product(range(2), repeat=2)
+        for columns in itertools.product(range(2), repeat=2)
+    ]
+    exact_ahead, exact_behind = np.mean(np.array(resampled) <= 0), np.mean(np.array(resampled) >= 0)
+    result = compare(np.zeros((2, 2)), difference, n_resamples=40_000, seed=2)
+    assert result.p_ahead == pytest.approx(exact_ahead, abs=0.007)
+    assert result.p_behind == pytest.approx(exact_behind, abs=0.007)
+
+
+def test_seeds_that_disagree_widen_the_interval_and_raise_p():
+    """Seed 0 gains 0.2 on every question, seed 1 nothing: over questions the seed average is ahead
+    everywhere (p 0), but a resample that draws seed 1 twice has no gain, so the seed level keeps
+    p at about 1/4 (the chance of that draw) and the interval reaches 0."""
+    rng = np.random.default_rng(7)
+    baseline = (rng.random((2, 300)) < 0.5).astype(float)
+    system = baseline + np.array([[0.2], [0.0]])
+    seed_means = compare(baseline.mean(0, keepdims=True), system.mean(0, keepdims=True), 4000)
+    over_seeds = compare(baseline, system, 4000)
+    assert seed_means.p_ahead == 0.0 and seed_means.low == pytest.approx(0.1)
+    assert over_seeds.p_ahead == pytest.approx(0.25, abs=0.03) and over_seeds.p > 0.05
+    assert over_seeds.low == 0.0 and over_seeds.high == pytest.approx(0.2)
+    assert over_seeds.delta == pytest.approx(seed_means.delta)
+
+
+def test_one_row_broadcasts_against_every_seed():
+    rng = np.random.default_rng(8)
+    encoder = rng.random((1, 30))
+    trained = rng.random((3, 30))
+    broadcast = compare(encoder, trained, 1000, seed=4)
+    assert broadcast == compare(np.repeat(encoder, 3, 0), trained, 1000, seed=4)
+    assert broadcast.seeds == 3 and broadcast.delta == pytest.approx(trained.mean() - encoder.mean())
+    assert share(encoder, trained, encoder + 1, 1000) == share(np.repeat(encoder, 3, 0), trained, encoder + 1, 1000)
+
+
+def test_shape_errors_name_the_shapes():
+    with pytest.raises(ValueError, match=r"2-D arrays \[seeds, questions\]; got baseline \(5,\), system \(1, 5\)"):
+        compare(np.zeros(5), np.zeros((1, 5)))
+    with pytest.raises(ValueError, match=r"same questions; got baseline \(2, 5\), system \(2, 6\)"):
+        compare(np.zeros((2, 5)), np.zeros((2, 6)))
+    with pytest.raises(ValueError, match=r"same number of seeds.*got baseline \(2, 5\), system \(3, 5\)"):
+        compare(np.zeros((2, 5)), np.zeros((3, 5)))
+    with pytest.raises(ValueError, match=r"got single \(2, 4\), system \(3, 4\), ceiling \(1, 4\)"):
+        share(np.zeros((2, 4)), np.zeros((3, 4)), np.ones((1, 4)))
+    with pytest.raises(ValueError, match=r"at least one seed and one question; got baseline \(0, 5\)"):
+        compare(np.zeros((0, 5)), np.zeros((0, 5)))
+    with pytest.raises(ValueError, match=r"^n_resamples must be at least 1, got 0$"):
+        compare(np.zeros((1, 5)), np.zeros((1, 5)), n_resamples=0)
+
+
+def test_determinism_by_seed():
+    rng = np.random.default_rng(9)
+    a, b = rng.random((4, 60)), rng.random((4, 60))
+    assert compare(a, b, seed=3) == compare(a, b, seed=3)
+    assert compare(a, b, seed=3) != compare(a, b, seed=4)
+    assert compare(a, b, 10_000, 0) == compare(a, b)
+    assert share(a, b, a + 1, seed=1) == share(a, b, a + 1, seed=1) != share(a, b, a + 1, seed=2)
+
+
+def test_share_by_hand():
+    rng = np.random.default_rng(10)
+    single, lead = rng.random((3, 40)), rng.random((3, 40)) + 0.1
+    halfway = share(single, single + 0.5 * lead, single + lead, n_resamples=2000)
+    assert (halfway.share, halfway.low, halfway.high) == pytest.approx((0.5, 0.5, 0.5))
+    assert (halfway.seeds, halfway.n_resamples) == (3, 2000)
+    # seed 0 reaches the ceiling, seeds 1 and 2 stay at single-query: the share is 1/3, and a resample
+    # drawing no seed 0 (8/27) has share 0 while one drawing it three times (1/27) has share 1
+    system = single.copy()
+    system[0] += lead[0]
+    split = share(single, system, single + lead, n_resamples=4000)
+    assert split.share == pytest.approx(lead[0].sum() / lead.sum())
+    assert split.low == 0.0 and 0.9 < split.high <= 1.0
+    with pytest.raises(ValueError, match=r"ceiling \(0\.0000\) is not above single-query \(0\.0000\)"):
+        share(np.zeros((1, 3)), np.ones((1, 3)), np.zeros((1, 3)))
+
+
+def _holm_by_definition(p):
+    """max over j <= i of min(1, (m - j + 1) p_(j)), for the i-th smallest p (ranks from 1)."""
+    m, order = len(p), np.argsort(p, kind="stable")
+    ranked = [min(1.0, (m - j) * p[order[j]]) for j in range(m)]
+    out = np.empty(m)
+    for i in range(m):
+        out[order[i]] = max(ranked[: i + 1])
+    return out
+
+
+def _bh_by_definition(p):
+    """min over j >= i of min(1, m p_(j) / j), for the i-th smallest p (ranks from 1)."""
+    m, order = len(p), np.argsort(p, kind="stable")
+    ranked = [min(1.0, m * p[order[j]] / (j + 1)) for j in range(m)]
+    out = np.empty(m)
+    for i in range(m):
+        out[order[i]] = min(ranked[i:])
+    return out
+
+
+def test_holm_and_benjamini_hochberg_by_hand():
+    p = [0.01, 0.04, 0.03, 0.005]
+    # sorted 0.005, 0.01, 0.03, 0.04 times 4, 3, 2, 1 = 0.02, 0.03, 0.06, 0.04 -> running max 0.02, 0.03, 0.06, 0.06
+    assert holm(p) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    # sorted times 4/1, 4/2, 4/3, 4/4 = 0.02, 0.02, 0.04, 0.04 -> running min from the top: the same
+    assert benjamini_hochberg(p) == pytest.approx([0.02, 0.04, 0.04, 0.02])
+    assert holm([0.3, 0.6]).tolist() == [0.6, 0.6] and holm([0.7, 0.9]).tolist() == [1.0, 1.0]  # clipped at 1
+    assert benjamini_hochberg([0.9, 0.02]).tolist() == [0.9, 0.04]
+    assert holm([0.2]).tolist() == [0.2] and holm([]).tolist() == []
+    with pytest.raises(ValueError, match=r"p-values must lie in \[0, 1\]; got \[1\.5\]"):
+        holm([0.1, 1.5])
+
+
+def test_corrections_against_their_definitions():
+    rng = np.random.default_rng(11)
+    for m in (1, 2, 7, 40):
+        p = np.round(rng.random(m) ** 2, 3)  # rounded: ties among them
+        assert holm(p) == pytest.approx(_holm_by_definition(p))
+        assert benjamini_hochberg(p) == pytest.approx(_bh_by_definition(p))
+        order = np.argsort(p, kind="stable")
+        for adjusted in (holm(p), benjamini_hochberg(p)):
+            assert (np.diff(adjusted[order]) >= 0).all() and (adjusted >= p).all() and (adjusted <= 1).all()
+        assert (benjamini_hochberg(p) <= holm(p) + 1e-12).all()
+
+
+def _comparison(p_ahead, p_behind):
+    return Comparison(0.0, p_ahead, p_behind, min(1.0, 2 * min(p_ahead, p_behind)), 0.0, 0.0, 1, 1000)
+
+
+def test_marks_correct_across_the_list_and_mark_both_directions():
+    ahead, behind, unclear = _comparison(0.001, 0.999), _comparison(0.999, 0.004), _comparison(0.02, 0.98)
+    # two-sided p 0.002, 0.008, 0.04; Holm: 0.006, 0.016, 0.04 -> all three at alpha 0.05
+    assert marks([ahead, behind, unclear]) == [AHEAD, BEHIND, AHEAD] == ["*", "†", "*"]
+    # a fourth comparison: Holm 0.008, 0.024, 0.08 for the third -> unmarked; uncorrected it would pass
+    many = [ahead, behind, unclear, _comparison(0.5, 0.5)]
+    assert marks(many) == ["*", "†", "", ""]
+    assert marks(many, method="none") == ["*", "†", "*", ""]
+    assert marks(many, method="bh") == ["*", "†", "", ""]  # BH: 0.04 x 4 / 3 = 0.053
+    assert marks(many, alpha=0.01) == ["*", "", "", ""]
+    assert marks([]) == []
+    with pytest.raises(ValueError, match=r"unknown correction 'bonferroni'; valid: holm, bh, none"):
+        marks(many, method="bonferroni")
+
+
+def test_marks_on_real_comparisons():
+    rng = np.random.default_rng(12)
+    base = (rng.random((3, 200)) < 0.5).astype(float)
+    ahead = np.minimum(1, base + (rng.random((3, 200)) < 0.3))
+    behind = base * (rng.random((3, 200)) < 0.6)
+    assert marks([compare(base, s, 2000) for s in (ahead, behind, base)]) == ["*", "†", ""]
