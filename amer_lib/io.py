@@ -98,7 +98,7 @@ PROVENANCE_PACKAGES = ("torch", "transformers", "sentence-transformers", "faiss-
 # The CPU kernels' instruction set and the notebook process's threads, held by the Makefile's figure
 # targets (FIGURE_KERNELS) so that the figures do not depend on a CPU's own best set or its cores:
 # the same run trained with AVX-512 and with AVX2 kernels ends one MRecall point apart
-# (studies/instruction_sets.md). Checked on one machine so far (make check-figures in a fresh
+# (studies/instruction_sets/instruction_sets.md). Checked on one machine so far (make check-figures in a fresh
 # clone); any x86-64 CPU with AVX2 should take the same paths. Each variable is read when its
 # library loads.
 KERNEL_VARIABLES = {

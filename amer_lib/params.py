@@ -5,7 +5,9 @@ type, default, choices, help). The notebook's `parameters` cell, where papermill
 overrides, is written from those fields (`parameters_cell`; `python -m amer_lib.params --write`
 rewrites every notebook's, a test checks they match). `collect` takes every name the parameters
 cells defined and builds the notebook's config, so an unknown key or an invalid choice fails at
-once with the valid options.
+once with the valid options. Levers measured to lose (`param(study=True)`) stay fields of the
+config, and of the run key, but leave the cell: one `study_levers` mapping sets them for a study
+(`{"spread_weight": 1.0}`), each name checked.
 
     python -m amer_lib.params 04_real_data     # every parameter: type, default, choices, help
     python -m amer_lib.params --write          # the notebooks' parameters cells, from the configs
@@ -45,6 +47,18 @@ CONFIGS: dict[str, type[Config]] = {
 }
 
 
+STUDY_LEVERS = "study_levers"  # the parameters cell's mapping of the config's study levers
+
+
+def cell_defaults(notebook: str) -> dict[str, Any]:
+    """What the notebook's `parameters` cell holds: the config's defaults, its study levers left
+    to an empty `study_levers` mapping (where the config has any)."""
+    config = CONFIGS[notebook]
+    levers = config.study_lever_names()
+    defaults = {name: value for name, value in config.defaults().items() if name not in levers}
+    return {**defaults, STUDY_LEVERS: {}} if levers else defaults
+
+
 def notebook_defaults(notebook_path: str | Path) -> dict[str, Any]:
     """A notebook's literal defaults: its `parameters` cell, executed alone."""
     namespace: dict[str, Any] = {}
@@ -66,18 +80,33 @@ def parameters_cell(notebook: str) -> str:
     config = CONFIGS[notebook]
     lines = ["# " + line for line in textwrap.wrap(config.CELL_HEADER, WIDTH - 2)]
     defaults = config.defaults()
+    levers = config.study_lever_names()
     for field in dataclasses.fields(config):
-        if field.name not in defaults:
-            continue
-        assignment, help_ = f"{field.name} = {_literal(defaults[field.name])}", field.metadata["help"]
-        if len(assignment) > WIDTH:  # one item per line, as ruff formats it
-            items = ",\n".join("    " + _literal(item) for item in defaults[field.name])
-            assignment = f"{field.name} = [\n{items},\n]"
-        if help_ and len(assignment) + len(help_) + 4 <= WIDTH and "\n" not in assignment:
-            lines.append(f"{assignment}  # {help_}")
-        else:
-            lines += ["# " + line for line in textwrap.wrap(help_, WIDTH - 2)] + [assignment]
+        if field.name in levers[-1:]:  # the study levers, together where the last of them stood
+            lines += _assignment(STUDY_LEVERS, {}, _study_levers_help(notebook))
+        if field.name in defaults and field.name not in levers:
+            lines += _assignment(field.name, defaults[field.name], field.metadata["help"])
     return "\n".join(lines)
+
+
+def _assignment(name: str, value: Any, help_: str) -> list[str]:
+    """A parameter's lines in the cell: its help as a comment beside it where the line allows and
+    papermill reads it (its parser skips a line holding a second `=`), else above."""
+    assignment = f"{name} = {_literal(value)}"
+    if len(assignment) > WIDTH:  # one item per line, as ruff formats it
+        items = ",\n".join("    " + _literal(item) for item in value)
+        assignment = f"{name} = [\n{items},\n]"
+    if help_ and len(assignment) + len(help_) + 4 <= WIDTH and "\n" not in assignment and "=" not in help_:
+        return [f"{assignment}  # {help_}"]
+    return ["# " + line for line in textwrap.wrap(help_, WIDTH - 2)] + [assignment]
+
+
+def _study_levers_help(notebook: str) -> str:
+    config = CONFIGS[notebook]
+    return (
+        f'{config.STUDY_LEVERS_HELP}: any of {", ".join(config.study_lever_names())}, e.g. {{"spread_weight": 1.0}}; '
+        f"python -m amer_lib.params {notebook} describes each"
+    )
 
 
 def _literal(value: Any) -> str:
@@ -107,22 +136,36 @@ def write_parameters_cells(notebooks_dir: Path) -> list[Path]:
 
 
 def describe(notebook: str) -> str:
-    """Every parameter of the notebook: type, default, choices, help."""
+    """Every parameter of the notebook: type, default, choices, help; the study levers under
+    `study_levers`, where the parameters cell has it."""
     config = CONFIGS[notebook]
     hints = typing.get_type_hints(config)
     lines = [f"{notebook}: {config.__doc__.splitlines()[0]}"]
     defaults = config.defaults()
+    levers = config.study_lever_names()
+    study = (
+        [f"  {STUDY_LEVERS} (dict) = {{}}"]
+        + ["      " + line for line in textwrap.wrap(_study_levers_help(notebook), WIDTH - 6)]
+        if levers
+        else []
+    )
     for field in dataclasses.fields(config):
         if field.name not in defaults:
             continue
-        meta = field.metadata
-        hint = hints[field.name]
-        kind = str(hint) if typing.get_args(hint) else hint.__name__
-        choices = f"; one of {', '.join(map(str, meta['choices']))}" if meta["choices"] else ""
-        lines.append(f"  {field.name} ({kind}) = {_literal(defaults[field.name])}{choices}")
-        if meta["help"]:
-            lines += ["      " + line for line in textwrap.wrap(meta["help"], WIDTH - 6)]
+        if field.name in levers:
+            study += _listing(field.name, hints[field.name], defaults[field.name], field.metadata, "      ")
+            lines += study if field.name == levers[-1] else []
+        else:
+            lines += _listing(field.name, hints[field.name], defaults[field.name], field.metadata, "  ")
     return "\n".join(lines)
+
+
+def _listing(name: str, hint: Any, default: Any, meta: typing.Mapping, indent: str) -> list[str]:
+    """One parameter in `describe`'s listing: name, type, default, choices, then its help."""
+    kind = str(hint) if typing.get_args(hint) else hint.__name__
+    choices = f"; one of {', '.join(map(str, meta['choices']))}" if meta["choices"] else ""
+    lines = [f"{indent}{name} ({kind}) = {_literal(default)}{choices}"]
+    return lines + [indent + "    " + line for line in textwrap.wrap(meta["help"], WIDTH - len(indent) - 4)]
 
 
 def from_files(notebook_path: str | Path, *yaml_files: str | Path) -> Config:
@@ -154,8 +197,11 @@ def collect(notebook: str, namespace: dict, before: set[str]) -> Config:
     names = [n for n in namespace if n not in before and not n.startswith("_")]
     if notebook not in CONFIGS:
         raise KeyError(f"unknown notebook {notebook!r}; valid: {', '.join(CONFIGS)}")
-    config = validate(notebook, CONFIGS[notebook].read_text_values({n: namespace[n] for n in names}))
-    namespace.update({n: getattr(config, n) for n in names})
+    values = CONFIGS[notebook].read_text_values({n: namespace[n] for n in names})
+    if STUDY_LEVERS in values:
+        values[STUDY_LEVERS] = _mapping(values[STUDY_LEVERS])
+    config = validate(notebook, values)
+    namespace.update({n: values[n] if n == STUDY_LEVERS else getattr(config, n) for n in names})
     return config
 
 
@@ -163,7 +209,51 @@ def validate(notebook: str, params: dict[str, Any]) -> Config:
     """The notebook's config of `params`; a wrong key or value fails naming it and what is valid."""
     if notebook not in CONFIGS:
         raise KeyError(f"unknown notebook {notebook!r}; valid: {', '.join(CONFIGS)}")
-    return CONFIGS[notebook].from_dict(params, notebook)
+    return CONFIGS[notebook].from_dict(_with_study_levers(CONFIGS[notebook], params), notebook)
+
+
+def _with_study_levers(config: type[Config], params: dict[str, Any]) -> dict[str, Any]:
+    """`params` with the levers its `study_levers` mapping names set as the config's fields, the
+    others at their defaults. A name that is not a study lever fails listing those, as does a lever
+    also given by its own name (as the parameter files a notebook writes give them) with another
+    value than the mapping's."""
+    levers = config.study_lever_names()
+    if STUDY_LEVERS not in params or not levers:  # none: the config refuses the key as unknown
+        return params
+    params = dict(params)
+    chosen = _mapping(params.pop(STUDY_LEVERS))
+    unknown = sorted(set(chosen) - set(levers))
+    if unknown:
+        raise KeyError(
+            f"unknown study lever(s) {unknown} in {STUDY_LEVERS}; valid: {', '.join(levers)} "
+            "(any other parameter is set by its own name)"
+        )
+    defaults = config.defaults()
+    twice = sorted(name for name in chosen if params.get(name, defaults[name]) not in (defaults[name], chosen[name]))
+    if twice:
+        raise ValueError(
+            f"study lever(s) {twice} set both by name and in {STUDY_LEVERS}, to different values: set each once"
+        )
+    return {**{name: defaults[name] for name in levers}, **params, **chosen}  # the mapping stands for them all
+
+
+def _mapping(value: Any) -> dict:
+    """`study_levers` as a mapping (papermill's `-p` passes it as YAML text)."""
+    import yaml
+
+    if isinstance(value, str):
+        try:
+            value = yaml.safe_load(value)
+        except yaml.YAMLError as error:
+            raise ValueError(
+                f"parameter {STUDY_LEVERS!r} takes a mapping; {value!r} is not one in YAML: {error}"
+            ) from error
+    if not isinstance(value, dict):
+        raise TypeError(
+            f"parameter {STUDY_LEVERS!r} must be a mapping of lever names to values "
+            f"(e.g. {{spread_weight: 1.0}}), got {value!r}"
+        )
+    return value
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,4 +1,4 @@
-"""The issue-43 lever study (studies/compound_levers.py) on the lent GPU machine, in one call.
+"""The issue-43 lever study (studies/compound_levers/compound_levers.py) on the lent GPU machine, in one call.
 
 That machine reaches no network and a call carries at most 64 MiB, so everything the study needs
 beyond the working tree travels packed in `.devcarry/` (ignored by git), made here by
@@ -23,7 +23,8 @@ which installs the carried files under /tmp/site, encodes the corpus, starts eve
 at once (each its own process with `workers` training processes) under one time budget, and
 writes the finished runs' files (JSON; the TREC runs stay there) and the logs to
 `$OUT/results.tar.gz`, and what it did to `$OUT/run.json`. Read them back here with
-`studies/compound_levers.py --folder <unpacked>/compound_levers_gpu --name compound_levers_gpu --report`.
+`studies/compound_levers/compound_levers.py --folder <unpacked>/compound_levers_gpu --name compound_levers_gpu
+--report`.
 """
 
 from __future__ import annotations
@@ -196,7 +197,14 @@ def _commands(args) -> dict[str, list[str]]:
     options += [arg for item in args.set for arg in ("--set", item)]
 
     def command(variant: str, seed: int) -> str:
-        script = [sys.executable, "studies/compound_levers.py", "--variants", variant, "--seeds", str(seed)]
+        script = [
+            sys.executable,
+            "studies/compound_levers/compound_levers.py",
+            "--variants",
+            variant,
+            "--seeds",
+            str(seed),
+        ]
         return shlex.join(script + options)
 
     seeds = {}  # a variant written "name@0,1" runs those seeds instead of --seeds

@@ -1,7 +1,7 @@
 """Mutation score of the core modules: mutmut (from PyPI, not a dependency of amer_lib) mutates one
 module at a time in a copy of the committed tree and runs the module's own unit tests (`TESTS`)
 that call each mutated function (mutmut's per-function test map). Writes the counts per module and every surviving
-mutant with its changed lines to a JSON file; `studies/mutation_score.md` reads the survivors.
+mutant with its changed lines to a JSON file; `studies/mutation_score/mutation_score.md` reads the survivors.
 
     pip install mutmut==3.8.1
     python benchmarks/mutation_score.py --out benchmarks/mutation_score.json [--modules metrics merge]

@@ -1,4 +1,4 @@
-"""studies/compound_levers.py's bookkeeping: which variant's single-query and oracle a lever reports,
+"""studies/compound_levers/compound_levers.py's bookkeeping: which variant's single-query and oracle a lever reports,
 which AMER it is tested against, the seeds a report reads; and the device script's pruned weights."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def _module(path: str, name: str):
     return module
 
 
-study = _module("studies/compound_levers.py", "compound_levers_study")
+study = _module("studies/compound_levers/compound_levers.py", "compound_levers_study")
 
 
 def test_the_studys_amer_only_levers_are_those_single_query_trains_without():
@@ -45,6 +45,27 @@ def test_an_amer_only_lever_reads_the_variant_without_it():
     # a lever of both systems trains its own single-query, alone or beside a loss lever
     for variant in ("today", "lr_1e-4", "hard_0.5", "lr_1e-4+fresh", "lr_1e-4+all"):
         assert study.reference(variant) == variant and not study.amer_only(variant)
+
+
+def test_each_variant_is_the_notebook_run_with_its_losing_levers_in_study_levers():
+    """A variant's config keys its runs as notebook 04 does when run with the compound recipe and
+    the variant's changes as parameters, the levers measured to lose given in `study_levers`."""
+    import yaml
+
+    from amer_lib.params import notebook_defaults, validate
+    from amer_lib.runs.configs import RealConfig
+    from amer_lib.runs.store import REAL_RUNS
+
+    recipe = yaml.safe_load((ROOT / "params" / "04_real_data" / "compound.yaml").read_text())
+    levers = set(RealConfig.study_lever_names())
+    assert levers == {"single_target_step", "hard_negative_share", "spread_weight", "first_vector", "train_components"}
+    assert {name for changes in study.VARIANTS.values() for name in changes} & levers == levers  # each one studied
+    for variant, changes in study.VARIANTS.items():
+        by_name = {k: v for k, v in changes.items() if k not in levers}
+        chosen = {k: v for k, v in changes.items() if k in levers}
+        values = {**notebook_defaults(study.NOTEBOOK), **recipe, **by_name, "study_levers": chosen}
+        notebook = validate("04_real_data", values)
+        assert REAL_RUNS.recipe(notebook) == REAL_RUNS.recipe(study.params_of(variant, [0], ["compound_k2"])), variant
 
 
 def test_the_kept_lever_is_the_one_compound_distilled_yaml_keeps():
@@ -191,7 +212,7 @@ def test_the_device_run_chains_a_variants_seeds_or_starts_one_process_each():
     assert device._commands(args)["spread_1_seed2"][0].split("--variants ")[1].startswith("spread_1 --seeds 2 ")
 
 
-audit = _module("studies/hard_negative_audit.py", "hard_negative_audit_study")
+audit = _module("studies/hard_negative_audit/hard_negative_audit.py", "hard_negative_audit_study")
 
 
 def _q(qid, answers, targets):
@@ -287,7 +308,7 @@ def test_the_component_match_finds_each_components_own_vector_and_scores_the_kep
     assert missing["components_own_mrecall"] == 100.0 and missing["matched_vectors_mrecall"] == 0.0
 
 
-kinds = _module("studies/kinds_distilled.py", "kinds_distilled_study")
+kinds = _module("studies/kinds_distilled/kinds_distilled.py", "kinds_distilled_study")
 
 
 def test_the_kinds_study_carries_the_compound_recipes_lever_to_amer_alone(tmp_path):

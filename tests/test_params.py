@@ -3,7 +3,17 @@ import json
 import pytest
 from conftest import ROOT
 
-from amer_lib.params import CONFIGS, collect, from_files, main, notebook_defaults, parameters_cell, validate
+from amer_lib.params import (
+    CONFIGS,
+    cell_defaults,
+    collect,
+    describe,
+    from_files,
+    main,
+    notebook_defaults,
+    parameters_cell,
+    validate,
+)
 from amer_lib.runs.configs import SyntheticConfig
 
 
@@ -115,8 +125,12 @@ def test_notebook_defaults_and_every_shipped_parameter_file_validate(notebook):
 
     root = Path(__file__).resolve().parent.parent
     defaults = notebook_defaults(root / "notebooks" / f"{notebook}.ipynb")
-    # notebook 04's "auto" is resolved for the offline backbone (MiniLM: full fine-tuning, float32)
-    resolved = {key: AUTO_OFFLINE.get(key, value) if value == "auto" else value for key, value in defaults.items()}
+    # notebook 04's "auto" is resolved for the offline backbone (MiniLM: full fine-tuning, float32); the
+    # config holds its study levers (the cell's `study_levers` mapping) at their defaults
+    resolved = {
+        key: AUTO_OFFLINE.get(key, value) if value == "auto" else value
+        for key, value in CONFIGS[notebook].defaults().items()
+    }
     assert validate(notebook, defaults).as_dict() == resolved
     for path in sorted((root / "params" / notebook).glob("*.yaml")):
         validate(notebook, {**defaults, **yaml.safe_load(path.read_text())})
@@ -152,7 +166,7 @@ def test_each_parameters_cell_is_written_from_its_config(notebook):
     path = ROOT / "notebooks" / f"{notebook}.ipynb"
     cell = next(c for c in json.loads(path.read_text())["cells"] if "parameters" in c["metadata"].get("tags", []))
     assert "".join(cell["source"]) == parameters_cell(notebook), "run: python -m amer_lib.params --write"
-    assert notebook_defaults(path) == CONFIGS[notebook].defaults()
+    assert notebook_defaults(path) == cell_defaults(notebook)
 
 
 def test_the_parameter_listing_names_type_default_choices_and_help(capsys):
@@ -223,3 +237,85 @@ def test_a_mistyped_faiss_factory_stops_before_any_work():
         collect("03_real_data_prep", {**quoted, "ivfpq_factories": '["IVF256,PQ7"]'}, set())
     with pytest.raises(ValueError, match=r"'Flat' does not build at 384 dimensions: not an inverted-file"):
         collect("03_real_data_prep", {**quoted, "ivfpq_factories": '["Flat"]'}, set())
+
+
+def real_defaults(**changes):
+    """Notebook 04's parameters cell as it executes, with `changes` (papermill's -p)."""
+    return {**notebook_defaults(ROOT / "notebooks" / "04_real_data.ipynb"), **changes}
+
+
+def test_the_levers_measured_to_lose_are_set_through_study_levers_and_keyed_as_by_name():
+    """`study_levers` sets the config's own fields: the same config, run key and run folder as the
+    field set by name (as a written parameter file and the studies set it), the others at their
+    defaults; papermill's -p passes the mapping as YAML text."""
+    from amer_lib.runs.store import REAL_RUNS
+
+    levers = {"spread_weight": 1.0, "train_components": "corpus", "single_target_step": True}
+    config = collect("04_real_data", namespace := real_defaults(study_levers=levers), set())
+    by_name = validate("04_real_data", CONFIGS["04_real_data"].defaults()).replace(**levers)
+    assert config == by_name and (config.hard_negative_share, config.first_vector) == (0.0, "matched")
+    assert REAL_RUNS.run_params(config.as_dict()) == REAL_RUNS.run_params(by_name.as_dict())
+    assert REAL_RUNS.run_dir(config, "compound_k2_amer_seed0") == REAL_RUNS.run_dir(by_name, "compound_k2_amer_seed0")
+    assert "study_levers" not in config.as_dict() and namespace["study_levers"] == levers
+    text = collect("04_real_data", real_defaults(study_levers="{first_vector: single}"), set())
+    assert text.first_vector == "single" and text.spread_weight == 0.0
+    # none set: the recipe, keyed as before the levers left the cell
+    assert collect("04_real_data", real_defaults(), set()) == validate(
+        "04_real_data", CONFIGS["04_real_data"].defaults()
+    )
+
+
+@pytest.mark.parametrize(
+    "levers,error,message",
+    [
+        ({"spread_wieght": 1.0}, KeyError, r"unknown study lever\(s\) \['spread_wieght'\] in study_levers; valid: "),
+        ({"component_weight": 10.0}, KeyError, r"valid: single_target_step, .*\(any other parameter is set by its own"),
+        ({"first_vector": "centroid"}, ValueError, "invalid value 'centroid' for parameter 'first_vector'; valid"),
+        ({"spread_weight": -1.0}, ValueError, "parameter 'spread_weight' must be >= 0, got -1.0"),
+        ("[spread_weight]", TypeError, r"'study_levers' must be a mapping of lever names to values .* got \['spread"),
+        ("{spread_weight: [", ValueError, "'study_levers' takes a mapping; '{spread_weight: \\[' is not one in YAML"),
+    ],
+)
+def test_a_wrong_study_lever_is_named_with_the_valid_ones(levers, error, message):
+    with pytest.raises(error, match=message):
+        collect("04_real_data", real_defaults(study_levers=levers), set())
+
+
+def test_a_study_lever_set_twice_to_different_values_is_refused():
+    same = collect("04_real_data", real_defaults(spread_weight=1.0, study_levers={"spread_weight": 1.0}), set())
+    assert same.spread_weight == 1.0
+    with pytest.raises(ValueError, match=r"study lever\(s\) \['spread_weight'\] set both by name and in study_levers"):
+        collect("04_real_data", real_defaults(spread_weight=2.0, study_levers={"spread_weight": 1.0}), set())
+    with pytest.raises(KeyError, match=r"unknown parameter\(s\) \['study_levers'\] for notebook 02_synthetic"):
+        validate("02_synthetic", {**defaults(), "study_levers": {}})  # a notebook without study levers
+
+
+def test_the_parameters_cell_holds_the_recipe_and_the_kept_levers_and_papermill_reads_every_one():
+    """The cell (what `papermill --help-notebook` lists) holds no study lever, only `study_levers`,
+    and papermill's parser reads every parameter of every notebook's cell."""
+    import papermill
+
+    for notebook in CONFIGS:
+        path = ROOT / "notebooks" / f"{notebook}.ipynb"
+        assert set(papermill.inspect_notebook(str(path))) == set(notebook_defaults(path)), notebook
+    cell = notebook_defaults(ROOT / "notebooks" / "04_real_data.ipynb")
+    study = {"single_target_step", "hard_negative_share", "spread_weight", "first_vector", "train_components"}
+    assert set(CONFIGS["04_real_data"].study_lever_names()) == study and not study & set(cell)
+    kept = {"component_weight", "component_distance", "component_single", "train_compounds"}
+    assert kept <= set(cell) and cell["study_levers"] == {}
+    listing = describe("04_real_data")
+    assert "  study_levers (dict) = {}\n" in listing and "      spread_weight (float) = 0.0\n" in listing
+
+
+@pytest.mark.parametrize("recipe", ["compound", "compound_distilled", None])
+def test_the_shipped_recipes_key_their_runs_as_the_committed_figures_runs_are(recipe):
+    """The committed notebook-04 runs resume: the shipped parameter files give the run key their
+    figures folder's written parameters hold."""
+    from amer_lib.runs.store import REAL_RUNS
+
+    folder = ROOT / "figures" / ("04_real_data" + (f"_{recipe}" if recipe else ""))
+    [written] = folder.glob("params_*.yaml")
+    files = [ROOT / "params" / "04_real_data" / f"{recipe}.yaml"] if recipe else []
+    shipped = from_files(ROOT / "notebooks" / "04_real_data.ipynb", *files)
+    committed = CONFIGS["04_real_data"].from_yaml(written)
+    assert REAL_RUNS.run_params(shipped.as_dict()) == REAL_RUNS.run_params(committed.as_dict())

@@ -8,6 +8,7 @@ import pytest
 from conftest import documentation
 
 ROOT = Path(__file__).resolve().parent.parent
+LEVERS = ROOT / "studies" / "compound_levers"  # issue 43's lever study: its record and data
 README = documentation()  # the README and docs/: every number quoted there
 
 
@@ -200,7 +201,7 @@ def notebook_markdown(name: str) -> str:
 def test_departures_quoted_in_notebooks_and_readme_are_studies_departures():
     import json
 
-    study = json.loads((ROOT / "studies" / "departures.json").read_text())
+    study = json.loads((ROOT / "studies" / "departures" / "departures.json").read_text())
     rate = {r["sampling_rate"]: r for r in study["sampling_rate"]}
     moved = (
         f"from {rate[1]['mrecall@10']:.1f}% to {rate[2]['mrecall@10']:.1f}% and "
@@ -451,7 +452,7 @@ def test_scale_prose_is_benchmarks_results():
 def test_the_matched_loss_prose_is_studies_matched_loss():
     import json
 
-    study = json.loads((ROOT / "studies" / "matched_loss.json").read_text())
+    study = json.loads((ROOT / "studies" / "matched_loss" / "matched_loss.json").read_text())
     mean = next(r for r in study["against_single"] if r["system"] == "amer")
     summed = next(r for r in study["sum_against_mean"] if r["system"] == "amer_sum")
     quoted = " ".join(README.split())
@@ -569,7 +570,7 @@ def test_the_search_cost_is_the_benchmarks():
 def test_the_instruction_set_prose_is_the_studys():
     import json
 
-    runs = json.loads((ROOT / "studies" / "instruction_sets.json").read_text())
+    runs = json.loads((ROOT / "studies" / "instruction_sets" / "instruction_sets.json").read_text())
     usage = " ".join((ROOT / "docs" / "usage.md").read_text().split())
     mrecall = ", ".join(f"{runs[isa]['mrecall@100']:.2f}" for isa in ("AVX512", "AVX2")) + " and "
     assert f"MRecall@100 read {mrecall}{runs['DEFAULT']['mrecall@100']:.2f}" in usage
@@ -596,13 +597,13 @@ def test_the_notebook_durations_in_the_prose_are_the_provenance():
 
 
 def test_the_mutation_study_quotes_the_harness_json():
-    """Documentation check: studies/mutation_score.md's table rows (each module's commit, counts and
+    """Documentation check: studies/mutation_score/mutation_score.md's table rows (each module's commit, counts and
     score) and survivor headings are benchmarks/mutation_score.json's."""
     import json
     import re
 
     scores = json.loads((ROOT / "benchmarks" / "mutation_score.json").read_text())
-    study = (ROOT / "studies" / "mutation_score.md").read_text()
+    study = (ROOT / "studies" / "mutation_score" / "mutation_score.md").read_text()
     assert set(scores) == {"loss", "metrics", "merge", "train", "model"}
     for module, row in scores.items():
         assert re.fullmatch("[0-9a-f]{40}", row["commit"])
@@ -645,14 +646,14 @@ def test_the_own_data_commands_times_are_the_measured_ones():
     ],
 )
 def test_the_lever_study_quotes_its_generated_tables_and_json(name):
-    """Documentation check: studies/compound_levers.md holds each table `--report` wrote, whose
+    """Documentation check: studies/compound_levers/compound_levers.md holds each table `--report` wrote, whose
     AMER and single-query cells and p values are the matching JSON's."""
     import json
 
-    study = (ROOT / "studies" / "compound_levers.md").read_text()
-    table = (ROOT / "studies" / f"{name}_table.md").read_text()
+    study = (LEVERS / "compound_levers.md").read_text()
+    table = (LEVERS / f"{name}_table.md").read_text()
     assert table in study
-    rows = {(r["variant"], r["dataset"][-1]): r for r in json.loads((ROOT / "studies" / f"{name}.json").read_text())}
+    rows = {(r["variant"], r["dataset"][-1]): r for r in json.loads((LEVERS / f"{name}.json").read_text())}
     body = [line.strip("|").split("|") for line in table.splitlines()[2:]]
     assert len(body) == len(rows)
     for variant, k, _, single, amer, *_, p_ahead, _, behind_single, _, _ in (map(str.strip, cells) for cells in body):
@@ -664,19 +665,15 @@ def test_the_lever_study_quotes_its_generated_tables_and_json(name):
 
 
 def test_the_gpu_screen_prose_quotes_its_json():
-    """Documentation check: the GPU screen's headline numbers in studies/compound_levers.md are
-    studies/compound_levers_gpu*.json's (the spread penalty's k = 3 gain over three seeds, its k = 2
+    """Documentation check: the GPU screen's headline numbers in studies/compound_levers/compound_levers.md are
+    studies/compound_levers/compound_levers_gpu*.json's (the spread penalty's k = 3 gain over three seeds, its k = 2
     cost, today's seed 0)."""
     import json
 
-    text = " ".join((ROOT / "studies" / "compound_levers.md").read_text().split())
-    every = {
-        (r["variant"], r["dataset"][-1]): r
-        for r in json.loads((ROOT / "studies" / "compound_levers_gpu.json").read_text())
-    }
+    text = " ".join((LEVERS / "compound_levers.md").read_text().split())
+    every = {(r["variant"], r["dataset"][-1]): r for r in json.loads((LEVERS / "compound_levers_gpu.json").read_text())}
     seed0 = {
-        (r["variant"], r["dataset"][-1]): r
-        for r in json.loads((ROOT / "studies" / "compound_levers_gpu_seed0.json").read_text())
+        (r["variant"], r["dataset"][-1]): r for r in json.loads((LEVERS / "compound_levers_gpu_seed0.json").read_text())
     }
     spread3, spread2 = every[("spread_1", "3")], every[("spread_1", "2")]
     assert spread3["seeds"] == [0, 1, 2] and spread3["p_ahead"] < 1e-4
@@ -690,12 +687,12 @@ def test_the_gpu_screen_prose_quotes_its_json():
 
 
 def test_the_spread_penalty_quartiles_quoted_are_the_json():
-    """Documentation check: studies/compound_levers.md's quartile numbers for the spread penalty are
-    studies/compound_levers_gpu_quartiles.json's (the variant's AMER, then its baseline's)."""
+    """Documentation check: studies/compound_levers/compound_levers.md's quartile numbers for the spread penalty are
+    studies/compound_levers/compound_levers_gpu_quartiles.json's (the variant's AMER, then its baseline's)."""
     import json
 
-    text = " ".join((ROOT / "studies" / "compound_levers.md").read_text().split())
-    rows = json.loads((ROOT / "studies" / "compound_levers_gpu_quartiles.json").read_text())
+    text = " ".join((LEVERS / "compound_levers.md").read_text().split())
+    rows = json.loads((LEVERS / "compound_levers_gpu_quartiles.json").read_text())
     for k in "23":
         mine = [r for r in rows if r["variant"] == "spread_1" and r["dataset"][-1] == k]
         assert [r["quartile"] for r in mine] == [1, 2, 3, 4]
@@ -705,15 +702,12 @@ def test_the_spread_penalty_quartiles_quoted_are_the_json():
 
 def test_the_spread_penalty_on_the_cpu_quotes_its_json():
     """Documentation check: the CPU (figure kernels) numbers of the spread penalty in
-    studies/compound_levers.md are studies/compound_levers_avx2*.json's, and the study's today is
+    studies/compound_levers/compound_levers.md are compound_levers_avx2*.json's, and the study's today is
     the committed figures' own runs (their summary's AMER and single-query means)."""
     import json
 
-    text = " ".join((ROOT / "studies" / "compound_levers.md").read_text().split())
-    rows = {
-        (r["variant"], r["dataset"][-1]): r
-        for r in json.loads((ROOT / "studies" / "compound_levers_avx2.json").read_text())
-    }
+    text = " ".join((LEVERS / "compound_levers.md").read_text().split())
+    rows = {(r["variant"], r["dataset"][-1]): r for r in json.loads((LEVERS / "compound_levers_avx2.json").read_text())}
     cell = lambda row: f"{row['amer_mean']:.2f} ± {row['amer_std']:.2f}"  # noqa: E731
     assert f"AMER {cell(rows[('spread_1', '3')])} against today's {cell(rows[('today', '3')])}" in text
     assert f"{cell(rows[('spread_1', '2')])} against {cell(rows[('today', '2')])}" in text
@@ -725,25 +719,27 @@ def test_the_spread_penalty_on_the_cpu_quotes_its_json():
     for figure in json.loads(summary.read_text()):
         if figure["system"] == "single" and figure["dataset"] != "compound_k1":
             assert rows[("today", figure["dataset"][-1])]["single_mean"] == pytest.approx(figure["whole_mean"])
-    quartiles = json.loads((ROOT / "studies" / "compound_levers_avx2_quartiles.json").read_text())
+    quartiles = json.loads((LEVERS / "compound_levers_avx2_quartiles.json").read_text())
     mine = [r for r in quartiles if r["dataset"] == "compound_k3"]
     cells = lambda name: " / ".join(f"{r[name]:.2f}" for r in mine)  # noqa: E731
     assert f"{cells('amer_mean')} against {cells('base_mean')}" in text
 
 
 def test_the_hard_negative_audit_quoted_is_its_json():
-    """Documentation check: studies/compound_levers.md holds the audit's table as generated, the
+    """Documentation check: studies/compound_levers/compound_levers.md holds the audit's table as generated, the
     table is the audit's JSON written again, and the prose numbers are the JSON's."""
     import importlib.util
     import json
 
-    spec = importlib.util.spec_from_file_location("hard_negative_audit", ROOT / "studies" / "hard_negative_audit.py")
+    spec = importlib.util.spec_from_file_location(
+        "hard_negative_audit", ROOT / "studies" / "hard_negative_audit" / "hard_negative_audit.py"
+    )
     audit = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(audit)
-    result = json.loads((ROOT / "studies" / "hard_negative_audit.json").read_text())
-    table = (ROOT / "studies" / "hard_negative_audit_table.md").read_text()
-    assert audit.table(result) == table and table in (ROOT / "studies" / "compound_levers.md").read_text()
-    text = " ".join((ROOT / "studies" / "compound_levers.md").read_text().split())
+    result = json.loads((ROOT / "studies" / "hard_negative_audit" / "hard_negative_audit.json").read_text())
+    table = (ROOT / "studies" / "hard_negative_audit" / "hard_negative_audit_table.md").read_text()
+    assert audit.table(result) == table and table in (LEVERS / "compound_levers.md").read_text()
+    text = " ".join((LEVERS / "compound_levers.md").read_text().split())
 
     def share(source, kind, name):
         by = result["counts"][source][kind]
@@ -777,15 +773,15 @@ def test_the_hard_negative_audit_quoted_is_its_json():
 
 
 def test_the_corpus_components_lever_quotes_its_json():
-    """Documentation check: the `corpus` variant's numbers in studies/compound_levers.md are
-    studies/compound_levers_avx2_seed0.json's (every variant's seed 0 under the figure kernels) and
-    its learning curves studies/compound_levers_avx2_seed0_curves.json's."""
+    """Documentation check: the `corpus` variant's numbers in studies/compound_levers/compound_levers.md are
+    studies/compound_levers/compound_levers_avx2_seed0.json's (every variant's seed 0 under the figure kernels) and
+    its learning curves studies/compound_levers/compound_levers_avx2_seed0_curves.json's."""
     import json
 
-    text = " ".join((ROOT / "studies" / "compound_levers.md").read_text().split())
+    text = " ".join((LEVERS / "compound_levers.md").read_text().split())
     rows = {
         (r["variant"], r["dataset"][-1]): r
-        for r in json.loads((ROOT / "studies" / "compound_levers_avx2_seed0.json").read_text())
+        for r in json.loads((LEVERS / "compound_levers_avx2_seed0.json").read_text())
     }
     mine, today = [rows[("corpus", k)] for k in "123"], [rows[("today", k)] for k in "123"]
     assert all(r["seeds"] == [0] for r in mine + today)
@@ -798,7 +794,7 @@ def test_the_corpus_components_lever_quotes_its_json():
     assert f"share of the oracle's lead {shares[0]} against {shares[1]}" in text
     curves = {
         (r["variant"], r["dataset"][-1], r["system"]): r
-        for r in json.loads((ROOT / "studies" / "compound_levers_avx2_seed0_curves.json").read_text())
+        for r in json.loads((LEVERS / "compound_levers_avx2_seed0_curves.json").read_text())
     }
     assert all(r["seeds"] == [0] for r in curves.values())
     for k, system in (("1", "single"), ("2", "amer"), ("3", "amer")):
@@ -811,15 +807,12 @@ def test_the_corpus_components_lever_quotes_its_json():
 
 def test_the_lower_rate_on_the_cpu_quotes_its_json():
     """Documentation check: lr 1e-4's three-seed numbers under the figure kernels in
-    studies/compound_levers.md are studies/compound_levers_avx2.json's, and the k = 1 gap's
-    n = 1 number is notebook 07's compound table's."""
+    studies/compound_levers/compound_levers.md are compound_levers_avx2.json's (beside it), and the k = 1
+    gap's n = 1 number is notebook 07's compound table's."""
     import json
 
-    text = " ".join((ROOT / "studies" / "compound_levers.md").read_text().split())
-    rows = {
-        (r["variant"], r["dataset"][-1]): r
-        for r in json.loads((ROOT / "studies" / "compound_levers_avx2.json").read_text())
-    }
+    text = " ".join((LEVERS / "compound_levers.md").read_text().split())
+    rows = {(r["variant"], r["dataset"][-1]): r for r in json.loads((LEVERS / "compound_levers_avx2.json").read_text())}
     cell = lambda row, system="amer": f"{row[system + '_mean']:.2f} ± {row[system + '_std']:.2f}"  # noqa: E731
     low1, low3, today1, today3 = (
         rows[("lr_1e-4", "1")],
@@ -854,20 +847,17 @@ def test_the_lower_rate_on_the_cpu_quotes_its_json():
 
 
 def test_the_first_vector_levers_quote_their_json():
-    """Documentation check: the k = 1 gap's numbers in studies/compound_levers.md are
-    studies/compound_levers_avx2.json's (three seeds at k = 1, seed 0 at k = 2 and 3), the vectors
+    """Documentation check: the k = 1 gap's numbers in studies/compound_levers/compound_levers.md are
+    studies/compound_levers/compound_levers_avx2.json's (three seeds at k = 1, seed 0 at k = 2 and 3), the vectors
     alone are _vectors.json's (every run reproduced) and the last validation MRecall the seed-0
     curves'."""
     import json
 
     import numpy as np
 
-    text = " ".join((ROOT / "studies" / "compound_levers.md").read_text().split())
-    rows = {
-        (r["variant"], r["dataset"][-1]): r
-        for r in json.loads((ROOT / "studies" / "compound_levers_avx2.json").read_text())
-    }
-    vectors = json.loads((ROOT / "studies" / "compound_levers_avx2_vectors.json").read_text())
+    text = " ".join((LEVERS / "compound_levers.md").read_text().split())
+    rows = {(r["variant"], r["dataset"][-1]): r for r in json.loads((LEVERS / "compound_levers_avx2.json").read_text())}
+    vectors = json.loads((LEVERS / "compound_levers_avx2_vectors.json").read_text())
     assert all(r["reproduces_run"] for r in vectors)
     alone = lambda variant, k, n: np.mean([r[n] for r in vectors if (r["variant"], r["dataset"][-1]) == (variant, k)])  # noqa: E731
     cell = lambda row, system="amer": f"{row[system + '_mean']:.2f} ± {row[system + '_std']:.2f}"  # noqa: E731
@@ -899,7 +889,7 @@ def test_the_first_vector_levers_quote_their_json():
     )
     seed0 = {
         (r["variant"], r["dataset"][-1]): r
-        for r in json.loads((ROOT / "studies" / "compound_levers_avx2_seed0.json").read_text())
+        for r in json.loads((LEVERS / "compound_levers_avx2_seed0.json").read_text())
     }
     assert [f"{100 * seed0[('today', k)]['oracle_share']:.0f}%" for k in "23"] == ["54%", "32%"]
     assert [f"{seed0[('today', k)]['amer_mean']:.2f}" for k in "23"] == ["44.33", "16.33"]
@@ -912,7 +902,7 @@ def test_the_first_vector_levers_quote_their_json():
     assert {round(fs3[f"n{n}"], 2) for n in range(5, 9)} == {round(fs3["n5"], 2)}
     curves = {
         (r["variant"], r["dataset"][-1], r["system"]): r
-        for r in json.loads((ROOT / "studies" / "compound_levers_avx2_seed0_curves.json").read_text())
+        for r in json.loads((LEVERS / "compound_levers_avx2_seed0_curves.json").read_text())
     }
     last = lambda variant, k: f"{curves[(variant, k, 'amer')]['val_mrecall'][-1]:.2f}"  # noqa: E731
     assert (
@@ -959,17 +949,14 @@ def test_the_first_vector_levers_quote_their_json():
 
 
 def test_the_component_term_quotes_its_json():
-    """Documentation check: the component term's numbers in studies/compound_levers.md are
-    studies/compound_levers_h200.json's (each weight against today's on seeds 0 and 1),
+    """Documentation check: the component term's numbers in studies/compound_levers/compound_levers.md are
+    studies/compound_levers/compound_levers_h200.json's (each weight against today's on seeds 0 and 1),
     _pilot2.json's (single-query given the term) and _pilot2_vectors.json's (every run reproduced),
     and today's share on the weights' seeds is computed from the H200 run files' means."""
     import json
 
-    text = " ".join((ROOT / "studies" / "compound_levers.md").read_text().split())
-    rows = {
-        (r["variant"], r["dataset"][-1]): r
-        for r in json.loads((ROOT / "studies" / "compound_levers_h200.json").read_text())
-    }
+    text = " ".join((LEVERS / "compound_levers.md").read_text().split())
+    rows = {(r["variant"], r["dataset"][-1]): r for r in json.loads((LEVERS / "compound_levers_h200.json").read_text())}
     cell = lambda row: f"{row['amer_mean']:.2f} ± {row['amer_std']:.2f}"  # noqa: E731
     w1, w10, w100 = ({k: rows[(f"components_{w}", k)] for k in "123"} for w in (1, 10, 100))
     assert all(r["seeds"] == [0, 1] for w in (w1, w10, w100) for r in w.values())
@@ -999,8 +986,7 @@ def test_the_component_term_quotes_its_json():
         f"{today['3']['decomposition_oracle_mean']:.2f} on the H200)" in text
     )
     pilot = {
-        (r["variant"], r["dataset"][-1]): r
-        for r in json.loads((ROOT / "studies" / "compound_levers_pilot2.json").read_text())
+        (r["variant"], r["dataset"][-1]): r for r in json.loads((LEVERS / "compound_levers_pilot2.json").read_text())
     }
     both, plain = pilot[("components_10+single", "1")], pilot[("today", "1")]
     assert (
@@ -1008,9 +994,7 @@ def test_the_component_term_quotes_its_json():
         f"{plain['single_mean']:.2f} and {plain['amer_mean']:.2f} without it" in text
     )
     assert f"(p = {both['p_behind_single']:.2f} that AMER is behind)" in text
-    vectors = {
-        r["variant"]: r for r in json.loads((ROOT / "studies" / "compound_levers_pilot2_vectors.json").read_text())
-    }
+    vectors = {r["variant"]: r for r in json.loads((LEVERS / "compound_levers_pilot2_vectors.json").read_text())}
     assert all(r["reproduces_run"] for r in vectors.values())
     today_v, v10, v100 = vectors["today"], vectors["components_10"], vectors["components_100"]
     assert {r["components_own_mrecall"] for r in vectors.values()} == {64.17}
@@ -1039,16 +1023,13 @@ def test_the_component_term_quotes_its_json():
 
 
 def test_the_ranking_distance_quotes_its_json():
-    """Documentation check: the ranking distance's numbers in studies/compound_levers.md are
-    studies/compound_levers_h200.json's (three seeds, against today's three), _pilot2.json's and
+    """Documentation check: the ranking distance's numbers in studies/compound_levers/compound_levers.md are
+    studies/compound_levers/compound_levers_h200.json's (three seeds, against today's three), _pilot2.json's and
     _pilot2_vectors.json's (its vectors at k = 2, seed 0, beside today's)."""
     import json
 
-    text = " ".join((ROOT / "studies" / "compound_levers.md").read_text().split())
-    rows = {
-        (r["variant"], r["dataset"][-1]): r
-        for r in json.loads((ROOT / "studies" / "compound_levers_h200.json").read_text())
-    }
+    text = " ".join((LEVERS / "compound_levers.md").read_text().split())
+    rows = {(r["variant"], r["dataset"][-1]): r for r in json.loads((LEVERS / "compound_levers_h200.json").read_text())}
     rank, today = ({k: rows[(v, k)] for k in "123"} for v in ("components_rank_1", "today"))
     assert all(r["seeds"] == [0, 1, 2] for r in (*rank.values(), *today.values()))
     cell = lambda row: f"{row['amer_mean']:.2f} ± {row['amer_std']:.2f}"  # noqa: E731
@@ -1071,8 +1052,7 @@ def test_the_ranking_distance_quotes_its_json():
     assert f"stands at {share(rank['2'])} / {share(rank['3'])} against the aim's 75% / 50%" in text
     assert f"from {share(today['2'])} / {share(today['3'])} to {share(rank['2'])} / {share(rank['3'])}" in text
     pilot = {
-        (r["variant"], r["dataset"][-1]): r
-        for r in json.loads((ROOT / "studies" / "compound_levers_pilot2.json").read_text())
+        (r["variant"], r["dataset"][-1]): r for r in json.loads((LEVERS / "compound_levers_pilot2.json").read_text())
     }
     p_rank, p_today = pilot[("components_rank_1", "2")], pilot[("today", "2")]
     assert f"(the pilot: {p_rank['amer_mean']:.2f} against {p_today['amer_mean']:.2f}, share {share(p_rank)})" in text
@@ -1080,9 +1060,7 @@ def test_the_ranking_distance_quotes_its_json():
         f"{round(p_rank['train_seconds_per_run'])} s for the k = 2 pilot here against today's "
         f"{round(p_today['train_seconds_per_run'])} s" in text
     )
-    vectors = {
-        r["variant"]: r for r in json.loads((ROOT / "studies" / "compound_levers_pilot2_vectors.json").read_text())
-    }
+    vectors = {r["variant"]: r for r in json.loads((LEVERS / "compound_levers_pilot2_vectors.json").read_text())}
     v, t = vectors["components_rank_1"], vectors["today"]
     assert v["reproduces_run"]
     assert (
@@ -1103,14 +1081,14 @@ def test_the_ranking_distance_quotes_its_json():
 
 def test_the_kept_lever_over_seven_seeds_quotes_its_json():
     """Documentation check: the section on the kept lever's seven H200 seeds in
-    studies/compound_levers.md quotes studies/compound_levers_h200_distilled.json, and its verdicts
+    studies/compound_levers/compound_levers.md quotes compound_levers_h200_distilled.json (beside it), and its verdicts
     (the k = 2 aim inside the interval, k = 3 short of 50%) hold there."""
     import json
 
-    text = " ".join((ROOT / "studies" / "compound_levers.md").read_text().split())
+    text = " ".join((LEVERS / "compound_levers.md").read_text().split())
     rows = {
         (r["variant"], r["dataset"][-1]): r
-        for r in json.loads((ROOT / "studies" / "compound_levers_h200_distilled.json").read_text())
+        for r in json.loads((LEVERS / "compound_levers_h200_distilled.json").read_text())
     }
     kept, today, w3 = ({k: rows[(v, k)] for k in "123"} for v in ("components_rank_10", "today", "components_rank_3"))
     assert all(r["seeds"] == list(range(7)) for r in (*kept.values(), *today.values()))
@@ -1151,18 +1129,18 @@ def test_the_kept_lever_over_seven_seeds_quotes_its_json():
 
 def test_fresh_compounds_on_the_term_quote_their_json_and_runs():
     """Documentation check: the section on fresh compounds beside the term in
-    studies/compound_levers.md quotes studies/compound_levers_h200_fresh.json, its seed-by-seed gains
-    and t-test come from the committed run files, and its shares from today's single-query and oracle."""
+    studies/compound_levers/compound_levers.md quotes compound_levers_h200_fresh.json (beside it), its seed-by-seed
+    gains and t-test come from the committed run files, and its shares from today's single-query and oracle."""
     import json
     import tarfile
 
     import numpy as np
     from scipy import stats
 
-    text = " ".join((ROOT / "studies" / "compound_levers.md").read_text().split())
+    text = " ".join((LEVERS / "compound_levers.md").read_text().split())
     rows = {
         (r["variant"], r["dataset"][-1]): r
-        for r in json.loads((ROOT / "studies" / "compound_levers_h200_fresh.json").read_text())
+        for r in json.loads((LEVERS / "compound_levers_h200_fresh.json").read_text())
     }
     fresh, term, today = (
         {k: rows[(v, k)] for k in "123"} for v in ("components_rank_10+fresh", "components_rank_10", "today")
@@ -1219,13 +1197,12 @@ def test_fresh_compounds_on_the_term_quote_their_json_and_runs():
 
 def test_the_terms_three_cpu_seeds_quote_their_json():
     """Documentation check: the section on the term's three seeds under the figure kernels in
-    studies/compound_levers.md quotes studies/compound_levers_distilled.json."""
+    studies/compound_levers/compound_levers.md quotes compound_levers_distilled.json."""
     import json
 
-    text = " ".join((ROOT / "studies" / "compound_levers.md").read_text().split())
+    text = " ".join((LEVERS / "compound_levers.md").read_text().split())
     rows = {
-        (r["variant"], r["dataset"][-1]): r
-        for r in json.loads((ROOT / "studies" / "compound_levers_distilled.json").read_text())
+        (r["variant"], r["dataset"][-1]): r for r in json.loads((LEVERS / "compound_levers_distilled.json").read_text())
     }
     term, today = ({k: rows[(v, k)] for k in "123"} for v in ("components_rank_10", "today"))
     assert all(r["seeds"] == [0, 1, 2] and r["against"] == "today" for r in (*term.values(), *today.values()))
@@ -1249,14 +1226,13 @@ def test_the_terms_three_cpu_seeds_quote_their_json():
 
 def test_fresh_compounds_on_the_terms_cpu_seeds_quote_their_json():
     """Documentation check: the bullets on fresh compounds beside the term under the figure kernels
-    in studies/compound_levers.md quote studies/compound_levers_distilled.json (per-seed means
+    in studies/compound_levers/compound_levers.md quote compound_levers_distilled.json (beside it; per-seed means
     included) and its learning curves (`_curves.json`)."""
     import json
 
-    text = " ".join((ROOT / "studies" / "compound_levers.md").read_text().split())
+    text = " ".join((LEVERS / "compound_levers.md").read_text().split())
     rows = {
-        (r["variant"], r["dataset"][-1]): r
-        for r in json.loads((ROOT / "studies" / "compound_levers_distilled.json").read_text())
+        (r["variant"], r["dataset"][-1]): r for r in json.loads((LEVERS / "compound_levers_distilled.json").read_text())
     }
     fresh, term = ({k: rows[(v, k)] for k in "123"} for v in ("components_rank_10+fresh", "components_rank_10"))
     assert all(r["seeds"] == [0, 1, 2] and r["against"] == "components_rank_10" for r in fresh.values())
@@ -1270,14 +1246,14 @@ def test_fresh_compounds_on_the_terms_cpu_seeds_quote_their_json():
     assert f"seed by seed {seeds(fresh['3']['amer_by_seed'])} against {seeds(fresh['3']['against_by_seed'])}" in text
     pilot = next(
         r
-        for r in json.loads((ROOT / "studies" / "compound_levers_combined.json").read_text())
+        for r in json.loads((LEVERS / "compound_levers_combined.json").read_text())
         if (r["variant"], r["dataset"]) == ("components_rank_10+fresh", "compound_k3")
     )
     assert f"seed 0 repeats the pilot's {pilot['amer_mean']:.2f}" in text
     assert round(pilot["amer_mean"], 2) == round(fresh["3"]["amer_by_seed"][0], 2)
     curves = {
         (r["variant"], r["dataset"][-1]): r
-        for r in json.loads((ROOT / "studies" / "compound_levers_distilled_curves.json").read_text())
+        for r in json.loads((LEVERS / "compound_levers_distilled_curves.json").read_text())
         if r["system"] == "amer"
     }
     last = lambda v, k: 100 * curves[(v, k)]["val_mrecall"][-1]  # noqa: E731
@@ -1291,14 +1267,13 @@ def test_fresh_compounds_on_the_terms_cpu_seeds_quote_their_json():
 
 
 def test_the_kept_recipe_against_todays_on_the_cpu_quotes_its_json():
-    """Documentation check: the kept recipe's bullets in studies/compound_levers.md quote
-    studies/compound_levers_distilled.json's `kept` rows, and the aims hold by point estimate."""
+    """Documentation check: the kept recipe's bullets in studies/compound_levers/compound_levers.md quote
+    studies/compound_levers/compound_levers_distilled.json's `kept` rows, and the aims hold by point estimate."""
     import json
 
-    text = " ".join((ROOT / "studies" / "compound_levers.md").read_text().split())
+    text = " ".join((LEVERS / "compound_levers.md").read_text().split())
     rows = {
-        (r["variant"], r["dataset"][-1]): r
-        for r in json.loads((ROOT / "studies" / "compound_levers_distilled.json").read_text())
+        (r["variant"], r["dataset"][-1]): r for r in json.loads((LEVERS / "compound_levers_distilled.json").read_text())
     }
     kept, today = ({k: rows[(v, k)] for k in "123"} for v in ("kept", "today"))
     assert all(r["seeds"] == [0, 1, 2] and r["against"] == "today" and r["p_ahead"] < 1e-4 for r in kept.values())
@@ -1332,13 +1307,14 @@ def test_the_kept_recipe_against_todays_on_the_cpu_quotes_its_json():
 
 
 def test_the_kept_lever_on_the_kinds_set_quotes_its_json():
-    """Documentation check: the kinds section of studies/compound_levers.md is studies/kinds_distilled.json
+    """Documentation check: the kinds section of studies/compound_levers/compound_levers.md is
+    studies/kinds_distilled/kinds_distilled.json
     (three seeds; the table as written from it, the difference and the cost), reported whatever the sign."""
     import json
 
-    text = (ROOT / "studies" / "compound_levers.md").read_text()
+    text = (LEVERS / "compound_levers.md").read_text()
     flat = " ".join(text.split())
-    rows = json.loads((ROOT / "studies" / "kinds_distilled.json").read_text())
+    rows = json.loads((ROOT / "studies" / "kinds_distilled" / "kinds_distilled.json").read_text())
     assert [r["test set"] for r in rows] == ["whole", "low-similarity"] and all(r["seeds"] == [0, 1, 2] for r in rows)
     cell = lambda r, name: f"{r[name + '_mean']:.2f} ± {r[name + '_std']:.2f}"  # noqa: E731
     for r in rows:
@@ -1365,15 +1341,15 @@ def test_the_kept_lever_on_the_kinds_set_quotes_its_json():
 
 
 def test_the_kept_lever_beside_the_others_quotes_its_json():
-    """Documentation check: the pilots stacked on the kept lever in studies/compound_levers.md are
-    studies/compound_levers_combined.json's (seed 0, k = 3, each against the kept lever's run) and
+    """Documentation check: the pilots stacked on the kept lever in studies/compound_levers/compound_levers.md are
+    studies/compound_levers/compound_levers_combined.json's (seed 0, k = 3, each against the kept lever's run) and
     its learning curves."""
     import json
 
-    text = " ".join((ROOT / "studies" / "compound_levers.md").read_text().split())
+    text = " ".join((LEVERS / "compound_levers.md").read_text().split())
     rows = {
         r["variant"]: r
-        for r in json.loads((ROOT / "studies" / "compound_levers_combined.json").read_text())
+        for r in json.loads((LEVERS / "compound_levers_combined.json").read_text())
         if r["dataset"] == "compound_k3"
     }
     spread, fresh, steps, lr = (rows[f"components_rank_10+{v}"] for v in ("spread_1", "fresh", "steps_600", "lr_1e-4"))
@@ -1387,7 +1363,7 @@ def test_the_kept_lever_beside_the_others_quotes_its_json():
     assert f"finds {steps['single_mean']:.2f}" in text and steps["p_behind"] < 0.05 < fresh["p_ahead"]
     curves = {
         r["variant"]: r
-        for r in json.loads((ROOT / "studies" / "compound_levers_combined_curves.json").read_text())
+        for r in json.loads((LEVERS / "compound_levers_combined_curves.json").read_text())
         if r["dataset"] == "compound_k3" and r["system"] == "amer"
     }
     reads = [
@@ -1422,7 +1398,7 @@ def test_the_kept_levers_section_quotes_figures_and_the_study():
     assert f"to {share(kept_rows)} of the oracle's lead at k = 2 / 3, against {share(today_rows)}" in readme
     study = {
         r["dataset"][-1]: r
-        for r in json.loads((ROOT / "studies" / "compound_levers_distilled.json").read_text())
+        for r in json.loads((LEVERS / "compound_levers_distilled.json").read_text())
         if r["variant"] == "kept"
     }
     one = study["1"]

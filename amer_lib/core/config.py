@@ -30,6 +30,7 @@ def param(
     may_be_empty: bool = False,
     run: bool = True,
     default_if_absent: bool = False,
+    study: bool = False,
 ):
     """A notebook parameter: its default (what the notebook's `parameters` cell shows, written
     from it by `amer_lib.params`), what it means (`help`, the cell's comment) and what a type
@@ -37,7 +38,10 @@ def param(
     with a `/`) is valid besides the choices; `may_be_empty`: [] is valid (it switches the step the
     list drives off); `run=False`: not part of the run key; `default_if_absent`: a parameter added
     later whose default computes what the code did before it, so a file written before it (a
-    committed figures folder's params.yaml) reads as its default instead of failing as incomplete."""
+    committed figures folder's params.yaml) reads as its default instead of failing as incomplete;
+    `study`: a lever measured to lose, kept for the studies that set it: still a field and part of
+    the run key, but out of the notebook's `parameters` cell, set through its `study_levers`
+    mapping (`amer_lib.params`)."""
     meta = {
         "help": help,
         "choices": choices,
@@ -47,6 +51,7 @@ def param(
         "may_be_empty": may_be_empty,
         "run": run,
         "default_if_absent": default_if_absent,
+        "study": study,
     }
     if isinstance(default, (list, dict)):  # a fresh copy per config, as dataclasses require
         return dataclasses.field(default_factory=lambda: copy.deepcopy(default), metadata=meta)
@@ -85,6 +90,11 @@ class Config:
     def parameter_names(cls) -> tuple[str, ...]:
         """The notebook's parameters (fields the library sets itself are left out)."""
         return tuple(f.name for f in dataclasses.fields(cls) if not f.metadata.get("internal"))
+
+    @classmethod
+    def study_lever_names(cls) -> tuple[str, ...]:
+        """The parameters set through the notebook's `study_levers` (`param(study=True)`)."""
+        return tuple(f.name for f in dataclasses.fields(cls) if f.metadata.get("study"))
 
     @classmethod
     def non_run_keys(cls) -> tuple[str, ...]:

@@ -368,7 +368,7 @@ def validation_loss(
 ) -> float:
     """Mean loss with every input predicted (p = 1), on fixed negatives, under the training steps'
     autocast (`_autocast`: a mixed-precision run keeps the checkpoint its training path scores
-    best; studies/validation_autocast.md measured what float32 would change); under
+    best; studies/validation_autocast/validation_autocast.md measured what float32 would change); under
     torch.distributed each rank scores its share of every batch."""
     was_training = model.training
     model.eval()

@@ -198,6 +198,11 @@ class RealConfig(Config):
     CELL_HEADER: ClassVar[str] = (
         "Offline CPU default (16-23 minutes on 2 cores). Paper scale: params/04_real_data/*.yaml"
     )
+    # the parameters cell's comment on `study_levers`, the fields marked `study=True` (`amer_lib.params`)
+    STUDY_LEVERS_HELP: ClassVar[str] = (
+        "not in the paper's recipe: levers measured to lose (studies/compound_levers/compound_levers.md), kept for "
+        "the studies that set them"
+    )
 
     datasets: list[str] = param(
         ["wordnet_senses", "wordnet_kinds"],
@@ -248,11 +253,12 @@ class RealConfig(Config):
     sampling: str = param("scheduled", choices=SAMPLING_MODES)
     exclude_fed_targets: bool = param(True, help="not in the paper: see above; the paper files set False")
     single_target_step: bool = param(
-        False, help="the authors' code's extra single-query step per iteration (not in the paper)"
+        False, study=True, help="the authors' code's extra single-query step per iteration (not in the paper)"
     )
     hard_negative_share: float = param(
         0.0,
         default_if_absent=True,
+        study=True,
         minimum=0,
         maximum=1,
         help="beyond the paper: share of the training negatives drawn from each question's mined hard negatives "
@@ -261,6 +267,7 @@ class RealConfig(Config):
     spread_weight: float = param(
         0.0,
         default_if_absent=True,
+        study=True,
         minimum=0,
         help="beyond the paper: weight of a penalty on query vectors closer to each other than their matched "
         "targets (amer_lib.core.loss.spread_penalty); 0: the paper's loss",
@@ -268,6 +275,7 @@ class RealConfig(Config):
     first_vector: str = param(
         "matched",
         default_if_absent=True,
+        study=True,
         choices=FIRST_VECTOR_MODES,
         help='beyond the paper: "single" trains the first query vector as the single-query model is and matches '
         'the others to the remaining targets (amer_lib.core.loss.matched_info_nce); "matched": the paper\'s loss',
@@ -285,7 +293,8 @@ class RealConfig(Config):
         default_if_absent=True,
         choices=COMPONENT_DISTANCES,
         help='beyond the paper, with component_weight > 0: "cosine" (1 - cosine of a component\'s vector and its '
-        "query) or \"ranking\" (the query's softmax over the batch's candidates held to the component vector's)",
+        "query) or \"ranking\" (the query's softmax over the batch's candidates held to the component vector's: "
+        "the distance kept, params/04_real_data/compound_distilled.yaml)",
     )
     component_single: bool = param(
         False,
@@ -305,6 +314,7 @@ class RealConfig(Config):
         "findable",
         choices=TRAIN_COMPONENTS,
         default_if_absent=True,
+        study=True,
         help="beyond the paper, compound benchmark only: the components training compounds are made of; "
         '"findable": the prepared training compounds (components the off-the-shelf encoder finds, in the shipped '
         'recipe); "corpus": every training component whose documents the corpus holds, five times as many there',

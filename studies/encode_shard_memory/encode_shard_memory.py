@@ -5,7 +5,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import numpy as np
 from bench_scale import TreeVectors, rss_anon
 
@@ -24,13 +24,15 @@ def float32_parts(encoder, shard, vectors_path, ids_path, batch_size, bar):  # t
     write_text(ids_path, "".join(f"{i}\n" for i in [d.id for d in shard]))
 
 
+if sys.argv[1:] not in (["before"], ["after"]):
+    sys.exit(f"usage: python {sys.argv[0]} before|after (the former float32 parts, or the float16 parts of today)")
 if sys.argv[1] == "before":
     encoders._write_shard = float32_parts
 n = 1_000_000
 documents = [Document(f"d{i}", "", str(i)) for i in range(n)]
 encoder = TreeVectors(1536)
 start = rss_anon()
-scratch = Path(__file__).resolve().parents[1] / "build"
+scratch = Path(__file__).resolve().parents[2] / "build"
 scratch.mkdir(exist_ok=True)
 with tempfile.TemporaryDirectory(dir=scratch) as d:
     encoders.encode_corpus(encoder, documents, Path(d), n, batch_size=4096, progress=False)

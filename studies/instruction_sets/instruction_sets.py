@@ -5,7 +5,7 @@ torch's kernels held to AVX-512, AVX2 and no vector extension (`ATEN_CPU_CAPABIL
 and MKL held to the same set), each in a process of its own. The thread count is fixed
 (`threads`), so what differs is only the kernels' instruction set, as between two machines.
 
-    python studies/instruction_sets.py --out studies/instruction_sets
+    python studies/instruction_sets/instruction_sets.py --out studies/instruction_sets/instruction_sets
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DATASET = "wordnet_senses"
 SETS = {  # the name torch reports -> the environment that holds every library to it
     "AVX512": {"ATEN_CPU_CAPABILITY": "avx512"},
@@ -80,7 +80,7 @@ def report(runs: dict) -> str:
     lines = [
         f"# One run across CPU instruction sets ({DATASET}, AMER, seed 0, notebook 04's defaults)",
         "",
-        "Written by `studies/instruction_sets.py`: the same run trained three times on one machine,",
+        "Written by `studies/instruction_sets/instruction_sets.py`: the same run trained three times on one machine,",
         "torch's, oneDNN's and MKL's kernels held to each instruction set (one thread each).",
         "",
         "| kernels | torch reports | validation losses | most from AVX-512 | best step | MRecall@100 (%) |",

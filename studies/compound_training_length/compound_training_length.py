@@ -8,9 +8,9 @@ The 1000-step runs, from the repository root (after `make figures-compound`):
         -f params/04_real_data/compound.yaml -p datasets '[compound_k2, compound_k3]' -p seeds '[0]' \\
         -p steps 1000 -p eval_every 200 -p results_dir ../results/04_compound_1000 \\
         -p runs_dir ../runs/04_compound_1000 -p figures_dir ../results/04_compound_1000/figures
-    .venv/bin/python studies/compound_training_length.py
+    .venv/bin/python studies/compound_training_length/compound_training_length.py
 
-Writes studies/compound_training_length.md and .json from the runs' results JSON.
+Writes studies/compound_training_length/compound_training_length.md and .json from the runs' results JSON.
 """
 
 import json
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BUDGETS = {400: ROOT / "results" / "04_compound", 1000: ROOT / "results" / "04_compound_1000"}
 
 
@@ -38,7 +38,7 @@ def run_row(steps: int, dataset: str, system: str) -> dict:
 
 def main() -> None:
     rows = [run_row(s, d, y) for d in ("compound_k2", "compound_k3") for y in ("single", "amer") for s in BUDGETS]
-    (ROOT / "studies" / "compound_training_length.json").write_text(json.dumps(rows, indent=1) + "\n")
+    Path(__file__).resolve().with_suffix(".json").write_text(json.dumps(rows, indent=1) + "\n")
     lines = [
         "| k | system | steps | test MRecall@100 | test Recall@100 | kept step | validation MRecall@100 by step "
         "| train s |",

@@ -11,7 +11,7 @@ seed 0 on one machine, so that notebooks 02 and 04 and the README quote a file, 
 The defaults' runs are read from the notebooks' caches (run them first, e.g. `make figures`);
 the variants train into `results/study/` and `runs/study/`.
 
-    python studies/departures.py --out studies/departures
+    python studies/departures/departures.py --out studies/departures/departures
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SEED = 0
 SENSES, KINDS = "wordnet_senses", "wordnet_kinds"
 

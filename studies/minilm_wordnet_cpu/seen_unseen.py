@@ -1,6 +1,6 @@
 """Seen vs unseen questions and MRecall against the search depth, for finished notebook-04 runs.
 
-    python studies/seen_unseen.py RESULTS_DIR DATASET --seeds 0 --out OUT.json
+    python studies/minilm_wordnet_cpu/seen_unseen.py RESULTS_DIR DATASET --seeds 0 --out OUT.json
 
 RESULTS_DIR is a notebook-04 results folder (relative to notebooks/, as in its parameters) that
 holds both systems' runs of DATASET for the seeds; their checkpoints must still be in runs_dir.
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEPTHS = (10, 20, 50, 100, 200, 500, 1000)
 
 

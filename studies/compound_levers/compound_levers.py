@@ -10,13 +10,17 @@ single-query, and the training seconds per run.
 
 A lever that changes only AMER's loss (`AMER_ONLY`) trains only AMER and reads single-query and
 the oracle from the variant without it (`reference`); any other lever trains single-query too, so
-its oracle (the k = 1 single-query model on each component) moves with it.
+its oracle (the k = 1 single-query model on each component) moves with it. A variant's changes are
+fields of notebook 04's config (`RealConfig`), set by name; the levers measured to lose here left
+the notebook's parameters cell, and a notebook run sets the same fields through its `study_levers`
+(`-p study_levers '{spread_weight: 1.0}'`: the same run key, so pointed at a variant's folders the
+notebook reads its runs back).
 
 From the repository root, after notebook 03 has prepared the compound benchmark
 (`make figures-compound`, or notebook 03 with params/03_real_data_prep/compound.yaml):
 
-    .venv/bin/python studies/compound_levers.py --variants today lr_1e-4 --seeds 0
-    .venv/bin/python studies/compound_levers.py --report   # studies/compound_levers.json, _table.md
+    .venv/bin/python studies/compound_levers/compound_levers.py --variants today lr_1e-4 --seeds 0
+    .venv/bin/python studies/compound_levers/compound_levers.py --report   # compound_levers.json, _table.md, here
 
 `--folder` and `--name` keep another study apart (its runs, its JSON and table), such as the one
 `benchmarks/device_compound_levers.py` runs on a lent GPU; `--set KEY=YAML` changes a parameter of
@@ -36,16 +40,18 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "notebooks" / "04_real_data.ipynb"
 RECIPE = ROOT / "params" / "04_real_data" / "compound.yaml"
 FOLDER = ROOT / "results" / "studies" / "compound_levers"  # ignored by git, as every run's files
+HERE = Path(__file__).resolve().parent  # the study's folder: its reports
 
 # the component term as a ranking distillation at weight 10, the lever first kept
 TERM = {"component_weight": 10.0, "component_distance": "ranking"}
 # the levers params/*/compound_distilled.yaml keep: the term and a fresh compound for every example
 KEPT = {**TERM, "train_compounds": 12_800}
-# name: the parameters changed from today's recipe
+# name: the parameters changed from today's recipe (RealConfig's fields; RealConfig.study_lever_names() are
+# those notebook 04 sets through its `study_levers`)
 VARIANTS = {
     "today": {},
     "lr_1e-4": {"lr": 1e-4},
@@ -212,9 +218,10 @@ def with_oracle(variant: str, seeds: list[int], folder: Path = FOLDER, overrides
 
 
 def report(made: dict[str, list[dict]], name: str = "compound_levers", only=None) -> None:
-    """studies/NAME.json and NAME_table.md from the runs `made` (`made_runs`; the seeds in `only`, if given)."""
+    """NAME.json and NAME_table.md in the study's folder from the runs `made` (`made_runs`; the seeds in
+    `only`, if given)."""
     rows = [row for variant in made for row in compare(variant, made, only)]
-    (ROOT / "studies" / f"{name}.json").write_text(json.dumps(rows, indent=1) + "\n")
+    (HERE / f"{name}.json").write_text(json.dumps(rows, indent=1) + "\n")
     lines = [
         "| variant | k | seeds | single-query | AMER | oracle | against | its AMER | p ahead | p behind "
         "| p behind single-query | oracle share (95% interval over questions) | train s/run |",
@@ -232,7 +239,7 @@ def report(made: dict[str, list[dict]], name: str = "compound_levers", only=None
             f"{r['p_ahead']:.4f} | {r['p_behind']:.4f} | {behind_single} | {share} | {r['train_seconds_per_run']:.0f} |"
         )
     table = "\n".join(lines)
-    (ROOT / "studies" / f"{name}_table.md").write_text(table + "\n")
+    (HERE / f"{name}_table.md").write_text(table + "\n")
     print(table)
 
 
@@ -389,27 +396,39 @@ def main() -> None:
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--datasets", nargs="+", choices=DATASETS, default=list(DATASETS))
     parser.add_argument("--folder", type=Path, default=FOLDER, help=f"where the runs live (default {FOLDER})")
-    parser.add_argument("--name", default="compound_levers", help="the report's file stem under studies/")
+    parser.add_argument(
+        "--name", default="compound_levers", help="the report's file stem under studies/compound_levers/"
+    )
     parser.add_argument("--set", action="append", default=[], metavar="KEY=YAML", help="a parameter of every variant")
     parser.add_argument(
-        "--quartiles", nargs="+", choices=tuple(VARIANTS), default=[], help="write studies/NAME_quartiles.json"
+        "--quartiles",
+        nargs="+",
+        choices=tuple(VARIANTS),
+        default=[],
+        help="write studies/compound_levers/NAME_quartiles.json",
     )
     parser.add_argument(
-        "--curves", nargs="+", choices=tuple(VARIANTS), default=[], help="write studies/NAME_curves.json"
+        "--curves",
+        nargs="+",
+        choices=tuple(VARIANTS),
+        default=[],
+        help="write studies/compound_levers/NAME_curves.json",
     )
     parser.add_argument(
         "--vectors-alone",
         nargs="+",
         choices=tuple(VARIANTS),
         default=[],
-        help="write studies/NAME_vectors.json: MRecall@100 of AMER's first n vectors, per seed and dataset",
+        help="write NAME_vectors.json here: MRecall@100 of AMER's first n vectors, per seed and dataset",
     )
     parser.add_argument("--max-n", type=int, default=0, help="--vectors-alone's most vectors (0: the recipe's n)")
     parser.add_argument(
         "--report-seeds", action="store_true", help="the report and curves read only the runs of --seeds"
     )
     parser.add_argument(
-        "--report", action="store_true", help="write studies/NAME.json and NAME_table.md, and print the table"
+        "--report",
+        action="store_true",
+        help="write studies/compound_levers/NAME.json and NAME_table.md, and print the table",
     )
     args = parser.parse_args()
     folder, overrides = args.folder.resolve(), overrides_of(args.set)
@@ -423,7 +442,7 @@ def main() -> None:
         report(made, args.name, args.seeds if args.report_seeds else None)
     if args.quartiles:
         rows = [row for variant in args.quartiles for row in by_target_similarity(variant, made)]
-        (ROOT / "studies" / f"{args.name}_quartiles.json").write_text(json.dumps(rows, indent=1) + "\n")
+        (HERE / f"{args.name}_quartiles.json").write_text(json.dumps(rows, indent=1) + "\n")
         for r in rows:
             where = f"{r['variant']} k={r['dataset'][-1]} quartile {r['quartile']}"
             print(f"{where}: {r['amer_mean']:.2f} against {r['base_mean']:.2f}")
@@ -431,10 +450,10 @@ def main() -> None:
     if args.curves:
         only = args.seeds if args.report_seeds else None
         rows = [row for variant in args.curves for row in learning_curves(variant, made, only)]
-        (ROOT / "studies" / f"{args.name}_curves.json").write_text(json.dumps(rows, indent=1) + "\n")
+        (HERE / f"{args.name}_curves.json").write_text(json.dumps(rows, indent=1) + "\n")
     if args.vectors_alone:
         # the rows of other variants and datasets stay: runs are read by the library of their cache version
-        path = ROOT / "studies" / f"{args.name}_vectors.json"
+        path = HERE / f"{args.name}_vectors.json"
         kept = json.loads(path.read_text()) if path.exists() else []
         asked = [(variant, dataset) for variant in args.vectors_alone for dataset in args.datasets]
         kept = [r for r in kept if (r["variant"], r["dataset"]) not in asked]

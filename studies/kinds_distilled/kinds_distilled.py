@@ -12,8 +12,8 @@ today's AMER, and against single-query (is it behind?).
 
 From the repository root, after notebook 03 has prepared the WordNet benchmark (`make figures`):
 
-    .venv/bin/python studies/kinds_distilled.py            # studies/kinds_distilled.json and .md
-    .venv/bin/python studies/kinds_distilled.py --today-params \
+    .venv/bin/python studies/kinds_distilled/kinds_distilled.py            # kinds_distilled.json and .md, here
+    .venv/bin/python studies/kinds_distilled/kinds_distilled.py --today-params \
         ../results/04_real_data/params_minilm_wordnet_senses+wordnet_kinds.yaml
 
 `--today-params` reads today's runs where notebook 04 made them (`make figures`), from the parameter
@@ -31,10 +31,11 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "notebooks" / "04_real_data.ipynb"
 LEVER_FILE = ROOT / "params" / "04_real_data" / "compound_distilled.yaml"
 FOLDER = ROOT / "results" / "studies" / "kinds_distilled"  # ignored by git, as every run's files
+HERE = Path(__file__).resolve().parent  # the study's folder: its reports
 DATASET = "wordnet_kinds"
 
 
@@ -114,14 +115,16 @@ def main() -> None:
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--today-params", help="notebook 04's parameter file beside today's runs (from notebooks/)")
     parser.add_argument("--folder", type=Path, default=FOLDER, help=f"where the study's runs live (default {FOLDER})")
-    parser.add_argument("--name", default="kinds_distilled", help="the report's file stem under studies/")
+    parser.add_argument(
+        "--name", default="kinds_distilled", help="the report's file stem under studies/kinds_distilled/"
+    )
     args = parser.parse_args()
     folder = args.folder.resolve()
     os.chdir(NOTEBOOK.parent)  # as a notebook runs: the recipe's relative paths are from notebooks/
     today, distilled = configs(args.seeds, folder, args.today_params)
     rows = compare(run_all(today), run_all(distilled))
-    (ROOT / "studies" / f"{args.name}.json").write_text(json.dumps(rows, indent=1) + "\n")
-    (ROOT / "studies" / f"{args.name}_table.md").write_text(table(rows))
+    (HERE / f"{args.name}.json").write_text(json.dumps(rows, indent=1) + "\n")
+    (HERE / f"{args.name}_table.md").write_text(table(rows))
     print(table(rows))
 
 

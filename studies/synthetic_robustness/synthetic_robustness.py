@@ -4,7 +4,8 @@ covariance, inputs, corpus), initialisation, batch order and scheduled-sampling 
 matching takes another path, as float rounding on another machine would make it. Compared with
 the notebook's runs (seed 0).
 
-    python studies/synthetic_robustness.py --out studies/synthetic_robustness.md
+    python studies/synthetic_robustness/synthetic_robustness.py \\
+        --out studies/synthetic_robustness/synthetic_robustness.md
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SUBSET = {"settings": ["multi", "ood"], "transforms": ["linear", "mlp"], "systems": ["amer"]}
 VARIANTS = {  # name: (parameters over the notebook's defaults, what changes)
     "notebook": ({}, "the notebook's runs (seed 0, two workers of one thread)"),

@@ -7,7 +7,7 @@ this study). Recorded per checkpoint: both losses, their difference, the seconds
 run: the step each would keep (the lowest validation loss). Backbones: `tiny` (notebook 02's
 default) and `minilm` (all-MiniLM-L6-v2, 22M parameters, on the same vectors), one thread each.
 
-    python studies/validation_autocast.py --out studies/validation_autocast
+    python studies/validation_autocast/validation_autocast.py --out studies/validation_autocast/validation_autocast
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import torch
 
 from amer_lib.io import write_text
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # backbone: (steps, batch size, eval_every, dim, lr); notebook 02's defaults otherwise (seed 0): the
 # tiny Llama at its steps and lr; MiniLM's identity input projections need the vectors' dimension to
@@ -124,7 +124,7 @@ def main() -> None:
     lines = [
         "# Validation under the training's autocast: what it changes",
         "",
-        f"`python studies/validation_autocast.py --out {args.out}` ({report['machine']}); "
+        f"`python studies/validation_autocast/validation_autocast.py --out {args.out}` ({report['machine']}); "
         "notebook 02's AMER on linear / Multi, `mixed_precision: true` (bfloat16 autocast on the CPU), seed 0, "
         "one thread. At every validation, the same weights' validation loss under autocast and in float32.",
         "",

@@ -1,7 +1,7 @@
 """Issue 43: what the mined hard negatives of the compound benchmark are, to explain why they hurt.
 
 The hard-negative lever (`hard_negative_share`, `amer_lib.data.hard_negatives`) lowered AMER and
-single-query at k = 1 and 2 on the GPU screen (`studies/compound_levers.md`). This audit mines the
+single-query at k = 1 and 2 on the GPU screen (`studies/compound_levers/compound_levers.md`). This audit mines the
 negatives the training runs mine (the off-the-shelf MiniLM's highest non-gold documents for each
 training component of `compound_k1`, 16 per question) and sorts each into what WordNet says it is,
 beside as many random corpus documents per question (the paper's negatives) sorted the same way:
@@ -24,7 +24,7 @@ Lemmas and hyponyms come from the shipped WordNet questions (the answers of each
 noun synset no question names has no known lemmas and lands in the last two classes: the shares of
 `multiword lemma` and `kind of a kind` are floors.
 
-    .venv/bin/python studies/hard_negative_audit.py   # studies/hard_negative_audit.json and _table.md
+    .venv/bin/python studies/hard_negative_audit/hard_negative_audit.py   # hard_negative_audit.json and _table.md, here
 
 `--runs <folder>` adds the lever study's test scores with and without the mined negatives, split
 by the kind of the test questions' components (`harm_by_kind`): if false negatives among a kinds
@@ -41,9 +41,9 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PREPARED = ROOT / "results" / "prepared" / "compound"
-OUT = ROOT / "studies" / "hard_negative_audit"
+OUT = Path(__file__).resolve().with_suffix("")
 CLASSES = ("same gloss", "multiword lemma", "not a noun", "kind of a kind", "word in gloss", "other")
 DATASET = "compound_k1"
 
@@ -165,7 +165,7 @@ PAIRS = (("today", "hard_0.5"), ("lr_1e-4", "lr_1e-4+hard_0.5"))  # (without, wi
 
 
 def harm_by_kind(folder: Path, seed: int = 0) -> list[dict]:
-    """From a lever study's run files (`studies/compound_levers.py --folder`): MRecall@100 of each
+    """From a lever study's run files (`studies/compound_levers/compound_levers.py --folder`): MRecall@100 of each
     system without and with the mined negatives at k = 1 and 2, split by whether a test question has
     a kinds component (a WordNet hyponymy question, where a "kind of a kind" could be a false
     negative) or senses components only."""

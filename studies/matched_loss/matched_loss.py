@@ -7,7 +7,7 @@ deviation over seeds, and the paired bootstrap of sum against mean.
 The mean runs and single-query are notebook 04's own (read from its cache when it ran); the sum
 runs train into `results/study/matched_loss_sum`.
 
-    python studies/matched_loss.py --out studies/matched_loss
+    python studies/matched_loss/matched_loss.py --out studies/matched_loss/matched_loss
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import json
 import os
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DATASET = "wordnet_kinds"
 
 
@@ -48,7 +48,7 @@ def main() -> None:
     lines = [
         "# Matched loss: Equation 2's sum against the authors' mean (wordnet_kinds, seeds 0-2)",
         "",
-        "Written by `studies/matched_loss.py`. MRecall@100 in %, mean ± std over seeds; Δ relative",
+        "Written by `studies/matched_loss/matched_loss.py`. MRecall@100 in %, mean ± std over seeds; Δ relative",
         "to the row named in the heading; p: paired bootstrap over seed-averaged per-question scores.",
         "",
         "| system | whole | Δ vs single | p | low-sim | Δ vs single | p |",

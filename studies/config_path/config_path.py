@@ -7,7 +7,7 @@ it (`.params`), or, in the wide count, one of its text values (a path, a model n
 config's own methods and the expressions inside a function (comprehensions, lambdas) are not
 calls it is handed to.
 
-    .venv/bin/python studies/config_path.py
+    .venv/bin/python studies/config_path/config_path.py
 """
 
 import sys
@@ -15,7 +15,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from stand_ins import tiny_wordnet_runs  # noqa: E402
