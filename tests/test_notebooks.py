@@ -498,17 +498,60 @@ def test_the_compound_notebooks_record_the_oracle_comparison_their_runs_give(com
     tmp_path = compound_runs
     values = recorded(tmp_path / "04_real_data" / "out.ipynb")
     rows = {(r["dataset"], r["system"]): r for r in values["compound_oracle"]}
-    assert set(rows) == {(d, s) for d in COMPOUND_DATASETS for s in ("single", "amer", "decomposition_oracle")}
+    systems = ("single", "amer", "decomposition_oracle", "teacher_decomposition")
+    assert set(rows) == {(d, s) for d in COMPOUND_DATASETS for s in systems}
     for (dataset, system), row in rows.items():
-        runs = [json.loads((tmp_path / "results04" / f"{dataset}_{system}_seed{s}.json").read_text()) for s in (0, 1)]
+        seeded = [f"{dataset}_{system}_seed{s}" for s in (0, 1)]
+        names = [f"{dataset}_{system}"] if system == "teacher_decomposition" else seeded  # the teacher: seed-free
+        runs = [json.loads((tmp_path / "results04" / f"{name}.json").read_text()) for name in names]
+        assert row["seeds"] == len(runs)
         for metric in ("mrecall", "recall", "mrecall_10"):
             assert row[f"{metric}_mean"] == pytest.approx(100 * np.mean([np.mean(r[metric]) for r in runs]))
     k1_single, k1_oracle = rows["compound_k1", "single"], rows["compound_k1", "decomposition_oracle"]
     assert k1_oracle["mrecall_mean"] == k1_single["mrecall_mean"]  # on one component the oracle is single-query
+    for dataset in COMPOUND_DATASETS:  # the teacher's decomposition, searched and merged by hand
+        teacher = json.loads((tmp_path / "results04" / f"{dataset}_teacher_decomposition.json").read_text())
+        assert teacher["mrecall"] == teacher_decomposition_by_hand(tmp_path / "prepared", dataset)
+        amer, single = rows[dataset, "amer"], rows[dataset, "single"]
+        ceilings = {s: rows[dataset, s]["mrecall_mean"] for s in ("decomposition_oracle", "teacher_decomposition")}
+        better = max(ceilings, key=ceilings.get)
+        assert amer["ceiling"] == better
+        lead = ceilings[better] - single["mrecall_mean"]
+        gained = amer["mrecall_mean"] - single["mrecall_mean"]
+        if lead > 0:
+            assert amer["mrecall_ceiling_share"] == pytest.approx(gained / lead)
     [roles] = values["compound_vector_roles"]
     assert roles["dataset"] == "compound_k2" and roles["seeds"] == 2
     table = pd.read_csv(tmp_path / "figures04" / "compound_oracle_minilm_compound_k1+compound_k2.csv")
-    assert table["System"].tolist() == ["Single-Query", "AMER", "Decomposition oracle"] * 2
+    labels = ["Single-Query", "AMER", "Decomposition oracle", "Decomposition, off-the-shelf encoder"]
+    assert table["System"].tolist() == labels * 2
+    assert {"better ceiling", "share of better ceiling's lead, MRecall@100"} <= set(table.columns)
+
+
+def teacher_decomposition_by_hand(prepared: Path, dataset: str) -> list[float]:
+    """MRecall@100 per test compound of the off-the-shelf encoder on each component: every corpus
+    row scored by brute force, each component's top 100 taken in turn (rank 1 of each, then rank 2,
+    ..., skipping documents taken) until 100, and a compound counted when each answer has a gold
+    document among them."""
+    from amer_lib.data import compound
+    from amer_lib.data.benchmark import Benchmark
+    from amer_lib.data.encoders import DocumentEncoder
+    from amer_lib.runs.configs import RealConfig
+
+    benchmark = Benchmark(prepared)
+    shards = benchmark.embeddings(RealConfig().encoder)
+    corpus = shards.rows(np.arange(len(shards)))
+    by_qid = compound.component_questions()
+    scores = []
+    for question in benchmark.questions(dataset, "test"):
+        texts = [by_qid[qid].question for qid in compound.components_of(question)]
+        lists = np.argsort(-(DocumentEncoder(RealConfig().encoder).encode_queries(texts) @ corpus.T), axis=1)[:, :100]
+        merged = []
+        for rank in range(100):
+            merged += [int(row) for row in lists[:, rank] if row not in merged]
+        found = set(merged[:100])
+        scores.append(float(all(found & {shards.row_of[d] for d in docs} for docs in question.targets)))
+    return scores
 
 
 def test_the_distilled_compound_files_run_beside_todays(compound_runs, synthetic_runs):

@@ -97,15 +97,18 @@ class RunContext:
             return self.mined_text_data(questions)
         return self.component_text_data(questions) if components else self.text_data(questions)
 
-    def component_text_data(self, questions: list[MultiAnswerQuestion]) -> ComponentTextData:
-        """`text_data` with the off-the-shelf encoder's query vectors of the questions each one is
-        made of: a compound question's components in its answers' order, a plain question itself."""
+    def part_vectors(self, questions: list[MultiAnswerQuestion]) -> tuple[torch.Tensor, torch.Tensor]:
+        """The off-the-shelf encoder's query vectors of the questions each one is made of `[Q, C, d]`
+        and their mask `[Q, C]` (valid first): a compound question's components in its answers'
+        order, a plain question itself. The one place the component texts are read."""
         parts = compound.part_texts(questions)
         texts = sorted({text for row in parts for text in row})  # each component encoded once
         encoded = dict(zip(texts, DocumentEncoder(self.encoder).encode_queries(texts)))
-        vectors, mask = padded_vectors(parts, lambda items: np.stack([encoded[text] for text in items]))
-        data = self.text_data(questions)
-        return ComponentTextData(*data._tensors(), vectors, mask)
+        return padded_vectors(parts, lambda items: np.stack([encoded[text] for text in items]))
+
+    def component_text_data(self, questions: list[MultiAnswerQuestion]) -> ComponentTextData:
+        """`text_data` with `part_vectors`, the targets of the component term (beyond the paper)."""
+        return ComponentTextData(*self.text_data(questions)._tensors(), *self.part_vectors(questions))
 
     def query_vectors(
         self,

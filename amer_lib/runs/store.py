@@ -134,5 +134,6 @@ def synthetic_run_name(transform: str, setting: str, system: str, seed: int) -> 
     return f"{transform}_{setting}_{system}_seed{seed}"
 
 
-def real_run_name(dataset: str, system: str, seed: int) -> str:
-    return f"{dataset}_{system}_seed{seed}"
+def real_run_name(dataset: str, system: str, seed: int | None) -> str:
+    """A run's name; a seed-free run's (`seed` None: nothing trained) has no seed in it."""
+    return f"{dataset}_{system}" if seed is None else f"{dataset}_{system}_seed{seed}"

@@ -312,7 +312,7 @@ def vectors_alone(
         raise SystemExit(f"--max-n {max_n} is below {dataset}'s n = {paper_n}, which the check against the run needs")
     questions = context.benchmark.questions(dataset, "test")
     gold, index = context.gold(questions), ShardedFlatIndex(context.shards)
-    components = component_vectors(questions, params.encoder) if compound.components_in(dataset) > 1 else None
+    components = context.part_vectors(questions)[0].numpy() if compound.components_in(dataset) > 1 else None
     rows = []
     for seed in seeds:
         model = context.trained_encoder(params, dataset, "amer", seed, device)
@@ -331,22 +331,13 @@ def vectors_alone(
     return rows
 
 
-def component_vectors(questions: list, encoder: str) -> np.ndarray:
-    """The off-the-shelf encoder's query vectors of each compound's components `[Q, k, d]`."""
-    from amer_lib.data import compound
-    from amer_lib.data.encoders import DocumentEncoder
-
-    parts = compound.part_texts(questions)
-    vectors = DocumentEncoder(encoder).encode_queries([t for row in parts for t in row])
-    return vectors.reshape(len(parts), len(parts[0]), -1)
-
-
 def component_match(vectors: np.ndarray, components: np.ndarray, index, gold: np.ndarray, depth: int) -> dict:
     """How AMER's vectors `[Q, n, d]` stand to the off-the-shelf vectors of the question's
     components `[Q, k, d]`: each component matched to a vector of its own (Hungarian, cosine), the
     mean matched cosine, how often each position is matched, and the MRecall@100 of the matched k
     vectors alone (round-robin, as if AMER knew which of its vectors to keep) beside that of the
-    components' own vectors (the off-the-shelf decomposition oracle)."""
+    components' own vectors (the off-the-shelf decomposition: notebook 04's
+    `real_data.teacher_decomposition`)."""
     from scipy.optimize import linear_sum_assignment
 
     from amer_lib.core.metrics import K, evaluate

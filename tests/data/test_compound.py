@@ -289,7 +289,8 @@ def scored(dataset, system, seed, mrecall, recall, mrecall_10):
 
 def test_the_oracle_comparison_reads_each_metric_and_amers_share_of_the_oracles_lead(monkeypatch):
     """Hand-made runs on compound_k2 (two seeds): the means and AMER's share of the oracle's lead
-    over single-query, per metric, computed by hand."""
+    over single-query, per metric, computed by hand; the teacher's decomposition (seed-free) leads
+    the oracle on MRecall@100, so the better ceiling's share is taken against it."""
     from types import SimpleNamespace
 
     from amer_lib.experiments import real_data as experiment
@@ -303,6 +304,11 @@ def test_the_oracle_comparison_reads_each_metric_and_amers_share_of_the_oracles_
         ("compound_k2", 1): scored("compound_k2", experiment.ORACLE, 1, [1, 1, 1, 1], [1, 1, 1, 1], [1, 1, 1, 0]),
     }
     monkeypatch.setattr(experiment, "decomposition_oracle", lambda params, dataset, seed: oracle[dataset, seed])
+    teacher = {
+        "compound_k1": scored("compound_k1", experiment.TEACHER, None, ones, ones, ones),
+        "compound_k2": scored("compound_k2", experiment.TEACHER, None, ones, [1, 1, 1, 0.5], [1, 1, 0, 0]),
+    }
+    monkeypatch.setattr(experiment, "teacher_decomposition", lambda params, dataset: teacher[dataset])
     k1 = [scored("compound_k1", system, seed, ones, ones, ones) for system in ("single", "amer") for seed in (0, 1)]
     results = k1 + [
         scored("compound_k2", "single", 0, [0, 0, 0, 0], [0.5, 0.5, 0.5, 0.5], [0, 0, 0, 0]),
@@ -314,24 +320,36 @@ def test_the_oracle_comparison_reads_each_metric_and_amers_share_of_the_oracles_
     params = SimpleNamespace(datasets=["compound_k1", "compound_k2", "wordnet_kinds"], seeds=[0, 1])
     rows = experiment.oracle_comparison(params, results, n_resamples=200)
     assert [(r["k"], r["system"]) for r in rows] == [
-        (k, s) for k in (1, 2) for s in ("single", "amer", experiment.ORACLE)
+        (k, s) for k in (1, 2) for s in ("single", "amer", experiment.ORACLE, experiment.TEACHER)
     ]
-    single, amer, best = rows[3:]
+    single, amer, best, off_the_shelf = rows[4:]
+    assert off_the_shelf["seeds"] == 1 and off_the_shelf["mrecall_mean"] == pytest.approx(100.0)
+    assert amer["ceiling"] == experiment.TEACHER  # 100 against the oracle's 87.5
+    assert amer["mrecall_ceiling_share"] == amer["mrecall_teacher_share"] == pytest.approx((50 - 12.5) / 87.5)
+    assert amer["recall_ceiling_share"] == pytest.approx((68.75 - 50) / (87.5 - 50))
     assert np.isnan(rows[1]["mrecall_oracle_share"])  # k = 1: the oracle has no lead
     assert single["mrecall_mean"] == pytest.approx(12.5) and amer["mrecall_mean"] == pytest.approx(50.0)
     assert best["mrecall_mean"] == pytest.approx(87.5) and single["recall_mean"] == pytest.approx(50.0)
     assert amer["mrecall_oracle_share"] == pytest.approx((50 - 12.5) / (87.5 - 12.5))
     assert amer["recall_oracle_share"] == pytest.approx((68.75 - 50) / (93.75 - 50))
     assert amer["mrecall_10_mean"] == pytest.approx(12.5) and np.isnan(single["mrecall_p"])
-    table = compound_table(rows[3:], experiment.METRICS)
-    assert table["System"].tolist() == ["Single-Query", "AMER", "Decomposition oracle"]
+    table = compound_table(rows[4:], experiment.METRICS)
+    assert table["System"].tolist() == [
+        "Single-Query",
+        "AMER",
+        "Decomposition oracle",
+        "Decomposition, off-the-shelf encoder",
+    ]
     assert table.loc[1, "share of oracle's lead, MRecall@100"] == "50%" and table.loc[0, "Recall@100"] == "50.00±0.00"
-    # AMER and the oracle against single-query on three metrics: six comparisons corrected together
-    assert "Holm-corrected across the table's 6 comparisons" in table.attrs["note"]
+    # AMER, the oracle and the teacher against single-query on three metrics: nine comparisons corrected together
+    assert "Holm-corrected across the table's 9 comparisons" in table.attrs["note"]
     assert {"mrecall_p_behind", "mrecall_p_two_sided"} <= set(amer) and "mrecall_p_two_sided" not in single
+    assert table.loc[1, "better ceiling"] == "off-the-shelf encoder"
+    assert table.loc[1, "share of better ceiling's lead, MRecall@100"] == "43%"  # 37.5 / 87.5
     with pytest.warns(UserWarning, match="the oracle is left out"):
         alone = experiment.oracle_comparison(SimpleNamespace(datasets=["compound_k2"], seeds=[0, 1]), results, 10)
-    assert [r["system"] for r in alone] == ["single", "amer"] and "mrecall_oracle_share" not in alone[1]
+    assert [r["system"] for r in alone] == ["single", "amer", experiment.TEACHER]
+    assert "mrecall_oracle_share" not in alone[1] and alone[1]["ceiling"] == experiment.TEACHER
 
 
 def test_a_compound_question_is_made_of_its_components_texts_and_a_plain_question_of_itself():

@@ -86,6 +86,41 @@ def test_each_verdict_follows_the_numbers_not_a_fixed_string():
     assert _verdict_similarity(farther) == "does not reproduce"
 
 
+def test_the_single_query_verdict_reads_every_d_and_depth_of_the_mlp_sweep():
+    """Hand-made rows: notebook 02's single-query at 0% on Linear; the sweep's 2-layer MLP above the
+    paper's 21% at some d or every d, its 3-weight MLP below it everywhere; Figure 1's verdict names
+    the retrievers that ran."""
+    from amer_lib.report.results_page import _single_query, _verdict_failure, _verdict_single_query
+
+    results = [{"transform": t, "system": "single", "mrecall@10": v} for t, v in (("linear", 0.0), ("mlp", 0.87))]
+
+    def sweep(two: dict[str, float]) -> list[dict]:
+        cells = [("2", d, v) for d, v in two.items()] + [("3", d, 0.0) for d in two]
+        rows = [
+            {"d": d, "depth": depth, "training data": "MLP targets", "system": "single", "mrecall@10": v}
+            for depth, d, v in cells
+        ]
+        return rows + [{"d": "128", "depth": "2", "training data": "MLP targets", "system": "amer", "mrecall@10": 1}]
+
+    every = sweep({"128": 87.0, "512": 99.9, "1024": 99.8})
+    assert _verdict_single_query(results, every) == (
+        "reproduces for linear targets; not for the paper's 2-layer MLP targets at d = 128 / 512 / 1024 "
+        "(every d the sweep ran); the authors' code's 3-weight MLP: at most 21% at every d the sweep ran"
+    )
+    assert "the paper's 2-layer MLP: 87.0 / 99.9 / 99.8% at d = 128 / 512 / 1024" in _single_query(results, every)
+    some = _verdict_single_query(results, sweep({"128": 15.0, "512": 40.0}))
+    assert "not for the paper's 2-layer MLP targets at d = 512;" in some and "every d" not in some.split(";")[1]
+    trends = [
+        {"dataset": d, "retriever": r, "nearest": "50", "farthest": "5"}
+        for d in ("senses", "kinds")
+        for r in ("minilm", "bm25")
+    ]
+    assert (
+        _verdict_failure(trends)
+        == "reproduces for the 2 retrievers run offline (MiniLM, BM25; not the paper's four), 2 datasets"
+    )
+
+
 def test_the_provenance_table_names_the_one_commit_or_warns_of_several(tmp_path):
     import json
 
@@ -107,10 +142,24 @@ def test_the_provenance_table_names_the_one_commit_or_warns_of_several(tmp_path)
     made("01_failure_analysis", "abc", None)
     table = provenance_table(tmp_path)
     assert table.startswith("Every folder was made by the code at commit `abc`, on Xeon:")
-    assert table.splitlines()[4:] == [
+    assert table.splitlines()[4:6] == [
         "| `01_failure_analysis` | `make figures` | torch AVX2, FAISS AVX2 | 1 |  |",
         "| `02_synthetic` | `make figures` | torch AVX2, FAISS AVX2 | 1 | 25.5 |",
     ]
+    assert table.splitlines()[6:] == [
+        "",
+        "The commit is the code that wrote each folder and *minutes* the folder's own execution time. Notebook 04 "
+        "reads back the runs it finds made with the same parameters instead of training them again.",
+    ]
+    made("04_real_data_compound_distilled", "abc", 90.0)  # its runs read back, trained at another commit
+    assert (
+        provenance_table(tmp_path)
+        .splitlines()[-1]
+        .endswith(
+            "instead of training them again: `04_real_data_compound_distilled` read back runs trained at 7a7df97 "
+            "(the Makefile's `figures-compound` comment; `studies/compound_levers/compound_levers.md`)."
+        )
+    )
     made("07_beyond", "def", 60.0)
     assert provenance_table(tmp_path).startswith("**The folders were made at 2 different commits** (abc, def):")
     (tmp_path / "02_synthetic_mlp_sweep").mkdir()  # a folder committed before provenance was kept
@@ -161,6 +210,7 @@ def test_the_oracle_share_table_sets_todays_recipe_beside_the_kept_levers(tmp_pa
     import csv
 
     from amer_lib.report.results_page import (
+        CEILING_SHARE,
         COMPOUND,
         COMPOUND_DISTILLED,
         SHARE,
@@ -192,10 +242,23 @@ def test_the_oracle_share_table_sets_todays_recipe_beside_the_kept_levers(tmp_pa
         "| 1 | 88.33 | 83.06 | 88.33 | 87.00 | 88.33 | - | - |",
         "| 2 | 26.78±1.99 | 41.94* | 28.00±1.00 | 53.00* | 58.94 | 47% | 81% |",
     ]
-    assert _oracle_share(kept).endswith("87.00 / 53.00*; its share of the oracle's lead: 81%")
+    assert _oracle_share(kept).endswith("87.00 / 53.00*; its share of the trained oracle's lead: 81%")
     assert _verdict_oracle_share(kept).startswith("short of")  # no k = 3 share: the aim is not met
+    assert "of the trained oracle's lead" in _verdict_oracle_share(kept)
     three = kept + [{"k": "3", "System": "AMER", "MRecall@100": "20.00", SHARE: "50%"}]
     assert _verdict_oracle_share(three).startswith("meets")
+    # a table with the teacher's decomposition: the verdict reads the better ceiling's share, per k
+    ceiling = [{**row, CEILING_SHARE: "", "better ceiling": ""} for row in kept]
+    ceiling[1] |= {CEILING_SHARE: "-12%", "better ceiling": "off-the-shelf encoder"}  # k = 1: the teacher leads
+    ceiling[4] |= {CEILING_SHARE: "67%", "better ceiling": "off-the-shelf encoder"}
+    assert _oracle_share(ceiling).endswith(
+        "; of the better ceiling's, at k = 1 / 2 / 3: -12% (off-the-shelf encoder) / 67% (off-the-shelf encoder)"
+    )
+    verdict = _verdict_oracle_share(ceiling)
+    assert verdict == "short of this repository's aim of 75% / 50% of the better ceiling's lead at k = 2 / 3"
+    ceiling[4] |= {CEILING_SHARE: "80%"}
+    met = ceiling + [{**ceiling[4], "k": "3", CEILING_SHARE: "50%", "better ceiling": "trained oracle"}]
+    assert _verdict_oracle_share(met).startswith("meets")
     write(COMPOUND_DISTILLED, ["87.00", "53.00*"], ["", "81%"], oracle="60.00")
     with pytest.raises(ValueError, match="disagree on Decomposition oracle at k = 2"):
         oracle_share_table(tmp_path)
