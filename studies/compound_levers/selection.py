@@ -51,6 +51,9 @@ RUN_FILE = re.compile(
 DATASETS = ("compound_k1", "compound_k2", "compound_k3")
 AIM_DATASETS = ("compound_k2", "compound_k3")  # where the aim (75% / 50% of the lead) is set
 AIM = {"compound_k2": 0.75, "compound_k3": 0.50}
+NOTEBOOK = ROOT / "notebooks" / "04_real_data.ipynb"
+RECIPE = ROOT / "params" / "04_real_data" / "compound.yaml"
+TEACHER_FOLDER = ROOT / "results" / "studies" / "selection_teacher"  # ignored by git, as every run's files
 ORACLE, TEACHER = "decomposition_oracle", "teacher_decomposition"
 
 
@@ -143,37 +146,26 @@ def scores(runs: dict, variant: str, dataset: str, system: str, seeds: list[int]
     return 100 * np.array([by[s]["mrecall"] for s in seeds], float), qids
 
 
-def teacher_scores(prepared: Path, dataset: str, qids: list[str], encoder: str = "minilm") -> np.ndarray:
+def teacher_scores(prepared: Path, dataset: str, qids: list[str]) -> np.ndarray:
     """The teacher's decomposition `[1, questions]` (percent) on the prepared benchmark's test
-    compounds, in the order of `qids`: `encoder` on each component question, searched in the
-    benchmark's corpus (embedded by the same encoder), the lists merged round-robin."""
-    from amer_lib.core.metrics import K, evaluate
-    from amer_lib.core.search import ShardedFlatIndex, multi_vector_search
-    from amer_lib.data import compound
-    from amer_lib.data.benchmark import Benchmark
-    from amer_lib.data.encoders import DocumentEncoder
+    compounds, in the order of `qids` (notebook 04's `real_data.teacher_decomposition`: the
+    off-the-shelf encoder on each component question, merged round-robin; its run files under
+    `TEACHER_FOLDER`)."""
+    from amer_lib.experiments.real_data import teacher_decomposition
+    from amer_lib.params import from_files
 
-    benchmark = Benchmark(prepared)
-    shards = benchmark.embeddings(encoder)
-    by_qid = {q.qid: q for q in benchmark.questions(dataset, "test")}
+    folders = {name: str(TEACHER_FOLDER / name) for name in ("results", "runs", "figures")}
+    params = from_files(NOTEBOOK, RECIPE).replace(
+        prepared_dir=str(prepared.resolve()), **{f"{k}_dir": v for k, v in folders.items()}
+    )
+    result = teacher_decomposition(params, dataset)
+    by_qid = dict(zip(result["qids"], result["mrecall"]))
     missing = [q for q in qids if q not in by_qid]
     if missing:
         raise ValueError(
             f"{dataset}: {len(missing)} test questions of the GPU runs are not in {prepared} (e.g. {missing[:2]})"
         )
-    questions = [by_qid[q] for q in qids]
-    parts = compound.part_texts(questions)
-    vectors = DocumentEncoder(encoder).encode_queries([t for row in parts for t in row])
-    queries = vectors.reshape(len(parts), len(parts[0]), -1)
-    gold = pad_gold(questions, shards)
-    ranked = multi_vector_search(ShardedFlatIndex(shards), queries, K, depth=K)
-    return 100 * evaluate(ranked, gold, (K,))[f"mrecall@{K}"][None, :].astype(float)
-
-
-def pad_gold(questions: list, shards) -> np.ndarray:
-    from amer_lib.core.metrics import pad_clusters
-
-    return pad_clusters([[[shards.row_of[d] for d in docs] for docs in q.targets] for q in questions])
+    return 100 * np.array([[by_qid[q] for q in qids]], float)
 
 
 def headline(runs: dict, chosen: str, prepared: Path, resamples: int) -> dict:
