@@ -22,6 +22,9 @@ From the repository root, after notebook 03 has prepared the compound benchmark
 (params/03_real_data_prep/compound.yaml):
 
     .venv/bin/python studies/compound_levers/selection.py   # selection.json, selection_table.md beside this file
+
+`--single-term-results` adds the scores of single-query trained with the same term (the variant
+`components_rank_10+fresh+single` of `compound_levers.py`, single-query alone) from its results folder.
 """
 
 from __future__ import annotations
@@ -287,6 +290,23 @@ def table(result: dict) -> str:
     return "\n".join(out) + "\n"
 
 
+def single_with_term(results: Path) -> list[dict]:
+    """The seed-0 pilot of single-query given the same term (the variant `components_rank_10+fresh+single`,
+    single-query alone), from its run files in `results`: MRecall@100 per k with its training seconds."""
+    rows = []
+    for path in sorted(results.glob("compound_k*_single_seed*.json")):
+        run = json.loads(path.read_text())
+        if not run["params"]["component_single"] or run["params"]["component_distance"] != "ranking":
+            raise ValueError(f"{path} is not a run of single-query with the ranking term")
+        rows.append(
+            {"dataset": run["dataset"], "seed": run["seed"], "mrecall": round(100 * float(np.mean(run["mrecall"])), 2)}
+        )
+        rows[-1] |= {"train_seconds": round(run["train_seconds"]), "git_commit": run["git_commit"]}
+    if not rows:
+        raise FileNotFoundError(f"no single-query run files in {results}")
+    return rows
+
+
 def write_atomic(path: Path, text: str) -> None:
     temporary = path.with_suffix(path.suffix + ".tmp")
     temporary.write_text(text)
@@ -303,6 +323,11 @@ def main() -> None:
     )
     parser.add_argument("--resamples", type=int, default=10_000)
     parser.add_argument("--out", type=Path, default=HERE, help="where selection.json and selection_table.md go")
+    parser.add_argument(
+        "--single-term-results",
+        type=Path,
+        help="the results folder of the single-query-with-the-term pilot, to record its scores",
+    )
     args = parser.parse_args()
     runs = read_runs()
     validation = validation_table(runs)
@@ -312,6 +337,8 @@ def main() -> None:
         "selection": selection,
         "headline": headline(runs, selection["chosen"], args.prepared, args.resamples),
     }
+    if args.single_term_results:
+        result["single_with_term"] = single_with_term(args.single_term_results)
     write_atomic(args.out / "selection.json", json.dumps(result, indent=1, default=str) + "\n")
     write_atomic(args.out / "selection_table.md", table(result))
     print(table(result))
