@@ -66,8 +66,14 @@ def paper_raw_data(raw: Path, corpus_path: Path, n_ambigqa: int, n_qampari: int,
     kinds = [kinds[i] for i in rng.choice(len(kinds), 2 * n_qampari, replace=False)]
     titles = {}  # document id -> page title (a kinds answer's lemma; "" for sense glosses)
 
-    def ambigqa(question):
-        pairs = [{"question": question.question, "answer": [_first_words(gloss[docs[0]])]} for docs in question.targets]
+    def ambigqa(question):  # each pair's disambiguated question its own, as AmbigQA's are
+        pairs = [
+            {
+                "question": f"{question.question} As in: {_first_words(gloss[docs[0]])}?",
+                "answer": [_first_words(gloss[docs[0]])],
+            }
+            for docs in question.targets
+        ]
         return {
             "id": question.qid,
             "question": question.question,

@@ -146,6 +146,60 @@ def test_your_own_data_from_two_files_to_results_and_ir_measures(tmp_path):
     use_a_trained_amer(tmp_path, amer)
 
 
+def test_your_own_data_with_answer_questions_trains_with_the_component_term(tmp_path):
+    """The README's own-data commands on a questions.jsonl whose every other question has
+    `answer_questions` (the rest: the question itself), with `-p component_weight 10 -p
+    component_distance ranking`: the prepared files keep the field, the AMER run is made with the
+    term, its component vectors are the off-the-shelf encoder's of the field's texts, and its
+    losses differ from the same run without the term (single-query's run is the recipe's)."""
+    import torch
+
+    from amer_lib.data.encoders import DocumentEncoder
+    from amer_lib.data.questions import read_questions
+    from amer_lib.runs.benchmark_runs import RunContext
+    from amer_lib.runs.configs import RealConfig
+
+    questions = [
+        json.loads(line) for line in (ROOT / "tests/fixtures/own_data/questions.jsonl").read_text().splitlines()
+    ]
+    for record in questions[::2]:
+        kind = record["question"].removeprefix("What are examples of ").rstrip("?")
+        record["answer_questions"] = [f"What is {aliases[0]}, a kind of {kind}?" for aliases in record["answers"]]
+    given = tmp_path / "questions.jsonl"
+    given.write_text("".join(json.dumps(record) + "\n" for record in questions))
+    prep, train, _ = [c for c in readme_commands() if "kinds_mine" in c and not c.startswith("python")]
+    prep = prep.replace("../tests/fixtures/own_data/questions.jsonl", str(given))
+    term = " -p component_weight 10 -p component_distance ranking"
+    plain = train.replace("own_data/04 ", "own_data/04_plain ").replace(
+        "own_data/figures04", "own_data/figures04_plain"
+    )
+    for command in (prep, train + term, plain):
+        result = run(command, tmp_path)
+        assert result.returncode == 0, result.stderr[-3000:]
+    prepared = tmp_path / "results" / "prepared" / "kinds_mine"
+    kept = {
+        q.qid: q.answer_questions
+        for name in ("train", "test")
+        for q in read_questions(prepared / f"kinds_mine_{name}.jsonl")
+    }
+    assert kept == {r["qid"]: r.get("answer_questions") for r in questions}
+    runs = {folder: tmp_path / "results" / "own_data" / folder for folder in ("04", "04_plain")}
+    amer, without = (json.loads((runs[f] / "kinds_mine_amer_seed0.json").read_text()) for f in runs)
+    assert (amer["params"]["component_weight"], amer["params"]["component_distance"]) == (10.0, "ranking")
+    assert without["params"]["component_weight"] == 0
+    assert [h["val_loss"] for h in amer["history"]] != pytest.approx([h["val_loss"] for h in without["history"]])
+    params = RealConfig.from_dict(amer["params"] | {"prepared_dir": str(prepared)})
+    context = RunContext.of(params)
+    train_questions = context.benchmark.questions("kinds_mine", "train")
+    data = context.training_data(train_questions, params)
+    vectors, mask = data.components(torch.arange(len(train_questions)))
+    encoder = DocumentEncoder("minilm")
+    for row, q in enumerate(train_questions):
+        texts = list(dict.fromkeys(q.answer_questions)) if q.answer_questions else [q.question]
+        assert mask[row].sum() == len(texts)
+        np.testing.assert_allclose(vectors[row, : len(texts)].numpy(), encoder.encode_queries(texts), atol=1e-5)
+
+
 def plain_ndcg10(qrels: Path, run: Path) -> float:
     """nDCG@10 with binary gains written out: per question, sum 1 / log2(rank + 1) over the relevant
     documents in the top 10 (ranked by score, ties by document id descending, as trec_eval), over

@@ -1534,3 +1534,17 @@ def test_the_asymmetric_supervision_and_the_teachers_ceiling_quote_their_files()
         f"AMER with it scores {kinds['distilled_mean']:.2f} against today's AMER's {kinds['amer_mean']:.2f} "
         f"(p = {kinds['p_ahead_of_today']:.2f} that it is ahead) and single-query's {kinds['single_mean']:.2f}" in page
     )
+
+
+def test_usage_quotes_the_kinds_result_behind_refusing_a_split_without_answer_questions():
+    """docs/usage.md's reason for refusing the term on questions without answer_questions is the
+    kinds study's whole test set (studies/kinds_distilled/kinds_distilled.json): AMER with the term against today's."""
+    import json
+
+    whole = json.loads((ROOT / "studies" / "kinds_distilled" / "kinds_distilled.json").read_text())[0]
+    assert whole["test set"] == "whole"
+    usage = " ".join((ROOT / "docs" / "usage.md").read_text().split())
+    quoted = (
+        f"{whole['distilled_mean']:.2f} against {whole['amer_mean']:.2f} without it (p = {whole['p_ahead_of_today']}"
+    )
+    assert quoted in usage

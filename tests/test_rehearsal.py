@@ -226,6 +226,54 @@ def test_04_paper_files(real_runs):
     assert (stage / "figures04" / "figure4.png").exists()
 
 
+@pytest.fixture(scope="module")
+def distilled_run(real_runs):
+    """The AmbigQA file with the component term, in folders of its own beside the paper file's runs."""
+    stage, _ = real_runs
+    substitutions = {
+        **real_substitutions(stage, "llama8b"),
+        "results_dir": str(stage / "results04" / "llama8b_distilled"),
+        "runs_dir": str(stage / "runs04" / "llama8b_distilled"),
+        "figures_dir": str(stage / "figures04_distilled"),
+    }
+    with ChatServer() as base_url:
+        env = {**os.environ, "AMER_QE_BASE_URL": base_url, "AMER_QE_API_KEY": "rehearsal"}
+        files = ["04_real_data/ambigqa_llama8b_distilled.yaml"]
+        rehearse("04_real_data", files, substitutions, stage / "04" / "ambigqa_llama8b_distilled", env)
+    return stage
+
+
+@pytest.mark.slow
+def test_04_distilled_ambigqa_file(distilled_run):
+    """The paper's AmbigQA recipe plus the component term: the prepared questions carry AmbigQA's
+    disambiguated questions (NQ-open's none), AMER trains with the term on them, and its losses
+    differ from the paper file's AMER run of the same seed; single-query and the baselines are the
+    paper's recipe."""
+    stage = distilled_run
+    paper = yaml.safe_load((PARAMS / "04_real_data" / "ambigqa_llama8b.yaml").read_text())
+    distilled = yaml.safe_load((PARAMS / "04_real_data" / "ambigqa_llama8b_distilled.yaml").read_text())
+    lever = {"component_weight": 10.0, "component_distance": "ranking"}
+    different = {k for k in distilled if paper.get(k) != distilled[k]}
+    assert different == {*lever, "results_dir", "runs_dir", "figures_dir"}
+    train = [json.loads(line) for line in (stage / "prepared" / "ambigqa_train.jsonl").open()]
+    ambigqa = [q for q in train if not q["qid"].startswith("nq-")]
+    assert ambigqa and all(len(q["answer_questions"]) == len(q["answers"]) for q in ambigqa)
+    assert not any("answer_questions" in q for q in train if q["qid"].startswith("nq-"))
+    results = stage / "results04" / "llama8b_distilled"
+    for seed in paper["seeds"]:
+        amer = json.loads((results / f"ambigqa_amer_seed{seed}.json").read_text())
+        assert {k: amer["params"][k] for k in lever} == lever and amer["params"]["lr"] == paper["lr"]
+        assert amer["params"]["finetune"] == "lora" and amer["params"]["matched_loss"] == "sum"
+        single = json.loads((results / f"ambigqa_single_seed{seed}.json").read_text())
+        assert single["params"]["component_weight"] == 0  # single-query trains as the paper's
+        plain = json.loads((stage / "results04" / "llama8b" / f"ambigqa_amer_seed{seed}.json").read_text())
+        assert plain["params"]["component_weight"] == 0
+        assert [h["val_loss"] for h in amer["history"]] != pytest.approx([h["val_loss"] for h in plain["history"]])
+    assert {p.stem.split("_seed")[0] for p in results.glob("ambigqa_*_seed0.json")} == {
+        f"ambigqa_{s}" for s in ("single", "amer", "query_expansion", "rerank")
+    }
+
+
 @pytest.mark.slow
 def test_04_tuning_files(real_runs):
     """The tuning grid's selection: each point's validation MRecall@100 is its run's, at the
@@ -425,7 +473,8 @@ REHEARSED = {
     "03_real_data_prep": ["03_real_data_prep/paper.yaml"],
     "01_failure_analysis": ["01_failure_analysis/paper.yaml"],
     "04_real_data": [f"04_real_data/{name}.yaml" for name in PAPER_RUNS]
-    + [f"04_real_data/tuning_{d}.yaml" for d in ("ambigqa", "qampari")],
+    + [f"04_real_data/tuning_{d}.yaml" for d in ("ambigqa", "qampari")]
+    + ["04_real_data/ambigqa_llama8b_distilled.yaml"],
     "02_synthetic": [
         f"02_synthetic/{name}.yaml"
         for name in ("paper_scale", "paper_scale_mlp3", "gpu_tiny_d1024", "mlp_sweep", "tuning")

@@ -237,7 +237,7 @@ def component_loss(
     if empty:
         raise ValueError(f"examples {empty} have no components or no query vectors")
     cosine = F.normalize(queries.float(), dim=-1) @ F.normalize(components.float(), dim=-1).transpose(1, 2)
-    detached = cosine.detach().cpu().numpy()
+    detached = cosine.detach().float().cpu().numpy()  # under bfloat16 autocast the product is bfloat16
     chosen = np.zeros(component_mask.shape, dtype=np.int64)  # the query each component is matched to
     paired = torch.zeros(component_mask.shape, dtype=torch.bool)  # the components that got one
     for b, (n, count) in enumerate(zip(query_counts.tolist(), counts.tolist())):

@@ -11,8 +11,8 @@ compounds (`hold_out`). The number of answers is capped near the paper's QAMPARI
 choosing components that fit, never by dropping answers. Components can be limited to the findable ones (every answer
 in the off-the-shelf encoder's top 100 for the component alone, `findable`): the experiment is
 about the spread of the targets, and a component neither system can answer alone only adds zeros.
-The qid names the components in order (`compound_k2:kinds:n00036762+senses:bass`), so each
-answer's component can be recovered.
+The qid names the components in order (`compound_k2:kinds:n00036762+senses:bass`), and each
+answer's `answer_questions` entry is its component's text, which the component term reads.
 """
 
 from __future__ import annotations
@@ -122,7 +122,8 @@ TEMPLATES = (
 
 def join(components: list[MultiAnswerQuestion], template: int) -> MultiAnswerQuestion:
     """One compound question of `components`, worded by `TEMPLATES[template]` (a single component
-    keeps its own text): answers and targets the components', in their order."""
+    keeps its own text): answers and targets the components', in their order, each answer's
+    `answer_questions` entry its component's text."""
     k = len(components)
     text = components[0].question if k == 1 else TEMPLATES[template]([c.question for c in components])
     return MultiAnswerQuestion(
@@ -130,6 +131,7 @@ def join(components: list[MultiAnswerQuestion], template: int) -> MultiAnswerQue
         text,
         [answer for c in components for answer in c.answers],
         [docs for c in components for docs in c.targets],
+        answer_questions=[c.question for c in components for _ in c.answers],
     )
 
 
@@ -225,14 +227,3 @@ def component_questions() -> dict[str, MultiAnswerQuestion]:
     """Every WordNet question a compound can be made of, by qid."""
     splits = [wordnet.load_questions(kind, split) for kind in COMPONENT_KINDS for split in wordnet.SPLITS]
     return {q.qid: q for questions in splits for q in questions}
-
-
-def is_compound(question: MultiAnswerQuestion) -> bool:
-    return components_in(question.qid.partition(":")[0]) is not None
-
-
-def part_texts(questions: list[MultiAnswerQuestion]) -> list[list[str]]:
-    """The texts of the questions each question is made of: a compound question's components in
-    its answers' order, a plain question itself."""
-    by_qid = component_questions() if any(map(is_compound, questions)) else {}
-    return [[by_qid[c].question for c in components_of(q)] if is_compound(q) else [q.question] for q in questions]

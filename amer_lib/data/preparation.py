@@ -61,6 +61,11 @@ SOURCES = ("wordnet", "paper", "files", "compound")
 # set, like AmbigQA's own dev set) and nqopen-test.json (3,610: Google's NQ-open.dev.jsonl), the
 # files the AMER authors read. Google's EfficientQA test set is not part of it.
 NQ_OPEN_FILES = ("nqopen-dev.json", "nqopen-test.json")
+# The prepared questions keep each answer's own question (`answer_questions`: the compound
+# benchmark's components, AmbigQA's disambiguated questions, your file's), which the component
+# term reads: in the recipes of the benchmarks that can hold them, so that one prepared before is
+# refused by `existing` and prepared again rather than read without them
+ANSWER_QUESTIONS = "kept"
 MAX_AUTO_QUERIES = 8  # a dataset of your own: n defaults to its median answer count, at most this
 DATASET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")  # it names files and runs
 
@@ -140,6 +145,7 @@ def prepare_compound(
         "components": components,
         "seed": seed,
         "validation_components": VALIDATION_FRACTION,
+        "answer_questions": ANSWER_QUESTIONS,
     }
     if findable_depth:
         if encoder is None:
@@ -211,6 +217,7 @@ def prepare_paper_data(
         "depth": depth,
         "dense_retrievers": [encoder.spec.name for encoder, _ in dense_retrievers],
         "bm25_ties": BM25_TIES,
+        "answer_questions": ANSWER_QUESTIONS,
     }
     if (found := existing(directory, recipe)) is not None:
         return found, found.manifest["mapping"]
@@ -344,7 +351,8 @@ def prepare_files(
     use_titles: bool = True,
 ) -> Benchmark:
     """A benchmark of your own: questions in the library's jsonl (`qid`, `question`, `answers`,
-    `targets`: one list of gold document ids per answer) over a TSV or BEIR corpus.
+    `targets`: one list of gold document ids per answer; optionally `answer_questions`, one
+    question per answer, which the prepared files keep) over a TSV or BEIR corpus.
 
     Test questions come from `test_questions_path` when given, else a seeded `test_fraction` of
     the questions (`split_questions`). `n_queries` is the number of query vectors AMER generates
@@ -367,6 +375,7 @@ def prepare_files(
         "seed": seed,
         "n_queries": n_queries,
         "use_titles": use_titles,
+        "answer_questions": ANSWER_QUESTIONS,
     }
     if (found := existing(directory, recipe)) is not None:
         return found

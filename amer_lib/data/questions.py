@@ -2,10 +2,15 @@
 
 The library's format (one JSON object per line)::
 
-    {"qid": ..., "question": ..., "answers": [[alias, ...], ...], "targets": [[doc_id, ...], ...]}
+    {"qid": ..., "question": ..., "answers": [[alias, ...], ...], "targets": [[doc_id, ...], ...],
+     "answer_questions": [question, ...]}
 
 `answers[i]` are the surface forms of answer cluster i and `targets[i]` its gold documents.
-The readers below return questions without targets; `amer_lib.data.gold` maps them.
+`answer_questions` (optional) holds, for each answer, a question of its own that has it as its
+answer (`answer_questions[i]` for `answers[i]`; answers of one part share its text): a compound
+question's component, AmbigQA's disambiguated question. The component term of the loss reads it
+(`component_texts`). The readers below return questions without targets; `amer_lib.data.gold`
+maps them.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import re
 import string
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -46,11 +51,15 @@ class MultiAnswerQuestion:
     targets: list[list[str]] = field(default_factory=list)
     # QAMPARI, per answer: its evidence snippets with their pages, [{"text", "page"}, ...] (gold mapping only)
     proofs: list[list[dict]] = field(default_factory=list)
+    # per answer, a question of its own that has it as its answer (None: the data gives none)
+    answer_questions: list[str] | None = None
 
     def to_json(self) -> dict:
         record = asdict(self)
         if not self.proofs:
             del record["proofs"]
+        if self.answer_questions is None:
+            del record["answer_questions"]
         return record
 
 
@@ -109,11 +118,13 @@ def read_questions(path: str | Path) -> list[MultiAnswerQuestion]:
             record["answers"],
             [[str(d) for d in docs] for docs in record["targets"]],
             record.get("proofs", []),
+            record.get("answer_questions"),
         )
         if question.qid in seen:
             raise DataFormatError(f"{path}:{number} repeats the qid {question.qid!r}")
         seen.add(question.qid)
         _check_targets(question, f"{path}:{number}")
+        _check_answer_questions(question, f"{path}:{number}")
         questions.append(question)
     return questions
 
@@ -183,11 +194,46 @@ def _check_targets(question: MultiAnswerQuestion, where: str) -> None:
         )
 
 
+def _check_answer_questions(question: MultiAnswerQuestion, where: str) -> None:
+    """`answer_questions`, when given: a list of non-empty strings, one per answer."""
+    given = question.answer_questions
+    if given is None:
+        return
+    if not isinstance(given, list) or not all(isinstance(text, str) and text.strip() for text in given):
+        raise DataFormatError(
+            f"{where}: question {question.qid!r} has answer_questions {given!r:.200}; expected a list of "
+            "non-empty strings, one question per answer (or no answer_questions key)"
+        )
+    if len(given) != len(question.answers):
+        raise DataFormatError(
+            f"{where}: question {question.qid!r} has {len(question.answers)} answers but {len(given)} "
+            "answer_questions; give one question per answer, in the answers' order"
+        )
+
+
+def component_texts(questions: list[MultiAnswerQuestion], where: str = "") -> list[list[str]]:
+    """The questions each question is made of, for the component term of the loss: its distinct
+    `answer_questions` in order of first appearance (a compound's components in its answers'
+    order, AmbigQA's disambiguated questions), or the question itself when it has none. When no
+    question has them, the term has nothing to learn from: an error naming the fix (`where`: the
+    questions' file, for the message)."""
+    if not any(q.answer_questions for q in questions):
+        raise ValueError(
+            f"component_weight > 0 needs component questions, and none of the {len(questions)} questions{where} "
+            "has answer_questions (one question per answer; docs/usage.md). Add answer_questions to the "
+            "questions.jsonl and prepare the benchmark again with notebooks/03_real_data_prep.ipynb (a compound "
+            "or AmbigQA benchmark prepared before they were kept must be prepared again), or set component_weight 0"
+        )
+    return [list(dict.fromkeys(q.answer_questions)) if q.answer_questions else [q.question] for q in questions]
+
+
 def write_questions(path: str | Path, questions: Iterable[MultiAnswerQuestion]) -> None:
-    """Write atomically; every question must have a gold document for each answer."""
+    """Write atomically; every question must have a gold document for each answer (and, when it
+    has answer_questions, one of them per answer)."""
     with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as out:
         for question in questions:
             _check_targets(question, str(path))
+            _check_answer_questions(question, str(path))
             out.write(json.dumps(question.to_json(), ensure_ascii=False) + "\n")
 
 
@@ -196,7 +242,9 @@ def read_ambigqa(path: str | Path) -> list[MultiAnswerQuestion]:
     own evaluation counts it as multi-answer (every annotation is of type `multipleQAs`: one
     `singleAnswer` annotation makes it single-answer) and it has two answers or more. Its answers
     are every annotator's, each `qaPairs` entry's `answer` list one cluster of aliases, clusters
-    that name one answer (`same_answer`) merged."""
+    that name one answer (`same_answer`) merged; each answer's `answer_questions` entry is its
+    first cluster's `qaPairs` question (the disambiguated question it answers). A question with a
+    `singleAnswer` annotation is not read, so no question here is without answer_questions."""
     path = require_file(path, "ambigqa")
     records = _json_list(path)
     questions = []
@@ -209,10 +257,16 @@ def read_ambigqa(path: str | Path) -> list[MultiAnswerQuestion]:
         pairs = [pair for a in annotations for pair in a.get("qaPairs", [])]
         if any("answer" not in pair for pair in pairs):
             raise DataFormatError(f"{path}: entry {position} has a qaPair without 'answer'")
+        if any(not isinstance(pair.get("question"), str) or not pair["question"].strip() for pair in pairs):
+            raise DataFormatError(f"{path}: entry {position} has a qaPair without its disambiguated 'question'")
         aliases = [[a.strip() for a in pair["answer"] if a and a.strip()] for pair in pairs]
-        clusters = merge_clusters([cluster for cluster in aliases if cluster])
-        if len(clusters) >= 2:
-            questions.append(MultiAnswerQuestion(str(record.get("id", position)), record["question"], clusters))
+        pairs, aliases = [p for p, c in zip(pairs, aliases) if c], [c for c in aliases if c]
+        groups = merged_groups(aliases)
+        if len(groups) >= 2:
+            clusters = [_joined(aliases[i] for i in group) for group in groups]
+            asked = [pairs[group[0]]["question"].strip() for group in groups]
+            question = MultiAnswerQuestion(str(record.get("id", position)), record["question"], clusters)
+            questions.append(replace(question, answer_questions=asked))
     return questions
 
 
@@ -320,6 +374,12 @@ def merge_clusters(clusters: list[list[str]]) -> list[list[str]]:
     """Clusters of aliases joined when an alias of one and an alias of the other name one answer
     (`same_answer`, taken transitively: annotators write one answer differently), each joined
     cluster's aliases without repeats, in order of first appearance."""
+    return [_joined(clusters[i] for i in group) for group in merged_groups(clusters)]
+
+
+def merged_groups(clusters: list[list[str]]) -> list[list[int]]:
+    """Which of `clusters` `merge_clusters` joins: the indices of each joined cluster's members,
+    the joined clusters in order of their first member."""
     parent = list(range(len(clusters)))
 
     def root(i: int) -> int:
@@ -331,8 +391,12 @@ def merge_clusters(clusters: list[list[str]]) -> list[list[str]]:
         for j in range(i):
             if any(same_answer(a, b) for a in clusters[i] for b in clusters[j]):
                 parent[root(i)] = root(j)
-    joined: dict[int, list[str]] = {}
-    for i, cluster in enumerate(clusters):
-        aliases = joined.setdefault(root(i), [])
-        aliases.extend(a for a in cluster if a not in aliases)
-    return list(joined.values())
+    groups: dict[int, list[int]] = {}
+    for i in range(len(clusters)):
+        groups.setdefault(root(i), []).append(i)
+    return list(groups.values())
+
+
+def _joined(clusters: Iterable[list[str]]) -> list[str]:
+    """The aliases of several clusters without repeats, in order of first appearance."""
+    return list(dict.fromkeys(alias for cluster in clusters for alias in cluster))

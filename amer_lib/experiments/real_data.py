@@ -48,7 +48,7 @@ from amer_lib.data.datasets import TextData
 from amer_lib.data.encoders import DocumentEncoder, get_encoder_spec
 from amer_lib.data.preparation import PrepConfig, prepared_benchmark
 from amer_lib.data.prompts import PromptTemplate
-from amer_lib.data.questions import MultiAnswerQuestion
+from amer_lib.data.questions import MultiAnswerQuestion, component_texts
 from amer_lib.report.summaries import summary
 from amer_lib.runs.benchmark_runs import NEGATIVE_POOL, RunContext, cached_result, run_facts
 from amer_lib.runs.configs import BASELINES, SYSTEMS, RealConfig
@@ -216,13 +216,17 @@ def ready_benchmark(params: RealConfig, offline_recipe: PrepConfig, progress: bo
 
 def run_all(params: RealConfig, progress: bool = True) -> list[dict]:
     """Every (dataset, system, seed) run (`amer_lib.runs.dispatch.run_jobs`), after the memory
-    preflight of the runs still to train."""
+    preflight of the runs still to train; with component_weight > 0, a dataset whose training
+    questions have no `answer_questions` at all stops them first (`questions.component_texts`)."""
     benchmark = Benchmark(params.prepared_dir)
     benchmark.check(params.datasets)
     if params.train_compounds:
         benchmark.check_compound(params.datasets)
     if params.train_components != "findable":
         benchmark.check_compound(params.datasets, "train_components", f'= "{params.train_components}"')
+    if any(params.for_system(s).component_weight > 0 for s in params.systems):  # a split with no component question
+        for dataset in params.datasets:
+            component_texts(benchmark.questions(dataset, "train"), f" in {benchmark.directory}/{dataset}_train.jsonl")
     cached = lambda *job: cached_result(*job, benchmark)
     jobs = [
         (params, dataset, system, seed)

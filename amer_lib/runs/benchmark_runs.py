@@ -10,12 +10,12 @@ import torch
 from amer_lib.core.backbones import get_backbone, load_tokenizer
 from amer_lib.core.metrics import KS, K, evaluate, mean_pairwise_cosine, pad_clusters
 from amer_lib.core.model import AMERQueryEncoder
-from amer_lib.data import compound, hard_negatives
+from amer_lib.data import hard_negatives
 from amer_lib.data.benchmark import Benchmark
 from amer_lib.data.datasets import ComponentTextData, MinedTextData, TextData, padded_vectors, target_tensor
 from amer_lib.data.encoders import DocumentEncoder
 from amer_lib.data.prompts import PromptTemplate
-from amer_lib.data.questions import MultiAnswerQuestion
+from amer_lib.data.questions import MultiAnswerQuestion, component_texts
 from amer_lib.io import git_commit, write_trec_run
 from amer_lib.runs.configs import RealConfig
 from amer_lib.runs.query_encoders import generated_vectors, load_trained, text_prompts
@@ -99,9 +99,11 @@ class RunContext:
 
     def part_vectors(self, questions: list[MultiAnswerQuestion]) -> tuple[torch.Tensor, torch.Tensor]:
         """The off-the-shelf encoder's query vectors of the questions each one is made of `[Q, C, d]`
-        and their mask `[Q, C]` (valid first): a compound question's components in its answers'
-        order, a plain question itself. The one place the component texts are read."""
-        parts = compound.part_texts(questions)
+        and their mask `[Q, C]` (valid first), read from its `answer_questions`
+        (`questions.component_texts`: a compound question's components in its answers' order,
+        AmbigQA's disambiguated questions; a question without them itself; an error when none has
+        them). The one place the component texts are read."""
+        parts = component_texts(questions)
         texts = sorted({text for row in parts for text in row})  # each component encoded once
         encoded = dict(zip(texts, DocumentEncoder(self.encoder).encode_queries(texts)))
         return padded_vectors(parts, lambda items: np.stack([encoded[text] for text in items]))

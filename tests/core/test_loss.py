@@ -317,6 +317,21 @@ def test_component_loss_is_zero_when_each_component_has_its_vector_and_ignores_p
     assert component_loss(queries[:, :1], torch.tensor([1]), -e2[None, None], mask[:, :1]).item() == pytest.approx(2)
 
 
+@pytest.mark.parametrize("distance", ["cosine", "ranking"])
+def test_component_loss_under_bfloat16_autocast_matches_float32(distance):
+    """A mixed-precision run (the paper files' `mixed_precision: true`) computes the term under
+    bfloat16 autocast: its cosines are bfloat16, yet the matching and the loss are float32's, to
+    bfloat16's precision."""
+    torch.manual_seed(6)
+    queries, components = torch.randn(3, 4, 8), torch.randn(3, 2, 8)
+    candidates = (torch.randn(3, 2, 8), torch.randn(3, 2, 8), torch.ones(3, 2, dtype=torch.bool))
+    arguments = (queries, torch.tensor([4, 2, 1]), components, torch.ones(3, 2, dtype=torch.bool), distance, candidates)
+    exact = component_loss(*arguments)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        mixed = component_loss(*arguments)
+    assert mixed.item() == pytest.approx(exact.item(), rel=0.05)
+
+
 def test_component_loss_names_an_example_without_components():
     queries, components = torch.randn(2, 3, 4), torch.randn(2, 3, 4)
     mask = torch.tensor([[True, True, True], [False, False, False]])

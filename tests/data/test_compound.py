@@ -10,7 +10,7 @@ import torch
 from amer_lib.data import compound, wordnet
 from amer_lib.data.compound import component_word, components_of, join, sample_compounds
 from amer_lib.data.preparation import prepare_compound
-from amer_lib.data.questions import MultiAnswerQuestion
+from amer_lib.data.questions import MultiAnswerQuestion, component_texts
 
 
 def question(qid, text, n):
@@ -79,7 +79,22 @@ def test_the_compound_benchmark_keeps_training_and_test_components_apart(tmp_pat
         assert benchmark.training_split(dataset, seed=3) == (train, validation)  # the same for every seed
         check_redrawn(benchmark, dataset, k, train, validation)
         check_corpus_components(benchmark, dataset, k, train, validation, in_corpus)
+        for questions in (train, validation, test, *(benchmark.training_split(dataset, 3, 50, c)[0] for c in TRAIN)):
+            check_answer_questions(questions, by_qid)
     assert len(corpus) == 4000  # the gold glosses and random others
+
+
+TRAIN = compound.TRAIN_COMPONENTS
+
+
+def check_answer_questions(questions, by_qid):
+    """The prepared (and the redrawn) compounds carry, per answer, the text of the WordNet question
+    it comes from, read back from the written file; the component term's texts are what the lookup
+    of the components by qid gave before the field (the training numbers cannot have moved)."""
+    for q in questions:
+        parts = [by_qid[qid] for qid in components_of(q)]
+        assert q.answer_questions == [p.question for p in parts for _ in p.answers]
+    assert component_texts(questions) == [[by_qid[qid].question for qid in components_of(q)] for q in questions]
 
 
 def corpus_components_by_hand(benchmark, by_qid, corpus):
@@ -352,14 +367,40 @@ def test_the_oracle_comparison_reads_each_metric_and_amers_share_of_the_oracles_
     assert "mrecall_oracle_share" not in alone[1] and alone[1]["ceiling"] == experiment.TEACHER
 
 
-def test_a_compound_question_is_made_of_its_components_texts_and_a_plain_question_of_itself():
-    """`part_texts` on WordNet's own questions: a compound joined from two test components gives
-    their texts in its answers' order; the components themselves give their own text."""
+def test_a_compound_names_each_answers_component_and_the_term_reads_them_in_order():
+    """`join` writes each answer's component text as its `answer_questions` entry; `component_texts`
+    (what the component term encodes) gives a compound's components in its answers' order and a
+    WordNet question without them itself, as the lookup by qid did before the field."""
     first, second = wordnet.load_questions("kinds", "test")[0], wordnet.load_questions("senses", "test")[0]
     joined = join([first, second], 0)
-    assert compound.is_compound(joined) and not compound.is_compound(first)
-    assert compound.part_texts([joined, first, second]) == [
+    assert joined.answer_questions == [first.question] * len(first.answers) + [second.question] * len(second.answers)
+    assert first.answer_questions is None  # a plain WordNet question has none
+    assert component_texts([joined, first, second]) == [
         [first.question, second.question],
         [first.question],
         [second.question],
     ]
+    assert join([second], 2).answer_questions == [second.question] * len(second.answers)  # k = 1: itself
+
+
+def test_a_compound_benchmark_prepared_before_answer_questions_is_prepared_again(tmp_path):
+    """Its files lack the field the term reads: the recipe names it, so the older folder is refused
+    before any work rather than trained on without its components."""
+    import json
+
+    older = {
+        "source": "compound",
+        "ks": [2],
+        "max_train": 10,
+        "max_test": 10,
+        "corpus_size": 100,
+        "max_answers": 8,
+        "components": ["senses"],
+        "seed": 0,
+        "validation_components": 0.1,
+    }
+    (tmp_path / "manifest.json").write_text(json.dumps({"recipe": older, "n_queries": {}}))
+    with pytest.raises(
+        ValueError, match="holds a benchmark prepared with .*'answer_questions': 'kept'.*delete that one"
+    ):
+        prepare_compound(tmp_path, [2], 10, 10, 100, 8, ["senses"], seed=0)

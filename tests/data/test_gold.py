@@ -189,6 +189,19 @@ def test_the_whole_paper_preparation_on_published_records(tmp_path):
     # seed 1 draws Harry Potter for the test half: its NQ-open twin leaves training
     assert test == {"8450376111876739069"} and mapping["ambigqa_train_removed_as_test_questions"] == 1
     assert train == {"-6391747800866431933", "8267019542652470869", "nq-t31", "nq-t32"}
+    # the prepared files keep AmbigQA's disambiguated questions (the component term's); NQ-open and
+    # QAMPARI have none, and the recipe says so: a folder prepared before is prepared again
+    assert questions["8267019542652470869"].answer_questions == [
+        "Who scored the music for How to Train Your Dragon?",
+        'Who wrote the song "Sticks & Stones" for the film How to Train Your Dragon?',
+    ]
+    assert questions["8450376111876739069"].answer_questions[1] == (
+        "When did harry potter and the sorcerer's stone movie come out in the United Kingdom and the United States?"
+    )
+    assert (
+        questions["nq-t31"].answer_questions is None and questions["366__wikidata_comp__dev"].answer_questions is None
+    )
+    assert benchmark.manifest["recipe"]["answer_questions"] == "kept"
     assert {q.qid for q in benchmark.questions("qampari", "test")} == {
         "9001__wikidata_comp__dev",
         "366__wikidata_comp__dev",

@@ -16,6 +16,7 @@ from amer_lib.data.questions import (
     DataFormatError,
     MultiAnswerQuestion,
     cluster_aliases,
+    component_texts,
     read_ambigqa,
     read_nq_open_multi,
     read_qampari,
@@ -385,3 +386,82 @@ def test_question_files_that_are_not_one_say_where(tmp_path):
     lines = tmp_path / "q.txt"
     lines.write_text("first\n\nthird\n")
     assert read_question_texts(lines) == (["1", "3"], ["first", "third"])  # qids: line numbers in the file
+
+
+def test_answer_questions_round_trip_and_stay_absent_when_not_given(tmp_path):
+    given = MultiAnswerQuestion("a", "q?", [["x"], ["y"]], [["1"], ["2"]], answer_questions=["qx?", "qy?"])
+    plain = MultiAnswerQuestion("b", "r?", [["z"]], [["3"]])
+    write_questions(tmp_path / "q.jsonl", [given, plain])
+    assert read_questions(tmp_path / "q.jsonl") == [given, plain]
+    records = [json.loads(line) for line in (tmp_path / "q.jsonl").read_text().splitlines()]
+    assert records[0]["answer_questions"] == ["qx?", "qy?"] and "answer_questions" not in records[1]
+    assert read_questions(tmp_path / "q.jsonl")[1].answer_questions is None
+
+
+@pytest.mark.parametrize(
+    "answer_questions,message",
+    [
+        (["qx?"], r"q.jsonl:2: question 'a' has 2 answers but 1 answer_questions; give one question per answer"),
+        (["qx?", "qy?", "qz?"], r"question 'a' has 2 answers but 3 answer_questions"),
+        ("qx?", r"q.jsonl:2: question 'a' has answer_questions 'qx\?'; expected a list of non-empty strings"),
+        (["qx?", " "], r"has answer_questions \['qx\?', ' '\]; expected a list of non-empty strings, one"),
+        (["qx?", 3], r"expected a list of non-empty strings, one question per answer"),
+    ],
+)
+def test_misaligned_answer_questions_name_the_line_qid_and_lengths(tmp_path, answer_questions, message):
+    plain = {"qid": "p", "question": "p?", "answers": [["w"]], "targets": [["0"]]}
+    bad = {"qid": "a", "question": "q?", "answers": [["x"], ["y"]], "targets": [["1"], ["2"]]}
+    lines = [json.dumps(plain), json.dumps(bad | {"answer_questions": answer_questions})]
+    (tmp_path / "q.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(DataFormatError, match=message):
+        read_questions(tmp_path / "q.jsonl")
+    question = MultiAnswerQuestion("a", "q?", [["x"], ["y"]], [["1"], ["2"]], answer_questions=answer_questions)
+    with pytest.raises(DataFormatError, match=message.replace("q.jsonl:2", "w.jsonl")):
+        write_questions(tmp_path / "w.jsonl", [question])
+
+
+def test_ambigqa_keeps_each_answers_disambiguated_question():
+    """Checked by hand against the records' `qaPairs`. A joined cluster keeps its first pair's
+    question: the African Union chairmen, asked by two annotators (by rank, then by year), keep
+    the first's; the food stamp card's "June 2004" is only the second annotator's, so its question
+    is the second's. A record with a singleAnswer annotation (the doctor in Dexter, singleAnswer
+    only) is not read at all, so no question comes without answer_questions."""
+    questions = {q.qid: q for q in read_ambigqa(PUBLISHED / "dev_light.sample.json")}
+    assert questions["5780388869788119926"].answer_questions == [
+        "Who is the 4th chairman of african union commission?",
+        "Who is the 3rd chairman of african union commission?",
+        "Who is the 2nd chairman of african union commission?",
+    ]
+    assert questions["-6391747800866431933"].answer_questions == [
+        "When did the first food stamp card come out?",
+        "When did the food stamp card replace food stamps in all states?",
+        "When did the food stamp card come out in all states?",
+    ]
+    assert "-807825952267713091" not in questions  # "Who plays the doctor in dexter season 1?": singleAnswer
+    assert all(len(q.answer_questions) == len(q.answers) for q in questions.values())
+    train = {q.qid: q for q in read_ambigqa(PUBLISHED / "train_light.sample.json")}
+    assert train["-6631915997977101143"].answers[0] == ["18 years of age", "18"]
+    assert train["-6631915997977101143"].answer_questions[1] == (
+        "What is the legal age of marriage, without parental consent or other authorization, in Nebraska?"
+    )
+    assert "4790842463458965203" not in train  # George Washington in John Adams: singleAnswer only
+    assert all(q.answer_questions is None for q in read_qampari(PUBLISHED / "qampari_dev_data.sample.jsonl"))
+    assert all(q.answer_questions is None for q in read_nq_open_multi(PUBLISHED / "NQ-open.dev.sample.jsonl"))
+
+
+def test_ambigqa_pair_without_its_question_is_an_error(tmp_path):
+    records = json.loads((PUBLISHED / "dev_light.sample.json").read_text(encoding="utf-8"))
+    del records[7]["annotations"][0]["qaPairs"][1]["question"]
+    (tmp_path / "dev_light.json").write_text(json.dumps(records), encoding="utf-8")
+    with pytest.raises(DataFormatError, match="entry 7 has a qaPair without its disambiguated 'question'"):
+        read_ambigqa(tmp_path / "dev_light.json")
+
+
+def test_the_term_reads_answer_questions_and_refuses_questions_without_any():
+    """Each question's distinct answer_questions in order; one without them is itself (a mixed set,
+    e.g. AmbigQA's with NQ-open's); none with them at all is refused with the fix named."""
+    compound = MultiAnswerQuestion("c", "a? b?", [["x"], ["y"], ["z"]], answer_questions=["a?", "a?", "b?"])
+    plain = MultiAnswerQuestion("p", "plain?", [["w"]])
+    assert component_texts([compound, plain]) == [["a?", "b?"], ["plain?"]]
+    with pytest.raises(ValueError, match="none of the 1 questions in f.jsonl has answer_questions.*component_weight 0"):
+        component_texts([plain], " in f.jsonl")

@@ -32,25 +32,38 @@ def test_runs_with_mined_negatives_and_the_spread_penalty_train_and_mine_once(tm
     assert list((Path(params.prepared_dir) / "hard_negatives").iterdir()) == mined
 
 
-def test_a_run_with_the_component_term_trains_on_each_questions_own_off_the_shelf_vector(tmp_path):
-    """On plain (not compound) questions a question's one component is itself, encoded by the
-    corpus encoder as a query; the run trains and scores, and the term cannot join mined negatives."""
+def test_the_component_term_encodes_answer_questions_and_refuses_a_split_without_any(tmp_path):
+    """The term's vectors are the corpus encoder's query vectors of each question's distinct
+    `answer_questions`, or of the question itself where it has none (a mixed set); on the WordNet
+    benchmark, whose questions have none, the runs are refused before any training with the fix
+    named (training: tests/data/test_preparation_own_data.py); the term cannot join mined negatives."""
+    from dataclasses import replace
+
     import torch
 
     from amer_lib.data.encoders import DocumentEncoder
+    from amer_lib.experiments.real_data import run_all
     from amer_lib.runs.benchmark_runs import RunContext
 
     params = tiny_wordnet_runs(tmp_path, component_weight=2.0)
-    result = run_one(params, "wordnet_kinds", "amer", 0, progress=False)
-    assert result["best_step"] in (1, 2) and result["params"]["component_weight"] == 2.0
-    assert len(result["mrecall"]) == len(result["qids"]) > 0 and all(0 <= m <= 1 for m in result["mrecall"])
+    refused = r"none of the \d+ questions in .*wordnet_kinds_train.jsonl has answer_questions.*component_weight 0"
+    with pytest.raises(ValueError, match=refused):
+        run_all(params, progress=False)
+    assert not Path(params.runs_dir).exists()  # nothing trained
     context = RunContext.of(params)
-    questions = context.benchmark.questions("wordnet_kinds", "test")[:5]
+    first, second, plain = context.benchmark.questions("wordnet_kinds", "test")[:3]
+    asked = [f"Which {a[0]} is meant?" for a in first.answers]  # one question per answer, all distinct
+    questions = [
+        replace(first, answer_questions=asked),
+        replace(second, answer_questions=["One question for them all?"] * len(second.answers)),
+        plain,
+    ]
     data = context.training_data(questions, params)
-    vectors, mask = data.components(torch.arange(5))
-    expected = DocumentEncoder("minilm").encode_queries([q.question for q in questions])
-    assert mask.all() and vectors.shape == (5, 1, expected.shape[1])
-    np.testing.assert_allclose(vectors[:, 0].numpy(), expected, atol=1e-6)
+    vectors, mask = data.components(torch.arange(3))
+    encoded = DocumentEncoder("minilm").encode_queries([*asked, "One question for them all?", plain.question])
+    assert vectors.shape == (3, len(asked), encoded.shape[1]) and mask.sum(-1).tolist() == [len(asked), 1, 1]
+    np.testing.assert_allclose(vectors[0, : len(asked)].numpy(), encoded[: len(asked)], atol=1e-5)
+    np.testing.assert_allclose(vectors[1:, 0].numpy(), encoded[len(asked) :], atol=1e-5)
     with pytest.raises(ValueError, match="hard_negative_share > 0 and component_weight > 0 cannot be combined"):
         context.training_data(questions, params.replace(hard_negative_share=0.5))
 
