@@ -360,3 +360,72 @@ def test_the_kinds_study_compares_seed_averaged_questions_on_both_test_sets():
     assert whole["p_behind_single"] == 1.0 and whole["train_seconds_per_run"] == 10.5
     with pytest.raises(SystemExit, match="no seed has"):
         kinds.compare(today, [run("amer", 5, [1] * 6)])
+
+
+selection = _module("studies/compound_levers/selection.py", "compound_levers_selection")
+
+
+def _validation_row(variant: str, k2: dict, k3: dict) -> dict:
+    return {"variant": variant, "machine": ["H200"], "compound_k1": {}, "compound_k2": k2, "compound_k3": k3}
+
+
+def test_selection_ranks_on_the_seeds_all_share_then_the_deep_leaders_on_theirs():
+    """Stage 1 compares every variant on the seeds all have (seed 0 here); stage 2 the best of those
+    with three seeds or more on the seeds they share, so a one-seed variant that leads stage 1 is
+    not chosen, and a variant ahead at seed 0 can lose over three seeds."""
+    rows = [
+        _validation_row("lucky", {0: 90.0}, {0: 90.0}),  # one seed: never a finalist
+        _validation_row("steady", {0: 50.0, 1: 60.0, 2: 60.0}, {0: 20.0, 1: 30.0, 2: 30.0}),
+        _validation_row("early", {0: 70.0, 1: 40.0, 2: 40.0}, {0: 30.0, 1: 10.0, 2: 10.0}),
+        _validation_row("today", {0: 40.0, 1: 40.0, 2: 40.0, 3: 40.0}, {0: 10.0, 1: 10.0, 2: 10.0, 3: 10.0}),
+    ]
+    chosen = selection.select(rows, finalists=2)
+    assert chosen["stage1_seeds"] == [0] and [x["variant"] for x in chosen["stage1"]] == [
+        "lucky",
+        "early",
+        "steady",
+        "today",
+    ]
+    assert chosen["stage2_seeds"] == [0, 1, 2] and [x["variant"] for x in chosen["stage2"]] == ["steady", "early"]
+    assert chosen["chosen"] == "steady" and chosen["stage2"][0]["validation"] == pytest.approx(
+        (56.6667 + 26.6667) / 2, 1e-4
+    )
+
+
+def test_the_committed_selection_picks_the_kept_recipe_and_the_docs_quote_its_headline():
+    """studies/compound_levers/selection.json: the validation split's choice is the recipe
+    params/*/compound_distilled.yaml keeps, and README, docs/results.md and the study's record
+    quote its seven-seed shares and scores as the file holds them."""
+    import yaml
+
+    result = json.loads((ROOT / "studies" / "compound_levers" / "selection.json").read_text())
+    assert result["selection"]["chosen"] == "components_rank_10+fresh"
+    recipe = yaml.safe_load((ROOT / "params" / "04_real_data" / "compound_distilled.yaml").read_text())
+    assert all(recipe[key] == value for key, value in study.VARIANTS["components_rank_10+fresh"].items())
+    rows = {r["dataset"][-1]: r for r in result["headline"]["rows"]}
+    assert rows["2"]["seeds"] == list(range(7)) and rows["2"]["better_ceiling"] == "teacher_decomposition"
+    assert rows["3"]["better_ceiling"] == "decomposition_oracle"
+
+    def share(k: str) -> str:
+        s = rows[k][f"share_{rows[k]['better_ceiling']}"]
+        return f"{100 * s['share']:.0f}% ({100 * s['low']:.0f}-{100 * s['high']:.0f}%)"
+
+    assert (share("2"), share("3")) == ("65% (55-75%)", "57% (47-67%)")
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    results = " ".join((ROOT / "docs" / "results.md").read_text().split())
+    record = " ".join((ROOT / "studies" / "compound_levers" / "selection.md").read_text().split())
+    assert f"reaches {share('2')} of the better ceiling's lead at k = 2" in readme
+    assert f"and {share('3')} at k = 3" in readme
+    scores = " / ".join(f"{rows[k]['amer']['mean']:.2f}" for k in "123")
+    single = rows["1"]["against_single"]
+    assert f"0-6 on the H200: {scores} at k = 1 / 2 / 3" in results
+    assert (
+        f"{single['delta']:+.2f} ({single['low']:+.2f} to {single['high']:+.2f}, Holm p = {single['p_holm']:.2f})"
+        in results
+    )
+    assert f"**{share('2')}**" in record and f"**{share('3')}**" in record
+    for k in "123":
+        assert f"| {k} | AMER, chosen recipe | {rows[k]['amer']['mean']:.2f}±{rows[k]['amer']['std']:.2f} |" in record
+    pilot = {r["dataset"][-1]: r["mrecall"] for r in result["single_with_term"]}
+    assert f"| single-query with the term | {pilot['1']:.2f} | {pilot['2']:.2f} | {pilot['3']:.2f} |" in record
+    assert f"gains at k = 1 ({pilot['1']:.2f} against" in results

@@ -224,7 +224,12 @@ def component_loss(
     ("cosine"), or ("ranking") the KL divergence of the query's softmax over the batch's
     `candidates` (positives `[B, M, d]`, negatives, target mask, as `candidate_log_probs` takes
     them) from the component vector's, held fixed: the query ranks the documents as the
-    component's own vector does. Averaged over an example's pairs, then over the examples."""
+    component's own vector does. Averaged over an example's pairs, then over the examples.
+
+    One valid query against several components (single-query with `component_single` on a
+    compound): the cosine distance matches it to its nearest component, as above; the ranking
+    distance holds it to the mixture of its components' softmaxes (their mean), the one ranking
+    a single vector can be asked for when the question has several parts."""
     if distance not in COMPONENT_DISTANCES:
         raise ValueError(f"unknown component distance {distance!r}; valid: {', '.join(COMPONENT_DISTANCES)}")
     counts = component_mask.sum(-1)
@@ -248,4 +253,13 @@ def component_loss(
     student = candidate_log_probs(matched.float(), *candidates, temperature)
     teacher = candidate_log_probs(components.float(), *candidates, temperature).detach()
     terms = torch.where(torch.isfinite(teacher), teacher.exp() * (teacher - student), 0.0)  # padded: none
-    return ((terms.sum(-1) * paired).sum(-1) / paired.sum(-1)).mean()
+    per_example = (terms.sum(-1) * paired).sum(-1) / paired.sum(-1)
+    alone = (query_counts == 1) & (counts > 1)  # one vector, several components: their mixture
+    if bool(alone.any()):
+        every = candidate_log_probs(components.float(), *candidates, temperature).detach()  # [b, C, N]
+        every = every.masked_fill(~component_mask.to(every.device)[..., None], float("-inf"))
+        mixture = torch.logsumexp(every, dim=1) - counts.to(every.device).log()[:, None]  # [b, N]
+        first = candidate_log_probs(queries[:, :1].float(), *candidates, temperature)[:, 0]
+        divergence = torch.where(torch.isfinite(mixture), mixture.exp() * (mixture - first), 0.0).sum(-1)
+        per_example = torch.where(alone.to(per_example.device), divergence, per_example)
+    return per_example.mean()

@@ -299,8 +299,9 @@ class RealConfig(Config):
     component_single: bool = param(
         False,
         default_if_absent=True,
-        help="beyond the paper, with component_weight > 0: single-query's one vector takes the term too (toward its "
-        "nearest component), and so do the models the oracle and baselines use; false: they train as the paper's",
+        help="beyond the paper, with component_weight > 0: single-query's one vector takes the term too (cosine: "
+        "toward its nearest component; ranking: held to the mean of its components' rankings), and so do the models "
+        "the oracle and baselines use; false: they train as the paper's",
     )
     train_compounds: int = param(
         0,

@@ -79,6 +79,9 @@ VARIANTS = {
     # the term beside the earlier levers: vectors kept apart, a fresh compound every example (kept)
     "components_rank_10+spread_1": {**TERM, "spread_weight": 1.0},
     "components_rank_10+fresh": KEPT,
+    # the kept recipe with single-query given the term too (its one vector held to the mean of its components'
+    # rankings): the same supervision for both systems (issue 60; single-query alone: --set 'systems=[single]')
+    "components_rank_10+fresh+single": {**KEPT, "component_single": True},
     # the same runs under one name, tested against today's recipe (the figures' compound_distilled runs)
     "kept": KEPT,
     # and with half as many steps again (both systems): validation still rises steeply at step 400
@@ -129,13 +132,14 @@ def params_of(variant: str, seeds: list[int], datasets: list[str], folder: Path 
     overrides = dict(overrides or {})
     base = from_files(NOTEBOOK, RECIPE)
     prepared = overrides.pop("prepared_dir", base.prepared_dir)  # another clone's, to read its runs
+    systems = overrides.pop("systems", ["amer"] if amer_only(variant) else ["single", "amer"])
     folder = folder / variant
     return base.replace(
         **overrides,
         **changes,
         seeds=seeds,
         datasets=datasets,
-        systems=["amer"] if amer_only(variant) else ["single", "amer"],
+        systems=systems,
         prepared_dir=str((NOTEBOOK.parent / prepared).resolve()),
         results_dir=str(folder / "results"),
         runs_dir=str(folder / "runs"),

@@ -377,3 +377,31 @@ def test_the_ranking_distance_is_the_kl_of_each_matched_querys_softmax_from_its_
     )
     with pytest.raises(ValueError, match="unknown component distance 'l2'; valid: cosine, ranking"):
         component_loss(queries, query_counts, components, component_mask, "l2")
+
+
+def test_the_ranking_distance_holds_one_vector_to_the_mixture_of_several_components():
+    """Single-query with the term on a compound: one query, several components. "ranking" holds it
+    to the mean of the components' softmaxes (KL of that mixture from the query's), computed here
+    candidate by candidate; an example with one component keeps the plain KL; "cosine" still takes
+    the nearest component."""
+    torch.manual_seed(7)
+    queries, components = torch.randn(2, 1, 6), torch.randn(2, 3, 6)
+    positives, negatives = torch.randn(2, 2, 6), torch.randn(2, 2, 6)
+    target_mask = torch.tensor([[True, True], [True, False]])
+    component_mask = torch.tensor([[True, True, True], [True, False, False]])
+    valid = [(e, m) for e in range(2) for m in range(2) if target_mask[e, m]]
+    pool = torch.stack([positives[e, m] for e, m in valid] + [negatives[e, m] for e, m in valid])
+
+    def softmax(vector):
+        return (F.normalize(pool, dim=-1) @ F.normalize(vector, dim=-1) / 0.05).softmax(0)
+
+    mixture = torch.stack([softmax(components[0, c]) for c in range(3)]).mean(0)
+    first = float((mixture * (mixture.log() - softmax(queries[0, 0]).log())).sum())
+    teacher = softmax(components[1, 0])
+    second = float((teacher * (teacher.log() - softmax(queries[1, 0]).log())).sum())
+    candidates = (positives, negatives, target_mask)
+    loss = component_loss(queries, torch.tensor([1, 1]), components, component_mask, "ranking", candidates)
+    assert loss.item() == pytest.approx((first + second) / 2, rel=1e-5)
+    nearest = (F.normalize(queries[0, 0], dim=-1) @ F.normalize(components[0], dim=-1).T).max()
+    cosine_loss = component_loss(queries[:1], torch.tensor([1]), components[:1], component_mask[:1])
+    assert cosine_loss.item() == pytest.approx(1 - float(nearest), rel=1e-5)
