@@ -195,7 +195,13 @@ def marks(comparisons: list[Comparison], alpha: float = 0.05, method: str = "hol
     where it is significantly behind, "" otherwise. The direction is the side the resamples
     fall on (p_ahead < p_behind: ahead)."""
     adjusted = adjust([c.p for c in comparisons], method) if comparisons else np.empty(0)
-    return [(AHEAD if c.p_ahead < c.p_behind else BEHIND) if p < alpha else "" for c, p in zip(comparisons, adjusted)]
+    return [mark(p, c.p_ahead, c.p_behind, alpha) for c, p in zip(comparisons, adjusted)]
+
+
+def mark(p_adjusted: float, p_ahead: float, p_behind: float, alpha: float = 0.05) -> str:
+    """The mark of one comparison whose two-sided p is already corrected (`p_adjusted`): `AHEAD`
+    or `BEHIND` by the side the resamples fall on where it is below alpha, else ""."""
+    return (AHEAD if p_ahead < p_behind else BEHIND) if p_adjusted < alpha else ""
 
 
 def note(n_comparisons: int, alpha: float = 0.05, method: str = "holm", baseline: str = "single-query") -> str:

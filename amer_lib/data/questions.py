@@ -21,7 +21,7 @@ import re
 import string
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -265,8 +265,8 @@ def read_ambigqa(path: str | Path) -> list[MultiAnswerQuestion]:
         if len(groups) >= 2:
             clusters = [_joined(aliases[i] for i in group) for group in groups]
             asked = [pairs[group[0]]["question"].strip() for group in groups]
-            question = MultiAnswerQuestion(str(record.get("id", position)), record["question"], clusters)
-            questions.append(replace(question, answer_questions=asked))
+            qid = str(record.get("id", position))
+            questions.append(MultiAnswerQuestion(qid, record["question"], clusters, answer_questions=asked))
     return questions
 
 

@@ -20,7 +20,7 @@ from amer_lib.core.significance import note
 from amer_lib.data.synthetic import task_from_params
 from amer_lib.experiments import real_data, synthetic
 from amer_lib.experiments.synthetic import trained_synthetic_encoder
-from amer_lib.report.summaries import summary, with_marks
+from amer_lib.report.summaries import compared_count, summary, with_marks
 from amer_lib.report.tables import percent_change
 from amer_lib.runs.benchmark_runs import RunContext
 from amer_lib.runs.configs import RealConfig, SyntheticConfig
@@ -161,7 +161,7 @@ def real_sampling_table(rows: list[dict], alpha: float = 0.05, method: str = "ho
                 row[f"{r['dataset']} {name} MRec@100"] = f"{r[f'{subset}_mean']:.2f}"
         table.append(row)
     table = pd.DataFrame(table)
-    table.attrs["note"] = note(sum(f"{s}_mark" in r for r in rows for s in ("whole", "low_sim")), alpha, method)
+    table.attrs["note"] = note(compared_count(rows), alpha, method)
     return table
 
 

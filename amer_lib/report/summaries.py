@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from amer_lib.core.metrics import low_similarity_subset
-from amer_lib.core.significance import Comparison, adjust, compare, marks
+from amer_lib.core.significance import adjust, compare, mark
 from amer_lib.io import staged_or_published
 
 
@@ -115,15 +115,14 @@ def summary(
 SUBSETS = ("whole", "low_sim")
 
 
-def _comparison(row: dict, subset: str) -> Comparison:
-    """The p's a summary row holds for `subset`, as a `Comparison` for `marks` (which reads only those)."""
+def _two_sided(row: dict, subset: str) -> float:
+    """The two-sided p a summary row holds for `subset` (refused for a summary written before it)."""
     if f"{subset}_p_two_sided" not in row:
         raise KeyError(
             f"{row.get('dataset')} {row.get('system')} has no two-sided p for {subset!r} (a summary written before "
             "seeds were resampled): rerun the notebook's summary for it"
         )
-    p = row[f"{subset}_p"], row[f"{subset}_p_behind"], row[f"{subset}_p_two_sided"]
-    return Comparison(math.nan, *p, math.nan, math.nan, 0, 0)
+    return row[f"{subset}_p_two_sided"]
 
 
 def with_marks(rows: list[dict], alpha: float = 0.05, method: str = "holm", subsets=SUBSETS) -> list[dict]:
@@ -134,13 +133,19 @@ def with_marks(rows: list[dict], alpha: float = 0.05, method: str = "holm", subs
     dicts; `rows` is left as it is."""
     compared = lambda row, subset: not math.isnan(row.get(f"{subset}_p", math.nan))  # noqa: E731
     cells = [(i, subset) for i, row in enumerate(rows) for subset in subsets if compared(row, subset)]
-    comparisons = [_comparison(rows[i], subset) for i, subset in cells]
-    adjusted = adjust([c.p for c in comparisons], method) if cells else []
+    adjusted = adjust([_two_sided(rows[i], subset) for i, subset in cells], method) if cells else []
     out = [dict(row) for row in rows]
-    for (i, subset), p, mark in zip(cells, adjusted, marks(comparisons, alpha, method)):
-        out[i][f"{subset}_p_adjusted"], out[i][f"{subset}_mark"] = float(p), mark
-        out[i]["correction"] = {"method": method, "comparisons": len(cells), "alpha": alpha}
+    for (i, subset), p in zip(cells, adjusted):
+        row = out[i]
+        row[f"{subset}_p_adjusted"] = float(p)
+        row[f"{subset}_mark"] = mark(p, row[f"{subset}_p"], row[f"{subset}_p_behind"], alpha)
+        row["correction"] = {"method": method, "comparisons": len(cells), "alpha": alpha}
     return out
+
+
+def compared_count(rows: list[dict]) -> int:
+    """How many comparisons `with_marks` corrected together in `rows` (0 when none)."""
+    return next((row["correction"]["comparisons"] for row in rows if "correction" in row), 0)
 
 
 def per_seed(results: list[dict]) -> list[dict]:

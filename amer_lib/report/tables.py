@@ -9,7 +9,7 @@ from pathlib import Path
 
 from amer_lib.core.significance import note
 from amer_lib.io import write_text
-from amer_lib.report.summaries import with_marks
+from amer_lib.report.summaries import compared_count, with_marks
 
 
 def _cells(df, bold_cell, text=str) -> list[list[str]]:
@@ -97,7 +97,7 @@ def real_results_table(
 
     shown = {system for system, _ in systems}
     summary_rows = with_marks([r for r in summary_rows if r["system"] in shown], alpha, method)
-    n_comparisons = sum(f"{subset}_mark" in r for r in summary_rows for subset in ("whole", "low_sim"))
+    n_comparisons = compared_count(summary_rows)
     rows = []
     for dataset in dict.fromkeys(r["dataset"] for r in summary_rows):
         by_system = {r["system"]: r for r in summary_rows if r["dataset"] == dataset}
@@ -184,7 +184,7 @@ def compound_table(rows: list[dict], metrics: dict[str, str], alpha: float = 0.0
         return "" if math.isnan(value) else f"{100 * value:.0f}%"
 
     marked = with_marks(rows, alpha, method, subsets=tuple(metrics))
-    n_comparisons = sum(f"{metric}_mark" in r for r in marked for metric in metrics)
+    n_comparisons = compared_count(marked)
     table = []
     for row in marked:
         cells = {"k": row["k"], "System": COMPOUND_SYSTEMS.get(row["system"], row["system"])}
