@@ -3,6 +3,7 @@
 import json
 from pathlib import Path
 
+import pytest
 import torch
 from stand_ins import tiny_synthetic_params
 
@@ -80,3 +81,34 @@ def test_an_exported_run_generates_the_runs_query_vectors(tmp_path):
     config = read_config(folder)
     assert config["backbone_overrides"] == params.backbone_overrides and config["n_queries"] == 5
     assert oracle["system"] == "oracle" and "test mrecall@10 (%)" in config["facts"]
+
+
+def test_the_export_command_refuses_an_existing_model_folder_unless_overwrite_and_then_replaces_it_whole(
+    tmp_path, monkeypatch
+):
+    from amer_lib.core import saved
+    from amer_lib.export import main
+
+    params = tiny_synthetic_params(tmp_path, 1).replace(settings=["single"], systems=["amer"])
+    run_all(params, progress=False)
+    command = ["02_synthetic", str(SYNTHETIC_RUNS.write_params(params))]
+    command += ["--transform", "linear", "--setting", "single", "--system", "amer"]
+    folder = tmp_path / "model"
+    main([*command, "--out", str(folder)])
+    written = {p.name: p.read_bytes() for p in folder.iterdir()}
+    with pytest.raises(SystemExit, match="holds a model already: give a new folder, or add --overwrite"):
+        main([*command, "--out", str(folder)])
+    monkeypatch.setattr(saved, "model_card", lambda config: 1 / 0)  # an export that fails half way
+    with pytest.raises(ZeroDivisionError):
+        main([*command, "--out", str(folder), "--overwrite"])
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == written  # the old folder, whole
+    monkeypatch.undo()
+    (folder / "README.md").write_text("edited")
+    main([*command, "--out", str(folder), "--overwrite"])
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == written  # replaced by the same export
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # no staging left
+    with pytest.raises(SystemExit, match=r"exists and is not a model folder \(no amer.json\)"):
+        main([*command, "--out", str(tmp_path), "--overwrite"])  # never deletes a folder of something else
+    (tmp_path / "file").write_text("")
+    with pytest.raises(SystemExit, match=r"--out '.*file' cannot be written"):
+        main([*command, "--out", str(tmp_path / "file" / "model")])
