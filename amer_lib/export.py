@@ -22,6 +22,7 @@ import os
 import sys
 from pathlib import Path
 
+from amer_lib.core.device import DeviceUnavailableError
 from amer_lib.core.saved import CONFIG
 from amer_lib.data.synthetic import SETTINGS, TRANSFORMS
 from amer_lib.experiments import beyond, real_data, synthetic
@@ -110,7 +111,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     try:
         folder = export(args)
-    except (FileNotFoundError, FileExistsError, PermissionError, KeyError, ValueError, TypeError) as error:  # bad input
+    except (OSError, DeviceUnavailableError, KeyError, ValueError, TypeError) as error:  # bad input: its message
         sys.exit(f"error: {error.args[0] if isinstance(error, KeyError) else error}")
     print(f"wrote {folder}", file=sys.stderr)
 

@@ -112,7 +112,9 @@ def test_synthetic_notebook_smoke(tmp_path):
 def test_unknown_parameter_stops_the_notebook(tmp_path):
     run = run_notebook("02_synthetic.ipynb", {**tiny_synthetic(tmp_path), "n_trian": 5}, tmp_path)
     assert run.returncode != 0
-    assert "unknown parameter(s) ['n_trian']" in run.stdout + run.stderr
+    assert "unknown parameter(s) ['n_trian'] for notebook 02_synthetic ('n_trian': did you mean 'n_train'?)" in (
+        run.stdout + run.stderr
+    )
 
 
 def tiny_prep(tmp_path):
