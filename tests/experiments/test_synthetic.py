@@ -112,3 +112,26 @@ def test_the_export_command_refuses_an_existing_model_folder_unless_overwrite_an
     (tmp_path / "file").write_text("")
     with pytest.raises(SystemExit, match=r"--out '.*file' cannot be written"):
         main([*command, "--out", str(tmp_path / "file" / "model")])
+
+
+def test_a_finished_run_keeps_only_its_best_weights_and_an_interrupted_one_its_resume_checkpoint(tmp_path):
+    from amer_lib.experiments.synthetic import run_setting
+
+    params = tiny_synthetic_params(tmp_path, 1).replace(settings=["single"], systems=["amer"], steps=4, eval_every=1)
+    calls = []
+
+    def interrupt_at_the_third_step():
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt  # Ctrl-C after two steps, each checkpointed
+
+    with pytest.raises(KeyboardInterrupt):
+        run_setting(params, "linear", "single", progress=False, on_step=interrupt_at_the_third_step)
+    folder = SYNTHETIC_RUNS.run_dir(params, "linear_single_amer_seed0")
+    assert sorted(p.name for p in folder.iterdir()) == ["best.pt", "checkpoint.pt"]
+    assert torch.load(folder / "checkpoint.pt", weights_only=False)["step"] == 2
+    assert not SYNTHETIC_RUNS.result_path(params, "linear_single_amer_seed0").exists()
+    run_setting(params, "linear", "single", progress=False)  # resumes at step 2 and finishes
+    kept = sorted(str(p.relative_to(params.runs_dir)) for p in Path(params.runs_dir).rglob("*") if p.is_file())
+    assert kept == [f"{folder.name}/best.pt"]  # the results JSON is written: the resume checkpoint went
+    assert json.loads(SYNTHETIC_RUNS.result_path(params, "linear_single_amer_seed0").read_text())["best_step"] >= 1
