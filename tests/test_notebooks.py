@@ -117,6 +117,15 @@ def test_unknown_parameter_stops_the_notebook(tmp_path):
     )
 
 
+def test_a_runs_dir_that_cannot_be_written_stops_the_notebook_before_any_training(tmp_path):
+    (tmp_path / "file").write_text("")  # a folder under a file cannot be made, by root either
+    params = {**tiny_synthetic(tmp_path), "runs_dir": str(tmp_path / "file" / "runs")}
+    run = run_notebook("02_synthetic.ipynb", params, tmp_path)
+    assert run.returncode != 0
+    assert f"runs_dir '{tmp_path / 'file' / 'runs'}' cannot be written" in run.stdout + run.stderr
+    assert not (tmp_path / "results").exists()  # stopped at the parameters: nothing was trained or written
+
+
 def tiny_prep(tmp_path):
     return {
         "max_train": 24,
