@@ -25,7 +25,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from amer_lib.core.config import Config, read_parameter_file
+from amer_lib.core.config import Config, did_you_mean, read_parameter_file
 from amer_lib.core.device import resolve_device
 from amer_lib.data.preparation import PrepConfig
 from amer_lib.io import require_writable, write_text
@@ -249,8 +249,8 @@ def _with_study_levers(config: type[Config], params: dict[str, Any]) -> dict[str
     unknown = sorted(set(chosen) - set(levers))
     if unknown:
         raise KeyError(
-            f"unknown study lever(s) {unknown} in {STUDY_LEVERS}; valid: {', '.join(levers)} "
-            "(any other parameter is set by its own name)"
+            f"unknown study lever(s) {unknown} in {STUDY_LEVERS}{did_you_mean(unknown, levers)}; "
+            f"valid: {', '.join(levers)} (any other parameter is set by its own name)"
         )
     defaults = config.defaults()
     twice = sorted(name for name in chosen if params.get(name, defaults[name]) not in (defaults[name], chosen[name]))

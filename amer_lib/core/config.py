@@ -109,7 +109,7 @@ class Config:
         unknown = sorted(set(values) - names)
         if unknown:
             raise KeyError(
-                f"unknown parameter(s) {unknown}{where}{_did_you_mean(unknown, cls.parameter_names())}; "
+                f"unknown parameter(s) {unknown}{where}{did_you_mean(unknown, cls.parameter_names())}; "
                 f"valid keys: {', '.join(cls.parameter_names())}"
             )
         absent = set(cls.parameter_names()) - set(values)
@@ -188,7 +188,7 @@ def read_parameter_file(path: str | Path) -> dict[str, Any]:
     return values or {}
 
 
-def _did_you_mean(unknown: list[str], valid: tuple[str, ...]) -> str:
+def did_you_mean(unknown: list[str], valid: tuple[str, ...]) -> str:
     """The valid names closest to each unknown one (a typo: `backbon` -> `backbone`), as text."""
     guesses = {name: difflib.get_close_matches(name, valid, n=3, cutoff=0.6) for name in unknown}
     found = [f"{name!r}: did you mean {' or '.join(map(repr, close))}?" for name, close in guesses.items() if close]
