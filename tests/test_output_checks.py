@@ -117,3 +117,17 @@ def test_a_replaced_folder_stays_the_old_one_until_the_new_one_is_complete(tmp_p
         (staging / "weights").write_text("new")
     assert (folder / "weights").read_text() == "new"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]  # no staging or old folder left
+
+
+def test_the_encode_command_refuses_an_out_it_cannot_write_before_the_encoder_loads(tmp_path, capsys):
+    from amer_lib.runs.encode import parse_args
+
+    (tmp_path / "file").write_text("")
+    corpus = ["--corpus", str(tmp_path / "corpus.tsv"), "--encoder", "minilm"]
+    with pytest.raises(SystemExit):
+        parse_args([*corpus, "--out", str(tmp_path / "file" / "shards")])
+    assert "error: --out '" in (err := capsys.readouterr().err) and "shards' cannot be written" in err
+    with pytest.raises(SystemExit):
+        parse_args(["--prepared", str(tmp_path / "file"), "--encoder", "minilm"])
+    assert "error: --prepared '" in (err := capsys.readouterr().err) and "minilm' cannot be written" in err
+    assert parse_args([*corpus, "--out", str(tmp_path / "shards")]).out == tmp_path / "shards"
