@@ -10,7 +10,9 @@
 
 The parameter file is the one the notebook wrote (notebooks 02 and 04 beside their runs, every
 notebook beside its figures): it names the run, as the run store keys it. Its paths are relative
-to `notebooks/`, where papermill runs the notebooks, and are read from there.
+to `notebooks/`, where papermill runs the notebooks, and are read from there. An existing model
+folder at `--out` is refused unless `--overwrite` is given; it is then replaced in one rename once
+the new one is complete (an export that fails leaves it as it was).
 """
 
 from __future__ import annotations
@@ -20,8 +22,11 @@ import os
 import sys
 from pathlib import Path
 
+from amer_lib.core.device import DeviceUnavailableError
+from amer_lib.core.saved import CONFIG
 from amer_lib.data.synthetic import SETTINGS, TRANSFORMS
 from amer_lib.experiments import beyond, real_data, synthetic
+from amer_lib.io import require_writable
 from amer_lib.runs.configs import SYSTEMS, BeyondConfig, RealConfig, SyntheticConfig
 
 NOTEBOOKS_DIR = Path(__file__).resolve().parent.parent / "notebooks"
@@ -37,7 +42,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ):
         sub = notebooks.add_parser(name, help=help_)
         sub.add_argument("params", help="the params file the notebook wrote")
-        sub.add_argument("--out", required=True, help="the model folder to write")
+        sub.add_argument("--out", required=True, help="the model folder to write (a new one, unless --overwrite)")
+        sub.add_argument(
+            "--overwrite",
+            action="store_true",
+            help="replace the model folder at --out (kept if the export fails)",
+        )
         if name == "02_synthetic":
             sub.add_argument("--transform", required=True, choices=TRANSFORMS)
             sub.add_argument("--setting", required=True, choices=list(SETTINGS))
@@ -56,12 +66,34 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def export(args: argparse.Namespace) -> Path:
     params, out = Path(args.params).resolve(), Path(args.out).resolve()
+    check_out(out, args.overwrite)
     before = os.getcwd()
     os.chdir(NOTEBOOKS_DIR)  # where the parameter file's relative paths start
     try:
         return _export(args, params, out)
     finally:
         os.chdir(before)
+
+
+def check_out(out: Path, overwrite: bool) -> None:
+    """Before any work: `out` can be written and is new (or empty); with `overwrite`, an existing
+    model folder (it holds amer.json) is replaced in one rename once the new one is complete, and
+    any other folder is refused, so a mistyped --out never deletes a folder of something else."""
+    require_writable(out.parent, "--out")
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(f"--out {out} is a file: give a folder path")
+    if not out.is_dir() or not any(out.iterdir()):
+        return
+    if not (out / CONFIG).exists():
+        raise FileExistsError(
+            f"--out {out} exists and is not a model folder (no {CONFIG}): give a new folder; "
+            "--overwrite replaces only a model folder"
+        )
+    if not overwrite:
+        raise FileExistsError(
+            f"--out {out} holds a model already: give a new folder, or add --overwrite to replace it "
+            "(the old one stays until the new one is complete)"
+        )
 
 
 def _export(args: argparse.Namespace, params: Path, out: Path) -> Path:
@@ -79,7 +111,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     try:
         folder = export(args)
-    except (FileNotFoundError, KeyError, ValueError, TypeError) as error:  # bad input: its message, not a traceback
+    except (OSError, DeviceUnavailableError, KeyError, ValueError, TypeError) as error:  # bad input: its message
         sys.exit(f"error: {error.args[0] if isinstance(error, KeyError) else error}")
     print(f"wrote {folder}", file=sys.stderr)
 

@@ -43,14 +43,36 @@ def atomic_folder(path: str | Path):
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{path.name}-", dir=path.parent))
+    aside = staging.with_name(staging.name + ".old")  # the folder it replaces, until the new one is in place
     try:
         yield staging
         _readable_as_umask_allows(staging)  # mkdtemp's folder is private, and some writers (safetensors) too
         if path.exists():
-            shutil.rmtree(path)
+            os.replace(path, aside)
         os.replace(staging, path)
     finally:
+        if aside.exists() and not path.exists():  # the second rename failed: the old folder goes back
+            os.replace(aside, path)
+        shutil.rmtree(aside, ignore_errors=True)
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def require_writable(folder: str | Path, parameter: str) -> None:
+    """Stop before any work when `folder` cannot be written (a run would fail there after its
+    costly steps): its nearest existing folder must take a file. Nothing is left behind, not even
+    the missing folders (made when first written). `parameter` is the setting that names it."""
+    folder = Path(folder)
+    existing = next(p for p in [folder, *folder.absolute().parents] if p.exists())
+    try:
+        if not existing.is_dir():
+            raise NotADirectoryError(f"{existing} is a file, not a folder")
+        tempfile.TemporaryFile(dir=existing).close()
+    except OSError as error:
+        reason = error.strerror or str(error)
+        raise PermissionError(
+            f"{parameter} {str(folder)!r} cannot be written ({reason} in {existing}): "
+            f"set {parameter} to a folder you can write"
+        ) from error
 
 
 def _readable_as_umask_allows(folder: Path) -> None:

@@ -19,14 +19,16 @@ import argparse
 import dataclasses
 import json
 import os
+import sys
 import textwrap
 import typing
 from pathlib import Path
 from typing import Any
 
-from amer_lib.core.config import Config
+from amer_lib.core.config import Config, did_you_mean, read_parameter_file
+from amer_lib.core.device import resolve_device
 from amer_lib.data.preparation import PrepConfig
-from amer_lib.io import write_text
+from amer_lib.io import require_writable, write_text
 from amer_lib.runs.configs import (
     AblationConfig,
     BeyondConfig,
@@ -170,13 +172,21 @@ def _listing(name: str, hint: Any, default: Any, meta: typing.Mapping, indent: s
 
 def from_files(notebook_path: str | Path, *yaml_files: str | Path) -> Config:
     """What `papermill NOTEBOOK out.ipynb -f FILE ...` runs with: the defaults, each file's values
-    over them, validated. For scripts that call the library without papermill."""
-    import yaml
-
-    params = CONFIGS[Path(notebook_path).stem].defaults()
+    over them, validated. For scripts that call the library without papermill, and for `--check`:
+    a syntax error names the file and line, a wrong key or value the file that set it."""
+    params, source = CONFIGS[Path(notebook_path).stem].defaults(), {}
     for path in yaml_files:
-        params.update(yaml.safe_load(Path(path).read_text()) or {})
-    return validate(Path(notebook_path).stem, params)
+        values = read_parameter_file(path)
+        params.update(values)
+        source.update(dict.fromkeys(values, str(path)))
+    try:
+        return validate(Path(notebook_path).stem, params)
+    except (KeyError, ValueError, TypeError) as error:
+        named = {name: path for name, path in source.items() if repr(name) in str(error.args[0])}
+        if not named:
+            raise
+        where = "; ".join(f"{name!r} is set in {path}" for name, path in named.items())
+        raise type(error)(f"{error.args[0]} ({where})") from error
 
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
@@ -201,8 +211,22 @@ def collect(notebook: str, namespace: dict, before: set[str]) -> Config:
     if STUDY_LEVERS in values:
         values[STUDY_LEVERS] = _mapping(values[STUDY_LEVERS])
     config = validate(notebook, values)
+    check_outputs_and_device(config)
     namespace.update({n: values[n] if n == STUDY_LEVERS else getattr(config, n) for n in names})
     return config
+
+
+OUTPUT_DIRS = ("results_dir", "runs_dir")  # what a run writes as it goes (figures_dir: published at its end)
+
+
+def check_outputs_and_device(config: Config) -> None:
+    """Before any work: every folder the run writes as it goes can be written, and its `device` is
+    here (a read-only runs_dir would fail after the first training step, `cuda` at the first model)."""
+    for name in OUTPUT_DIRS:
+        if hasattr(config, name):
+            require_writable(getattr(config, name), name)
+    if hasattr(config, "device"):
+        resolve_device(config.device)
 
 
 def validate(notebook: str, params: dict[str, Any]) -> Config:
@@ -225,8 +249,8 @@ def _with_study_levers(config: type[Config], params: dict[str, Any]) -> dict[str
     unknown = sorted(set(chosen) - set(levers))
     if unknown:
         raise KeyError(
-            f"unknown study lever(s) {unknown} in {STUDY_LEVERS}; valid: {', '.join(levers)} "
-            "(any other parameter is set by its own name)"
+            f"unknown study lever(s) {unknown} in {STUDY_LEVERS}{did_you_mean(unknown, levers)}; "
+            f"valid: {', '.join(levers)} (any other parameter is set by its own name)"
         )
     defaults = config.defaults()
     twice = sorted(name for name in chosen if params.get(name, defaults[name]) not in (defaults[name], chosen[name]))
@@ -260,7 +284,13 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="the notebooks' parameters, declared in their configs")
     parser.add_argument("notebook", nargs="?", choices=sorted(CONFIGS), help="list this notebook's parameters")
     parser.add_argument("--write", action="store_true", help="rewrite every notebook's parameters cell")
+    parser.add_argument(
+        "--check", nargs="+", metavar="FILE", help="check parameter files for papermill's -f, in its order (file, line)"
+    )
     args = parser.parse_args(argv)
+    if args.check:
+        check_files(parser, args.notebook, args.check)
+        return
     if args.write:
         for path in write_parameters_cells(NOTEBOOKS):
             print(f"rewrote the parameters cell of {path}")
@@ -268,6 +298,19 @@ def main(argv: list[str] | None = None) -> None:
         print(describe(args.notebook))
     if not (args.write or args.notebook):
         parser.error("name a notebook, or --write")
+
+
+def check_files(parser: argparse.ArgumentParser, notebook: str | None, files: list[str]) -> None:
+    """`--check`: the files read as papermill's `-f` reads them, over the notebook's defaults, and
+    validated; the notebook is the one named, else the folder of the first file (params/<notebook>/)."""
+    notebook = notebook or Path(files[0]).parent.name
+    if notebook not in CONFIGS:
+        parser.error(f"name the notebook the files are for: one of {', '.join(CONFIGS)}")
+    try:
+        from_files(f"{notebook}.ipynb", *files)
+    except (OSError, KeyError, ValueError, TypeError) as error:
+        sys.exit(f"error: {error.args[0] if isinstance(error, KeyError) else error}")
+    print(f"{', '.join(files)}: valid parameters for notebook {notebook}")
 
 
 if __name__ == "__main__":

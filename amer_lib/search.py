@@ -20,10 +20,13 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
-from amer_lib.core.device import DEVICES
+from amer_lib.core.device import DEVICES, DeviceUnavailableError, resolve_device
 from amer_lib.core.merge import MERGES
+from amer_lib.core.saved import read_config
 from amer_lib.data.questions import read_question_texts
+from amer_lib.io import require_writable
 from amer_lib.retriever import TREC_SCORES, AMERRetriever
 
 
@@ -47,6 +50,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--tag", default=None, help="the run's tag in the TREC file (default: the model folder's name)")
     parser.add_argument("--device", default="auto", choices=DEVICES, help="the query encoder's (auto: the GPU if any)")
     args = parser.parse_args(argv)
+    if args.k < 1:
+        parser.error(f"--k must be at least 1 (the documents written per question), got {args.k}")
     if args.n not in (None, "auto"):
         if not args.n.isdigit() or int(args.n) < 1:
             parser.error(f"--n must be a positive integer or auto, got {args.n!r}")
@@ -58,11 +63,20 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     try:
         search(args)
-    except (FileNotFoundError, ValueError) as error:  # bad input: its message, not a traceback
+    except (FileNotFoundError, ValueError, PermissionError, DeviceUnavailableError) as error:  # bad input
         sys.exit(f"error: {error}")
 
 
 def search(args: argparse.Namespace) -> None:
+    resolve_device(args.device)  # before any work: the device is here, the run file can be written
+    require_writable(Path(args.out).parent, "--out")
+    trained = read_config(args.model)["n_queries"]
+    if isinstance(args.n, int) and args.n > trained:
+        print(
+            f"note: --n {args.n} asks for more vectors than the {trained} this model was trained to generate; "
+            f"vectors {trained + 1} to {args.n} were never trained (continued by the model as it generates)",
+            file=sys.stderr,
+        )
     qids, questions = read_question_texts(args.questions)
     began = time.perf_counter()
     retriever = AMERRetriever.from_pretrained(args.model, index=args.index, device=args.device, progress=True)

@@ -112,7 +112,18 @@ def test_synthetic_notebook_smoke(tmp_path):
 def test_unknown_parameter_stops_the_notebook(tmp_path):
     run = run_notebook("02_synthetic.ipynb", {**tiny_synthetic(tmp_path), "n_trian": 5}, tmp_path)
     assert run.returncode != 0
-    assert "unknown parameter(s) ['n_trian']" in run.stdout + run.stderr
+    assert "unknown parameter(s) ['n_trian'] for notebook 02_synthetic ('n_trian': did you mean 'n_train'?)" in (
+        run.stdout + run.stderr
+    )
+
+
+def test_a_runs_dir_that_cannot_be_written_stops_the_notebook_before_any_training(tmp_path):
+    (tmp_path / "file").write_text("")  # a folder under a file cannot be made, by root either
+    params = {**tiny_synthetic(tmp_path), "runs_dir": str(tmp_path / "file" / "runs")}
+    run = run_notebook("02_synthetic.ipynb", params, tmp_path)
+    assert run.returncode != 0
+    assert f"runs_dir '{tmp_path / 'file' / 'runs'}' cannot be written" in run.stdout + run.stderr
+    assert not (tmp_path / "results").exists()  # stopped at the parameters: nothing was trained or written
 
 
 def tiny_prep(tmp_path):

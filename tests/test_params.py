@@ -268,7 +268,11 @@ def test_the_levers_measured_to_lose_are_set_through_study_levers_and_keyed_as_b
 @pytest.mark.parametrize(
     "levers,error,message",
     [
-        ({"spread_wieght": 1.0}, KeyError, r"unknown study lever\(s\) \['spread_wieght'\] in study_levers; valid: "),
+        (
+            {"spread_wieght": 1.0},
+            KeyError,
+            r"\['spread_wieght'\] in study_levers \('spread_wieght': did you mean 'spread_weight'\?\); valid: ",
+        ),
         ({"component_weight": 10.0}, KeyError, r"valid: single_target_step, .*\(any other parameter is set by its own"),
         ({"first_vector": "centroid"}, ValueError, "invalid value 'centroid' for parameter 'first_vector'; valid"),
         ({"spread_weight": -1.0}, ValueError, "parameter 'spread_weight' must be >= 0, got -1.0"),

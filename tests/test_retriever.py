@@ -168,3 +168,30 @@ def test_the_run_file_holds_ranks_or_the_cosines_and_trec_eval_reorders_by_cosin
     assert measured["rank"] == 1.0 and measured["cosine"] == pytest.approx(1 / by_cosine)
     with pytest.raises(ValueError, match="unknown TREC scores 'cos'; valid: rank, cosine"):
         results.write_trec(tmp_path / "x.trec", ["a", "b", "c"], "t", scores="cos")
+
+
+def test_the_search_command_checks_k_n_device_and_out_before_any_work(model_folder, shards, tmp_path, capsys):
+    from amer_lib.search import main
+
+    questions = tmp_path / "questions.txt"
+    questions.write_text("kinds of dog\n")
+    args = ["--model", str(model_folder), "--index", str(shards.directory), "--questions", str(questions)]
+    out = ["--out", str(tmp_path / "run.trec")]
+    with pytest.raises(SystemExit) as exit_code:
+        main([*args, *out, "--k", "0"])
+    assert exit_code.value.code == 2 and "--k must be at least 1" in capsys.readouterr().err
+    (tmp_path / "file").write_text("")
+    with pytest.raises(SystemExit, match=r"^error: --out '.*file' cannot be written"):
+        main([*args, "--out", str(tmp_path / "file" / "run.trec")])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(torch.cuda, "is_available", lambda: False)
+        with pytest.raises(SystemExit, match="^error: device 'cuda' was asked for, .*devices available here: cpu"):
+            main([*args, *out, "--device", "cuda"])
+    assert not (tmp_path / "run.trec").exists()
+    capsys.readouterr()
+    main([*args, *out, "--n", "2", "--k", "5"])  # the n it was trained with: no note
+    assert "note" not in capsys.readouterr().err
+    main([*args, *out, "--n", "3", "--k", "5"])
+    err = capsys.readouterr().err
+    assert "note: --n 3 asks for more vectors than the 2 this model was trained to generate; vectors 3 to 3" in err
+    assert err.index("note: --n 3") < err.index("run.trec: 1 questions")  # said before the search, not after

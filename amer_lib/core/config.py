@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import difflib
 import types
 import typing
 from pathlib import Path
@@ -107,7 +108,10 @@ class Config:
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - names)
         if unknown:
-            raise KeyError(f"unknown parameter(s) {unknown}{where}; valid keys: {', '.join(cls.parameter_names())}")
+            raise KeyError(
+                f"unknown parameter(s) {unknown}{where}{did_you_mean(unknown, cls.parameter_names())}; "
+                f"valid keys: {', '.join(cls.parameter_names())}"
+            )
         absent = set(cls.parameter_names()) - set(values)
         later = {f.name for f in dataclasses.fields(cls) if f.name in absent and f.metadata.get("default_if_absent")}
         values = {**values, **{name: default for name, default in cls.defaults().items() if name in later}}
@@ -138,10 +142,12 @@ class Config:
 
     @classmethod
     def from_yaml(cls, path: str | Path):
-        """A config written by `to_yaml` (or a parameter file naming every key)."""
-        import yaml
-
-        return cls.from_dict(yaml.safe_load(Path(path).read_text()) or {})
+        """A config written by `to_yaml` (or a parameter file naming every key); an error names the file."""
+        values = read_parameter_file(path)
+        try:
+            return cls.from_dict(values)
+        except (KeyError, ValueError, TypeError) as error:
+            raise type(error)(f"{path}: {error.args[0]}") from error
 
     def as_dict(self) -> dict[str, Any]:
         """The fields as a plain dict (what results JSON and params.yaml hold): the notebook's
@@ -160,6 +166,33 @@ class Config:
 
     def replace(self, **changes):
         return dataclasses.replace(self, **changes)
+
+
+def read_parameter_file(path: str | Path) -> dict[str, Any]:
+    """A YAML parameter file's mapping of names to values; a syntax error names the file, its line
+    and column (papermill's own `-f` reading names none: `"<unicode string>", line 2`)."""
+    import yaml
+
+    try:
+        values = yaml.safe_load(Path(path).read_text())
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"{path}, line {mark.line + 1}, column {mark.column + 1}" if mark else str(path)
+        problem = getattr(error, "problem", None) or str(error)
+        context, begun = getattr(error, "context", None), getattr(error, "context_mark", None)
+        if context and begun:  # e.g. "while parsing a flow sequence": where the unclosed part began
+            problem += f", {context} begun at line {begun.line + 1}, column {begun.column + 1}"
+        raise ValueError(f"{where}: not valid YAML ({problem}); a parameter file holds `name: value` lines") from error
+    if values is not None and not isinstance(values, dict):
+        raise ValueError(f"{path} holds a {type(values).__name__}, not a mapping of parameter names to values")
+    return values or {}
+
+
+def did_you_mean(unknown: list[str], valid: tuple[str, ...]) -> str:
+    """The valid names closest to each unknown one (a typo: `backbon` -> `backbone`), as text."""
+    guesses = {name: difflib.get_close_matches(name, valid, n=3, cutoff=0.6) for name in unknown}
+    found = [f"{name!r}: did you mean {' or '.join(map(repr, close))}?" for name, close in guesses.items() if close]
+    return f" ({'; '.join(found)})" if found else ""
 
 
 def _plain(value: Any) -> Any:

@@ -11,6 +11,18 @@ DEVICES = ("auto", "cpu", "cuda")  # auto: the GPU when torch sees one
 FAISS_GPU_INSTALL = 'pip uninstall -y faiss-cpu && pip install -c constraints.txt "faiss-gpu==1.15.1"'
 
 
+class DeviceUnavailableError(RuntimeError):
+    """The device asked for is not on this machine (or its FAISS cannot use it)."""
+
+
+def available_devices() -> list[str]:
+    """The devices a run can name here: cpu, and cuda (with each GPU) when torch sees one."""
+    if not torch.cuda.is_available():
+        return ["cpu"]
+    gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    return ["cpu", f"cuda ({len(gpus)} GPU: {', '.join(gpus)})"]
+
+
 def resolve_device(name: str) -> torch.device:
     """The device of `name`; "cuda" also needs a FAISS that sees the GPUs (`require_gpu_faiss`)."""
     if name not in DEVICES:
@@ -19,7 +31,11 @@ def resolve_device(name: str) -> torch.device:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name == "cuda":
         if not torch.cuda.is_available():
-            raise RuntimeError("device 'cuda' was asked for, but torch sees no GPU; use device='auto' or 'cpu'")
+            build = f"CUDA {torch.version.cuda}" if torch.version.cuda else "a CPU-only build"
+            raise DeviceUnavailableError(
+                f"device 'cuda' was asked for, but torch {torch.__version__} ({build}) sees no GPU here; "
+                f"devices available here: {', '.join(available_devices())}: use device 'auto' or 'cpu'"
+            )
         require_gpu_faiss()
     return torch.device(name)
 
@@ -31,7 +47,7 @@ def require_gpu_faiss() -> None:
 
     gpus = faiss.get_num_gpus() if hasattr(faiss, "get_num_gpus") else 0
     if gpus == 0:
-        raise RuntimeError(
+        raise DeviceUnavailableError(
             f"device 'cuda' was asked for, but FAISS {faiss.__version__} here sees no GPU (the CPU build, "
             f"faiss-cpu, or a GPU build without a driver): every search would run on the CPU. Install the GPU "
             f'build: {FAISS_GPU_INSTALL} (a fresh environment: pip install -c constraints.txt -e ".[notebooks,gpu]")'

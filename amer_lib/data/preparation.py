@@ -51,7 +51,7 @@ from amer_lib.data.questions import (
     read_questions,
     write_questions,
 )
-from amer_lib.io import open_text, write_json
+from amer_lib.io import open_text, require_writable, write_json
 from amer_lib.progress import tqdm
 
 # the offline WordNet benchmark, the paper's data from its files, or a dataset of your own (questions + corpus)
@@ -507,6 +507,7 @@ def prepare(params: PrepConfig, progress: bool = True) -> tuple[Benchmark, dict]
     Contriever and inf-retriever), since the gold mapping searches it with them besides BM25; the
     document encoder's embeddings are reused when it is one of them.
     """
+    require_writable(params.prepared_dir, "prepared_dir")  # before any work, not at the first file written
     device = None if params.device == "auto" else params.device
     encoder = DocumentEncoder(params.encoder, device=device)
     directory = Path(params.prepared_dir)

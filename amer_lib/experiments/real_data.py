@@ -49,6 +49,7 @@ from amer_lib.data.encoders import DocumentEncoder, get_encoder_spec
 from amer_lib.data.preparation import PrepConfig, prepared_benchmark
 from amer_lib.data.prompts import PromptTemplate
 from amer_lib.data.questions import MultiAnswerQuestion, component_texts
+from amer_lib.io import require_writable
 from amer_lib.report.summaries import summary
 from amer_lib.runs.benchmark_runs import NEGATIVE_POOL, RunContext, cached_result, run_facts
 from amer_lib.runs.configs import BASELINES, SYSTEMS, RealConfig
@@ -209,6 +210,7 @@ def ready_benchmark(params: RealConfig, offline_recipe: PrepConfig, progress: bo
     try:
         benchmark.embeddings(params.encoder)
     except (FileNotFoundError, RuntimeError):  # not encoded with this encoder yet, or interrupted: resume
+        require_writable(params.prepared_dir, "prepared_dir")  # the embeddings are written there
         device = None if params.device == "auto" else params.device
         benchmark.encode(DocumentEncoder(params.encoder, device=device), progress=progress)
     return benchmark

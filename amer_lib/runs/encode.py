@@ -23,6 +23,7 @@ from amer_lib.core.distributed import is_main, setup
 from amer_lib.data.benchmark import Benchmark
 from amer_lib.data.corpus import iter_documents
 from amer_lib.data.encoders import ENCODERS, DocumentEncoder, encode_corpus
+from amer_lib.io import require_writable
 
 # how long a rank that finished its shards waits for the slowest (a resumed encoding can leave
 # one rank with far more shards to go than another)
@@ -47,6 +48,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--prepared writes to <prepared>/embeddings/<encoder>; drop --out")
     if args.shard_size < 1 or args.batch_size < 1:
         parser.error("--shard-size and --batch-size must be positive")
+    try:  # before the encoder loads, not at the first shard written
+        if args.corpus is not None:
+            require_writable(args.out, "--out")
+        else:
+            require_writable(args.prepared / "embeddings" / args.encoder, "--prepared")
+    except PermissionError as error:
+        parser.error(str(error))
     return args
 
 

@@ -3,6 +3,7 @@
 import json
 from pathlib import Path
 
+import pytest
 import torch
 from stand_ins import tiny_synthetic_params
 
@@ -80,3 +81,57 @@ def test_an_exported_run_generates_the_runs_query_vectors(tmp_path):
     config = read_config(folder)
     assert config["backbone_overrides"] == params.backbone_overrides and config["n_queries"] == 5
     assert oracle["system"] == "oracle" and "test mrecall@10 (%)" in config["facts"]
+
+
+def test_the_export_command_refuses_an_existing_model_folder_unless_overwrite_and_then_replaces_it_whole(
+    tmp_path, monkeypatch
+):
+    from amer_lib.core import saved
+    from amer_lib.export import main
+
+    params = tiny_synthetic_params(tmp_path, 1).replace(settings=["single"], systems=["amer"])
+    run_all(params, progress=False)
+    command = ["02_synthetic", str(SYNTHETIC_RUNS.write_params(params))]
+    command += ["--transform", "linear", "--setting", "single", "--system", "amer"]
+    folder = tmp_path / "model"
+    main([*command, "--out", str(folder)])
+    written = {p.name: p.read_bytes() for p in folder.iterdir()}
+    with pytest.raises(SystemExit, match="holds a model already: give a new folder, or add --overwrite"):
+        main([*command, "--out", str(folder)])
+    monkeypatch.setattr(saved, "model_card", lambda config: 1 / 0)  # an export that fails half way
+    with pytest.raises(ZeroDivisionError):
+        main([*command, "--out", str(folder), "--overwrite"])
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == written  # the old folder, whole
+    monkeypatch.undo()
+    (folder / "README.md").write_text("edited")
+    main([*command, "--out", str(folder), "--overwrite"])
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == written  # replaced by the same export
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # no staging left
+    with pytest.raises(SystemExit, match=r"exists and is not a model folder \(no amer.json\)"):
+        main([*command, "--out", str(tmp_path), "--overwrite"])  # never deletes a folder of something else
+    (tmp_path / "file").write_text("")
+    with pytest.raises(SystemExit, match=r"--out '.*file' cannot be written"):
+        main([*command, "--out", str(tmp_path / "file" / "model")])
+
+
+def test_a_finished_run_keeps_only_its_best_weights_and_an_interrupted_one_its_resume_checkpoint(tmp_path):
+    from amer_lib.experiments.synthetic import run_setting
+
+    params = tiny_synthetic_params(tmp_path, 1).replace(settings=["single"], systems=["amer"], steps=4, eval_every=1)
+    calls = []
+
+    def interrupt_at_the_third_step():
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt  # Ctrl-C after two steps, each checkpointed
+
+    with pytest.raises(KeyboardInterrupt):
+        run_setting(params, "linear", "single", progress=False, on_step=interrupt_at_the_third_step)
+    folder = SYNTHETIC_RUNS.run_dir(params, "linear_single_amer_seed0")
+    assert sorted(p.name for p in folder.iterdir()) == ["best.pt", "checkpoint.pt"]
+    assert torch.load(folder / "checkpoint.pt", weights_only=False)["step"] == 2
+    assert not SYNTHETIC_RUNS.result_path(params, "linear_single_amer_seed0").exists()
+    run_setting(params, "linear", "single", progress=False)  # resumes at step 2 and finishes
+    kept = sorted(str(p.relative_to(params.runs_dir)) for p in Path(params.runs_dir).rglob("*") if p.is_file())
+    assert kept == [f"{folder.name}/best.pt"]  # the results JSON is written: the resume checkpoint went
+    assert json.loads(SYNTHETIC_RUNS.result_path(params, "linear_single_amer_seed0").read_text())["best_step"] >= 1
