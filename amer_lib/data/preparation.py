@@ -442,21 +442,23 @@ class PrepConfig(Config):
         "params/03_real_data_prep/"
     )
 
-    source: str = param("wordnet", choices=SOURCES)
-    max_train: int = param(3000, minimum=1)
-    max_test: int = param(600, minimum=1)
-    corpus_size: int = param(30000, minimum=1)
-    raw_dir: str = param("../data/raw")
+    source: str = param(
+        "wordnet", choices=SOURCES, help="offline WordNet questions, the paper's data, your own files, or compounds"
+    )
+    max_train: int = param(3000, minimum=1, help="training questions per dataset, at most")
+    max_test: int = param(600, minimum=1, help="test questions per dataset, at most")
+    corpus_size: int = param(30000, minimum=1, help="WordNet corpus documents: the gold ones and random others")
+    raw_dir: str = param("../data/raw", help="paper data: the downloaded question files (the README's downloads)")
     corpus_path: str = param(
         "../data/qampari_wikipedia_chunks.jsonl",
         help="paper data (QAMPARI's chunks jsonl, the README's downloads; or a TSV), or yours (TSV id/text/title, "
         "BEIR corpus.jsonl)",
     )
     questions_path: str = param(
-        "", help='source = "files": your own questions (jsonl: qid, question, answers, targets) over corpus_path'
+        "", help='with source "files": your own questions (jsonl: qid, question, answers, targets) over corpus_path'
     )
     test_questions_path: str = param("", help='your own test split; "" draws test_fraction of questions_path (seeded)')
-    test_fraction: float = param(0.2)
+    test_fraction: float = param(0.2, help="share of questions_path drawn for testing")
     dataset_name: str = param("my_dataset", help="names its files and runs (not a built-in name)")
     n_queries: int = param(
         0, minimum=0, help="query vectors AMER generates per question; 0: the median answer count, at most 8"
@@ -464,7 +466,7 @@ class PrepConfig(Config):
     compound_ks: list[int] = param(
         [1, 2, 3],
         minimum=1,
-        help='source = "compound": k WordNet questions joined into one (datasets compound_k1, compound_k2, ...)',
+        help='with source "compound": k WordNet questions joined into one (datasets compound_k1, compound_k2, ...)',
     )
     compound_components: list[str] = param(
         ["senses", "kinds"], choices=COMPONENT_KINDS, help="the WordNet questions compounds join"
@@ -479,20 +481,24 @@ class PrepConfig(Config):
         100, minimum=0, help="only components whose every answer the encoder finds alone in its top N; 0: all"
     )
     use_titles: bool = param(True, help="False: the encoder and BM25 see each document's text without its title")
-    encoder: str = param("minilm", choices=tuple(ENCODERS))
+    encoder: str = param("minilm", choices=tuple(ENCODERS), help="the document encoder of the corpus")
     mapping_encoders: list[str] = param(
         ["contriever-msmarco", "inf-retriever-v1-1.5b"],
         choices=tuple(ENCODERS),
         help="paper data only: the gold mapping's dense retrievers",
     )
-    encode_batch_size: int = param(128, minimum=1)
-    shard_size: int = param(100000, minimum=1)
-    ivfpq_factories: list[str] = param(["IVF256,PQ16", "IVF256,PQ48", "IVF256,PQ96"])
+    encode_batch_size: int = param(128, minimum=1, help="documents encoded at a time")
+    shard_size: int = param(100000, minimum=1, help="document vectors per file of the corpus's embeddings")
+    ivfpq_factories: list[str] = param(
+        ["IVF256,PQ16", "IVF256,PQ48", "IVF256,PQ96"], help="FAISS index factories of the IVF-PQ sweep"
+    )
     ivfpq_nprobes: list[int] = param([8, 32, 128], minimum=1, help="inverted lists each query visits")
-    seed: int = param(0)
-    device: str = param("auto", choices=DEVICES)
-    prepared_dir: str = param("../results/prepared/wordnet")
-    figures_dir: str = param("../figures/03_real_data_prep")
+    seed: int = param(0, help="seed of the questions' draws and splits")
+    device: str = param("auto", choices=DEVICES, help="auto: the GPU when torch sees one")
+    prepared_dir: str = param("../results/prepared/wordnet", help="where the prepared benchmark goes")
+    figures_dir: str = param(
+        "../figures/03_real_data_prep", help="the figures, tables and params.yaml the notebook writes"
+    )
 
     def __post_init__(self):
         super().__post_init__()
