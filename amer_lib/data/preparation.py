@@ -85,14 +85,41 @@ def prepare_wordnet(directory: str | Path, max_train: int, max_test: int, corpus
     if (found := existing(directory, recipe)) is not None:
         return found
     rng = np.random.default_rng(seed)
-    splits = {}
-    for kind in wordnet.KINDS:
-        splits[f"wordnet_{kind}"] = {
+    splits = _wordnet_splits(max_train, max_test, rng)
+    path, size = _wordnet_corpus(directory, splits, corpus_size, rng)
+    return write_benchmark(directory, splits, path, size, {"recipe": recipe})
+
+
+def _wordnet_splits(max_train: int, max_test: int, rng: np.random.Generator) -> dict[str, dict[str, list]]:
+    """The offline benchmark's questions: a seeded sample of each WordNet kind's splits."""
+    return {
+        f"wordnet_{kind}": {
             split: _sample(wordnet.load_questions(kind, split), limit, rng)
             for split, limit in (("train", max_train), ("test", max_test))
         }
-    path, size = _wordnet_corpus(directory, splits, corpus_size, rng)
-    return write_benchmark(directory, splits, path, size, {"recipe": recipe})
+        for kind in wordnet.KINDS
+    }
+
+
+def _gold_ids(splits: dict[str, dict[str, list[MultiAnswerQuestion]]]) -> set[str]:
+    """Every gold document of the questions of `splits`."""
+    questions = [q for by_split in splits.values() for qs in by_split.values() for q in qs]
+    return {d for q in questions for docs in q.targets for d in docs}
+
+
+def offline_sizes(
+    directory: str | Path, datasets: list[str], offline_recipe: PrepConfig
+) -> tuple[dict[str, list[MultiAnswerQuestion]], int]:
+    """What `prepared_benchmark` will prepare in `directory` where it holds no benchmark yet, without
+    preparing it (nothing is written): each of `datasets`' training questions and the corpus's size,
+    `prepare_wordnet`'s draws made again. For the memory preflight before a backbone's weights are
+    fetched; a benchmark that is not the offline one fails as `prepared_benchmark` does."""
+    _check_offline(directory, datasets, offline_recipe)
+    recipe = offline_recipe
+    splits = _wordnet_splits(recipe.max_train, recipe.max_test, np.random.default_rng(recipe.seed))
+    gold = _gold_ids(splits)
+    others = len(wordnet.load_corpus().documents) - len(gold)
+    return {d: splits[d]["train"] for d in datasets}, len(gold) + max(0, min(others, recipe.corpus_size - len(gold)))
 
 
 def _wordnet_corpus(
@@ -101,9 +128,7 @@ def _wordnet_corpus(
     """`directory/corpus.tsv`: every gold gloss of the questions plus random other glosses up to
     `corpus_size` documents, in WordNet's order; its path and size."""
     corpus = wordnet.load_corpus()
-    gold = {
-        d for by_split in splits.values() for qs in by_split.values() for q in qs for docs in q.targets for d in docs
-    }
+    gold = _gold_ids(splits)
     others = [d.id for d in corpus.documents if d.id not in gold]
     extra = rng.choice(len(others), max(0, min(len(others), corpus_size - len(gold))), replace=False)
     keep = gold | {others[i] for i in extra}
@@ -571,6 +596,16 @@ def prepare(params: PrepConfig, progress: bool = True) -> tuple[Benchmark, dict]
     return benchmark, mapping
 
 
+def _check_offline(directory: str | Path, datasets: list[str], offline_recipe: PrepConfig) -> None:
+    """Fail unless `datasets` are the offline benchmark's, which `offline_recipe` prepares."""
+    offline = [d for d in datasets if d.startswith("wordnet_")]
+    if offline != list(datasets) or offline_recipe.source != "wordnet":
+        raise FileNotFoundError(
+            f"{directory} holds no prepared benchmark; prepare {list(datasets)} with "
+            "notebooks/03_real_data_prep.ipynb first (its parameter file for your data)"
+        )
+
+
 def prepared_benchmark(
     directory: str | Path, datasets: list[str], offline_recipe: PrepConfig, device: str = "auto", progress: bool = True
 ) -> Benchmark:
@@ -580,12 +615,7 @@ def prepared_benchmark(
     notebook 03."""
     directory = Path(directory)
     if not (directory / "manifest.json").exists():
-        offline = [d for d in datasets if d.startswith("wordnet_")]
-        if offline != list(datasets) or offline_recipe.source != "wordnet":
-            raise FileNotFoundError(
-                f"{directory} holds no prepared benchmark; prepare {list(datasets)} with "
-                "notebooks/03_real_data_prep.ipynb first (its parameter file for your data)"
-            )
+        _check_offline(directory, datasets, offline_recipe)
         prepare(offline_recipe.replace(prepared_dir=str(directory), device=device), progress)
     benchmark = Benchmark(directory)
     benchmark.check(datasets)
