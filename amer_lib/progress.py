@@ -24,6 +24,26 @@ def tqdm(*args, **kwargs) -> _text_tqdm:
     return _text_tqdm(*args, **kwargs)
 
 
+def count_done_before(bar: _text_tqdm, steps: int) -> None:
+    """Move `bar` on by `steps` done before it began (a resumed run's, a run read back), as its
+    `initial` would have: in its position, not in its rate."""
+    if bar.disable or not steps:
+        return
+    bar.n += steps
+    bar.last_print_n += steps  # tqdm's rate counts from here
+    bar.initial += steps
+    bar.refresh()
+
+
+def report_done_before(on_step, steps: int) -> None:
+    """Tell a step reporter `on_step` (`runs.parallel.StepReporter`: one with a `done_before`
+    method) that `steps` of its job were done before it began here, so that the bar it reports to
+    counts them at once and its estimate of the time left does not; other callbacks are only
+    called per step trained."""
+    if steps and hasattr(on_step, "done_before"):
+        on_step.done_before(steps)
+
+
 @contextmanager
 def without_library_bars():
     """Hugging Face's own bars (transformers' "Loading weights") off inside the block, put back
