@@ -56,6 +56,7 @@ from amer_lib.data.encoders import DocumentEncoder, get_encoder_spec
 from amer_lib.data.preparation import PrepConfig, offline_sizes, prepared_benchmark
 from amer_lib.data.prompts import PromptTemplate
 from amer_lib.data.questions import MultiAnswerQuestion, component_texts
+from amer_lib.progress import AmerWarning
 from amer_lib.report.summaries import summary
 from amer_lib.runs.benchmark_runs import NEGATIVE_POOL, RunContext, cached_result, run_facts
 from amer_lib.runs.configs import BASELINES, SYSTEMS, RealConfig
@@ -572,6 +573,7 @@ def oracle_comparison(params: RealConfig, results: list[dict], n_resamples: int)
         warnings.warn(
             f"the decomposition oracle runs the {compound.dataset_name(1)} single-query model, which these "
             f"datasets ({', '.join(datasets)}) do not include: the oracle is left out",
+            AmerWarning,
             stacklevel=2,
         )
     runs += [teacher_decomposition(params, d) for d in datasets]
