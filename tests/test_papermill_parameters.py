@@ -12,8 +12,9 @@ import shlex
 import nbformat
 import papermill.cli
 import pytest
+import yaml
 from click.testing import CliRunner
-from conftest import ROOT
+from conftest import ROOT, documentation
 from papermill.inspection import _infer_parameters
 from papermill.iorw import load_notebook_node
 from test_readme_commands import readme_commands
@@ -98,16 +99,25 @@ def test_a_help_papermill_cannot_read_is_refused_when_the_cell_is_written():
     ]
 
 
+def papermill_commands() -> list[str]:
+    """Every papermill command the README and docs show, in a code block or inline."""
+    text = documentation()
+    lines = [line for block in re.findall(r"```\w*\n(.*?)```", text, re.S) for line in block.splitlines()]
+    inline = re.findall(r"`(papermill [^`]+)`", text)
+    return list(dict.fromkeys(" ".join(c.split()) for c in lines + inline if c.strip().startswith("papermill ")))
+
+
 def test_readme_commands_pass_only_names_papermill_infers(monkeypatch, caplog):
     """Papermill warns "Passed unknown parameter" for a `-p` or `-f` name its parser did not infer
-    (the value still applies): no command of the README or docs would."""
-    commands = [c for c in readme_commands() if c.startswith("papermill ") and (" -p " in c or " -f " in c)]
-    assert len(commands) >= 5, commands
+    (the value still applies): no command of the README or docs would, run through papermill's
+    own command line up to the execution."""
+    commands = [c for c in papermill_commands() if " -p " in c or " -f " in c]
+    assert len(commands) >= 19 and set(readme_commands()) & set(commands), commands
     passed = []
     monkeypatch.setattr(papermill.cli, "execute_notebook", lambda **kwargs: passed.append(kwargs))
     monkeypatch.chdir(ROOT)
     for command in commands:
-        result = CliRunner().invoke(papermill.cli.papermill, shlex.split(command)[1:])
+        result = CliRunner().invoke(papermill.cli.papermill, shlex.split(command, comments=True)[1:])
         assert result.exit_code == 0, (command, result.output)
         run = passed.pop()
         names = set(run["parameters"]) - {"PAPERMILL_INPUT_PATH", "PAPERMILL_OUTPUT_PATH"}
@@ -116,3 +126,13 @@ def test_readme_commands_pass_only_names_papermill_infers(monkeypatch, caplog):
             unknown = names - {p.name for p in _infer_parameters(notebook)}
         assert names and not unknown, f"{command}: papermill would warn 'Passed unknown parameter' for {unknown}"
     assert not [r for r in caplog.records if "Unable to parse" in r.getMessage()]
+
+
+@pytest.mark.parametrize("notebook", sorted(CONFIGS))
+def test_every_parameter_file_holds_only_names_papermill_infers(notebook, caplog):
+    """The files of params/ are what `-f` passes."""
+    inferred = set(_inferred(notebook, caplog))
+    files = sorted((ROOT / "params" / notebook).glob("*.yaml"))
+    for path in files:
+        unknown = set(yaml.safe_load(path.read_text()) or {}) - inferred
+        assert not unknown, f"{path.relative_to(ROOT)}: papermill would warn 'Passed unknown parameter' for {unknown}"
