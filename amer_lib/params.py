@@ -76,7 +76,7 @@ WIDTH = 120  # ruff's line length, which the notebooks keep too
 
 def parameters_cell(notebook: str) -> str:
     """The notebook's `parameters` cell, written from its config: the header, then every parameter
-    at its default with its help as a comment (beside it where the line allows, else above)."""
+    at its default with its help as a comment beside it (its rest on comment lines below: `_assignment`)."""
     config = CONFIGS[notebook]
     lines = ["# " + line for line in textwrap.wrap(config.CELL_HEADER, WIDTH - 2)]
     defaults = config.defaults()
