@@ -78,7 +78,7 @@ WIDTH = 120  # ruff's line length, which the notebooks keep too
 
 def parameters_cell(notebook: str) -> str:
     """The notebook's `parameters` cell, written from its config: the header, then every parameter
-    at its default with its help as a comment (beside it where the line allows, else above)."""
+    at its default with its help as a comment beside it (its rest on comment lines below: `_assignment`)."""
     config = CONFIGS[notebook]
     lines = ["# " + line for line in textwrap.wrap(config.CELL_HEADER, WIDTH - 2)]
     defaults = config.defaults()
@@ -92,15 +92,24 @@ def parameters_cell(notebook: str) -> str:
 
 
 def _assignment(name: str, value: Any, help_: str) -> list[str]:
-    """A parameter's lines in the cell: its help as a comment beside it where the line allows and
-    papermill reads it (its parser skips a line holding a second `=`), else above."""
+    """A parameter's lines in the cell: its help as a comment beside its last line, where papermill
+    reads it (`papermill --help-notebook`), as much as the line allows; the rest on comment lines
+    below, which papermill skips. Papermill's parser drops a line holding a second `=`, so a help
+    with one fails here."""
+    if not help_ or "=" in help_:
+        raise ValueError(
+            f"parameter {name!r}: its help {help_!r} must be given and hold no '=' "
+            "(papermill shows the comment beside the line as the help, and skips a line with a second '=')"
+        )
     assignment = f"{name} = {_literal(value)}"
     if len(assignment) > WIDTH:  # one item per line, as ruff formats it
         items = ",\n".join("    " + _literal(item) for item in value)
         assignment = f"{name} = [\n{items},\n]"
-    if help_ and len(assignment) + len(help_) + 4 <= WIDTH and "\n" not in assignment and "=" not in help_:
-        return [f"{assignment}  # {help_}"]
-    return ["# " + line for line in textwrap.wrap(help_, WIDTH - 2)] + [assignment]
+    *above, last = assignment.split("\n")
+    words = {"break_long_words": False, "break_on_hyphens": False}  # a name or path stays whole
+    beside, *rest = textwrap.wrap(help_, WIDTH - len(last) - 4, **words)
+    rest = textwrap.wrap(" ".join(rest), WIDTH - 4, **words)
+    return above + [f"{last}  # {beside}"] + ["#   " + line for line in rest]
 
 
 def _study_levers_help(notebook: str) -> str:

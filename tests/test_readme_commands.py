@@ -101,6 +101,8 @@ def test_a_paper_scale_backbone_stops_at_once_with_what_to_fetch(tmp_path, needs
     assert result.returncode != 0
     assert f"hf download {NEEDS_WEIGHTS[needs]}" in result.stdout + result.stderr
     assert not (tmp_path / "04" / "prepared").exists() and not list(tmp_path.rglob("*.pt"))  # nothing long began
+    if "04_real_data" in command:  # the design card's: with the memory the weights will need
+        assert "memory preflight, wordnet_senses:\n  GPU peak" in result.stdout + result.stderr
 
 
 def test_notebook02_commands_run(tmp_path):

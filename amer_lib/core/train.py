@@ -34,7 +34,7 @@ from amer_lib.core.loss import (
 )
 from amer_lib.core.model import AMERQueryEncoder, Prompt
 from amer_lib.io import save_torch
-from amer_lib.progress import announce_cost, tqdm
+from amer_lib.progress import announce_cost, report_done_before, tqdm
 
 SAMPLING_MODES = ("scheduled", "teacher", "predicted")
 VALIDATION_FRACTION = 0.1  # the paper's 90/10 train / validation split
@@ -552,7 +552,8 @@ def train(
     first step after `checkpoint_seconds` without one (slow steps lose little to an interruption),
     and an existing one is resumed from, saying so; the best weights are kept in `best.pt`. With
     `progress`, a run whose second step says it will be long announces its cost. `on_step` is called
-    after every optimizer step (progress reporting from worker processes). `evaluate(model)`, at
+    after every optimizer step (progress reporting from worker processes), and told the steps a
+    resumed run had done (`progress.report_done_before`). `evaluate(model)`, at
     every validation, returns retrieval metrics recorded in the history beside the losses (the
     learning curves); it runs on rank 0 only and must not change the weights.
 
@@ -578,6 +579,7 @@ def train(
     start, result, best_state = _resume(ckpt_path, best_path, config, model, optimizer, scheduler)
     if start and main:
         print(f"resuming {run_dir} at step {start} of {config.steps}", flush=True)
+        report_done_before(on_step, start)
     model.train()
     began = time.perf_counter() - result.seconds
     saved = first_done = time.perf_counter()

@@ -85,14 +85,41 @@ def prepare_wordnet(directory: str | Path, max_train: int, max_test: int, corpus
     if (found := existing(directory, recipe)) is not None:
         return found
     rng = np.random.default_rng(seed)
-    splits = {}
-    for kind in wordnet.KINDS:
-        splits[f"wordnet_{kind}"] = {
+    splits = _wordnet_splits(max_train, max_test, rng)
+    path, size = _wordnet_corpus(directory, splits, corpus_size, rng)
+    return write_benchmark(directory, splits, path, size, {"recipe": recipe})
+
+
+def _wordnet_splits(max_train: int, max_test: int, rng: np.random.Generator) -> dict[str, dict[str, list]]:
+    """The offline benchmark's questions: a seeded sample of each WordNet kind's splits."""
+    return {
+        f"wordnet_{kind}": {
             split: _sample(wordnet.load_questions(kind, split), limit, rng)
             for split, limit in (("train", max_train), ("test", max_test))
         }
-    path, size = _wordnet_corpus(directory, splits, corpus_size, rng)
-    return write_benchmark(directory, splits, path, size, {"recipe": recipe})
+        for kind in wordnet.KINDS
+    }
+
+
+def _gold_ids(splits: dict[str, dict[str, list[MultiAnswerQuestion]]]) -> set[str]:
+    """Every gold document of the questions of `splits`."""
+    questions = [q for by_split in splits.values() for qs in by_split.values() for q in qs]
+    return {d for q in questions for docs in q.targets for d in docs}
+
+
+def offline_sizes(
+    directory: str | Path, datasets: list[str], offline_recipe: PrepConfig
+) -> tuple[dict[str, list[MultiAnswerQuestion]], int]:
+    """What `prepared_benchmark` will prepare in `directory` where it holds no benchmark yet, without
+    preparing it (nothing is written): each of `datasets`' training questions and the corpus's size,
+    `prepare_wordnet`'s draws made again. For the memory preflight before a backbone's weights are
+    fetched; a benchmark that is not the offline one fails as `prepared_benchmark` does."""
+    _check_offline(directory, datasets, offline_recipe)
+    recipe = offline_recipe
+    splits = _wordnet_splits(recipe.max_train, recipe.max_test, np.random.default_rng(recipe.seed))
+    gold = _gold_ids(splits)
+    others = len(wordnet.load_corpus().documents) - len(gold)
+    return {d: splits[d]["train"] for d in datasets}, len(gold) + max(0, min(others, recipe.corpus_size - len(gold)))
 
 
 def _wordnet_corpus(
@@ -101,9 +128,7 @@ def _wordnet_corpus(
     """`directory/corpus.tsv`: every gold gloss of the questions plus random other glosses up to
     `corpus_size` documents, in WordNet's order; its path and size."""
     corpus = wordnet.load_corpus()
-    gold = {
-        d for by_split in splits.values() for qs in by_split.values() for q in qs for docs in q.targets for d in docs
-    }
+    gold = _gold_ids(splits)
     others = [d.id for d in corpus.documents if d.id not in gold]
     extra = rng.choice(len(others), max(0, min(len(others), corpus_size - len(gold))), replace=False)
     keep = gold | {others[i] for i in extra}
@@ -442,21 +467,23 @@ class PrepConfig(Config):
         "params/03_real_data_prep/"
     )
 
-    source: str = param("wordnet", choices=SOURCES)
-    max_train: int = param(3000, minimum=1)
-    max_test: int = param(600, minimum=1)
-    corpus_size: int = param(30000, minimum=1)
-    raw_dir: str = param("../data/raw")
+    source: str = param(
+        "wordnet", choices=SOURCES, help="offline WordNet questions, the paper's data, your own files, or compounds"
+    )
+    max_train: int = param(3000, minimum=1, help="training questions per dataset, at most")
+    max_test: int = param(600, minimum=1, help="test questions per dataset, at most")
+    corpus_size: int = param(30000, minimum=1, help="WordNet corpus documents: the gold ones and random others")
+    raw_dir: str = param("../data/raw", help="paper data: the downloaded question files (the README's downloads)")
     corpus_path: str = param(
         "../data/qampari_wikipedia_chunks.jsonl",
         help="paper data (QAMPARI's chunks jsonl, the README's downloads; or a TSV), or yours (TSV id/text/title, "
         "BEIR corpus.jsonl)",
     )
     questions_path: str = param(
-        "", help='source = "files": your own questions (jsonl: qid, question, answers, targets) over corpus_path'
+        "", help='with source "files": your own questions (jsonl: qid, question, answers, targets) over corpus_path'
     )
     test_questions_path: str = param("", help='your own test split; "" draws test_fraction of questions_path (seeded)')
-    test_fraction: float = param(0.2)
+    test_fraction: float = param(0.2, help="share of questions_path drawn for testing")
     dataset_name: str = param("my_dataset", help="names its files and runs (not a built-in name)")
     n_queries: int = param(
         0, minimum=0, help="query vectors AMER generates per question; 0: the median answer count, at most 8"
@@ -464,7 +491,7 @@ class PrepConfig(Config):
     compound_ks: list[int] = param(
         [1, 2, 3],
         minimum=1,
-        help='source = "compound": k WordNet questions joined into one (datasets compound_k1, compound_k2, ...)',
+        help='with source "compound": k WordNet questions joined into one (datasets compound_k1, compound_k2, ...)',
     )
     compound_components: list[str] = param(
         ["senses", "kinds"], choices=COMPONENT_KINDS, help="the WordNet questions compounds join"
@@ -479,20 +506,24 @@ class PrepConfig(Config):
         100, minimum=0, help="only components whose every answer the encoder finds alone in its top N; 0: all"
     )
     use_titles: bool = param(True, help="False: the encoder and BM25 see each document's text without its title")
-    encoder: str = param("minilm", choices=tuple(ENCODERS))
+    encoder: str = param("minilm", choices=tuple(ENCODERS), help="the document encoder of the corpus")
     mapping_encoders: list[str] = param(
         ["contriever-msmarco", "inf-retriever-v1-1.5b"],
         choices=tuple(ENCODERS),
         help="paper data only: the gold mapping's dense retrievers",
     )
-    encode_batch_size: int = param(128, minimum=1)
-    shard_size: int = param(100000, minimum=1)
-    ivfpq_factories: list[str] = param(["IVF256,PQ16", "IVF256,PQ48", "IVF256,PQ96"])
+    encode_batch_size: int = param(128, minimum=1, help="documents encoded at a time")
+    shard_size: int = param(100000, minimum=1, help="document vectors per file of the corpus's embeddings")
+    ivfpq_factories: list[str] = param(
+        ["IVF256,PQ16", "IVF256,PQ48", "IVF256,PQ96"], help="FAISS index factories of the IVF-PQ sweep"
+    )
     ivfpq_nprobes: list[int] = param([8, 32, 128], minimum=1, help="inverted lists each query visits")
-    seed: int = param(0)
-    device: str = param("auto", choices=DEVICES)
-    prepared_dir: str = param("../results/prepared/wordnet")
-    figures_dir: str = param("../figures/03_real_data_prep")
+    seed: int = param(0, help="seed of the questions' draws and splits")
+    device: str = param("auto", choices=DEVICES, help="auto: the GPU when torch sees one")
+    prepared_dir: str = param("../results/prepared/wordnet", help="where the prepared benchmark goes")
+    figures_dir: str = param(
+        "../figures/03_real_data_prep", help="the figures, tables and params.yaml the notebook writes"
+    )
 
     def __post_init__(self):
         super().__post_init__()
@@ -566,6 +597,16 @@ def prepare(params: PrepConfig, progress: bool = True) -> tuple[Benchmark, dict]
     return benchmark, mapping
 
 
+def _check_offline(directory: str | Path, datasets: list[str], offline_recipe: PrepConfig) -> None:
+    """Fail unless `datasets` are the offline benchmark's, which `offline_recipe` prepares."""
+    offline = [d for d in datasets if d.startswith("wordnet_")]
+    if offline != list(datasets) or offline_recipe.source != "wordnet":
+        raise FileNotFoundError(
+            f"{directory} holds no prepared benchmark; prepare {list(datasets)} with "
+            "notebooks/03_real_data_prep.ipynb first (its parameter file for your data)"
+        )
+
+
 def prepared_benchmark(
     directory: str | Path, datasets: list[str], offline_recipe: PrepConfig, device: str = "auto", progress: bool = True
 ) -> Benchmark:
@@ -575,12 +616,7 @@ def prepared_benchmark(
     notebook 03."""
     directory = Path(directory)
     if not (directory / "manifest.json").exists():
-        offline = [d for d in datasets if d.startswith("wordnet_")]
-        if offline != list(datasets) or offline_recipe.source != "wordnet":
-            raise FileNotFoundError(
-                f"{directory} holds no prepared benchmark; prepare {list(datasets)} with "
-                "notebooks/03_real_data_prep.ipynb first (its parameter file for your data)"
-            )
+        _check_offline(directory, datasets, offline_recipe)
         prepare(offline_recipe.replace(prepared_dir=str(directory), device=device), progress)
     benchmark = Benchmark(directory)
     benchmark.check(datasets)

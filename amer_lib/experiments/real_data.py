@@ -20,7 +20,14 @@ import numpy as np
 import torch
 
 from amer_lib.core import distributed, memory
-from amer_lib.core.backbones import describe, get_backbone, load_tokenizer, require_weights
+from amer_lib.core.activation_memory import PROMPT_TOKENS
+from amer_lib.core.backbones import (
+    BackboneUnavailableError,
+    describe,
+    get_backbone,
+    load_tokenizer,
+    require_weights,
+)
 from amer_lib.core.device import resolve_device
 from amer_lib.core.expansion import (
     EXPANSION_SOURCES,
@@ -46,10 +53,11 @@ from amer_lib.data import compound
 from amer_lib.data.benchmark import Benchmark
 from amer_lib.data.datasets import TextData
 from amer_lib.data.encoders import DocumentEncoder, get_encoder_spec
-from amer_lib.data.preparation import PrepConfig, prepared_benchmark
+from amer_lib.data.preparation import PrepConfig, offline_sizes, prepared_benchmark
 from amer_lib.data.prompts import PromptTemplate
 from amer_lib.data.questions import MultiAnswerQuestion, component_texts
 from amer_lib.io import require_writable
+from amer_lib.progress import AmerWarning
 from amer_lib.report.summaries import summary
 from amer_lib.runs.benchmark_runs import NEGATIVE_POOL, RunContext, cached_result, run_facts
 from amer_lib.runs.configs import BASELINES, SYSTEMS, RealConfig
@@ -127,15 +135,28 @@ def memory_preflight(params: RealConfig, benchmark: Benchmark, dataset: str, pro
     backbone described once (`backbones.describe`); print it, and on a GPU stop with the settings
     that fit when it exceeds the GPU's memory (`amer_lib.core.memory`). A GPU holds one training at a
     time (`runs.dispatch.training_workers`), so one process a GPU is projected."""
-    spec, backbone = get_backbone(params.backbone), describe(params.backbone)
-    tokenizer = load_tokenizer(params.backbone)
+    spec, tokenizer = get_backbone(params.backbone), load_tokenizer(params.backbone)
     questions = benchmark.questions(dataset, "train")
     prompts = PromptTemplate.of(spec, tokenizer).tokenize(tokenizer, [q.question for q in questions])[0]
-    corpus, embedding_dim = benchmark.manifest.get("corpus_size", 0), get_encoder_spec(params.encoder).dim
+    corpus = benchmark.manifest.get("corpus_size", 0)
+    return _projection(params, dataset, prompts.shape[1], questions, corpus, progress)
+
+
+def _projection(
+    params: RealConfig,
+    dataset: str,
+    prompt_tokens: int,
+    questions: list[MultiAnswerQuestion],
+    corpus: int,
+    progress: bool,
+) -> MemoryPlan:
+    """`memory_preflight`'s plan of AMER's training on `questions` (the training split) with
+    prompts of `prompt_tokens` over a corpus of `corpus` documents."""
+    backbone, embedding_dim = describe(params.backbone), get_encoder_spec(params.encoder).dim
     device = resolve_device(params.device)
     work = memory.workload_of(
         params,
-        prompt_tokens=prompts.shape[1],
+        prompt_tokens=prompt_tokens,
         training_questions=len(questions),
         max_targets=max(len(q.targets) for q in questions),
         embedding_dim=embedding_dim,
@@ -151,6 +172,38 @@ def memory_preflight(params: RealConfig, benchmark: Benchmark, dataset: str, pro
     if progress:
         print(f"memory preflight, {dataset}:", *projected.lines(), sep="\n  ")
     return projected
+
+
+def preflight_without_weights(params: RealConfig, offline_recipe: PrepConfig) -> str:
+    """The memory preflight of each dataset where the backbone's weights are not here yet (what
+    they will need, before they are fetched): the backbone from its published config
+    (`backbones.describe`), prompts taken at the paper's `PROMPT_TOKENS` (their tokenizer comes
+    with the weights), the data of the prepared benchmark, or where none is prepared yet of the
+    offline benchmark `ready_benchmark` would prepare (`preparation.offline_sizes`, nothing
+    written); on a GPU it does not fit, the settings that fit. Its text, for the error that asks
+    for the weights (papermill shows a failed notebook's error, not what its cells printed)."""
+    directory = Path(params.prepared_dir)
+    try:
+        if (directory / "manifest.json").exists():
+            benchmark = Benchmark(directory)
+            benchmark.check(params.datasets)
+            train = {dataset: benchmark.questions(dataset, "train") for dataset in params.datasets}
+            corpus = benchmark.manifest.get("corpus_size", 0)
+        else:
+            train, corpus = offline_sizes(directory, params.datasets, offline_recipe)
+    except (FileNotFoundError, ValueError) as error:
+        return f"The memory preflight needs the prepared datasets: {error}"
+    lines = [
+        f"The memory preflight of {params.backbone} from its published config (prompts taken at the paper's "
+        f"{PROMPT_TOKENS} tokens: the tokenizer comes with the weights):"
+    ]
+    for dataset in params.datasets:
+        try:
+            projected = _projection(params, dataset, PROMPT_TOKENS, train[dataset], corpus, progress=False)
+            lines += [f"memory preflight, {dataset}:", *["  " + line for line in projected.lines()]]
+        except memory.MemoryPreflightError as error:
+            lines.append(f"memory preflight, {dataset}: {error}")
+    return "\n".join(lines)
 
 
 def run_index(
@@ -194,7 +247,8 @@ def validation_retrieval(
 
 def ready_benchmark(params: RealConfig, offline_recipe: PrepConfig, progress: bool = True) -> Benchmark:
     """The prepared benchmark the runs need, checked before any training: the backbone's weights are
-    on this machine (else the error says what to fetch), the datasets are in the benchmark, and the
+    on this machine (else the error says what to fetch, and the memory preflight of what they will
+    need: `preflight_without_weights`), the datasets are in the benchmark, and the
     corpus is encoded with `encoder`. The offline WordNet benchmark is prepared here when it is
     missing, with `offline_recipe` (notebook 03's defaults: the call notebook 03 makes); any other
     benchmark must come from notebook 03. Notebook 04 must train single-query: its tables compare
@@ -205,7 +259,10 @@ def ready_benchmark(params: RealConfig, offline_recipe: PrepConfig, progress: bo
             "(the relative gains, the bootstrap, the baselines built on its model); add 'single' "
             f"(valid systems: {', '.join(SYSTEMS)})"
         )
-    require_weights(params.backbone)
+    try:
+        require_weights(params.backbone)
+    except BackboneUnavailableError as error:  # what the weights will need, said with what to fetch
+        raise BackboneUnavailableError(f"{error}\n\n{preflight_without_weights(params, offline_recipe)}") from None
     benchmark = prepared_benchmark(params.prepared_dir, params.datasets, offline_recipe, params.device, progress)
     try:
         benchmark.embeddings(params.encoder)
@@ -518,6 +575,7 @@ def oracle_comparison(params: RealConfig, results: list[dict], n_resamples: int)
         warnings.warn(
             f"the decomposition oracle runs the {compound.dataset_name(1)} single-query model, which these "
             f"datasets ({', '.join(datasets)}) do not include: the oracle is left out",
+            AmerWarning,
             stacklevel=2,
         )
     runs += [teacher_decomposition(params, d) for d in datasets]

@@ -14,6 +14,7 @@ from amer_lib.core.metrics import same_vs_random_cosine
 from amer_lib.core.search import IVFPQIndex, ShardedFlatIndex, recall_against_exact, training_points_needed
 from amer_lib.data.benchmark import SPLITS, Benchmark
 from amer_lib.data.encoders import DocumentEncoder
+from amer_lib.progress import AmerWarning
 
 
 def statistics(benchmark: Benchmark) -> list[dict]:
@@ -119,6 +120,7 @@ def index_check(
             warnings.warn(
                 f"IVF-PQ check of {factory} skipped: the corpus has {len(shards):,} documents and faiss needs "
                 f"{needed:,} to train it (an index this size is for larger corpora; exact search suffices here)",
+                AmerWarning,
                 stacklevel=2,
             )
         else:

@@ -26,6 +26,7 @@ from amer_lib.core.train import TrainResult, split_train_validation, train
 from amer_lib.data.datasets import VectorData
 from amer_lib.data.synthetic import N_TARGETS, SyntheticTask, task_from_params
 from amer_lib.io import git_commit
+from amer_lib.progress import report_done_before
 from amer_lib.runs.configs import SyntheticConfig
 from amer_lib.runs.dispatch import run_jobs
 from amer_lib.runs.query_encoders import (
@@ -169,6 +170,7 @@ def run_setting(
     for system, name, hit in zip([*params.systems, "oracle"], names, cached):
         if hit:
             results.append(hit)
+            report_done_before(on_step, params.steps if system != "oracle" else 0)  # the job's steps count it
             continue
         if system == "oracle" and not distributed.is_main():
             continue

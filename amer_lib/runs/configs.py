@@ -32,6 +32,24 @@ BASELINES = ("query_expansion", "rerank")  # derived from notebook 04's single-q
 MMR_QUERIES = ("trained", "encoder")  # MMR's Sim_q: the trained single-query vector, or the document encoder's
 
 
+# the help of parameters several notebooks share (`help` of `param`)
+DEVICE_HELP = "auto: the GPU when torch sees one"
+PREPARED_HELP = "the benchmark notebook 03 prepares"
+RESULTS_HELP = "where the notebook writes what it computes"
+RUNS_HELP = "the trainings' checkpoints and runs (a rerun resumes or reuses them)"
+FIGURES_HELP = "the figures, tables and params.yaml the notebook writes"
+SYSTEMS_HELP = "single-query (one query vector) and AMER (n, generated autoregressively)"
+FINETUNE_HELP = "full: every weight trained; lora: LoRA adapters and the two projections"
+STEPS_HELP = "training steps per run"
+BATCH_HELP = "examples (questions) per training step"
+LR_HELP = "learning rate (AdamW)"
+SAMPLING_HELP = "what AMER is fed back in training: scheduled sampling, the targets (teacher) or its own vectors"
+EVAL_EVERY_HELP = "validation every this many steps; the best validation loss's weights are kept"
+SEARCH_DEPTH_HELP = "documents each query vector's search returns before the merge"
+BOOTSTRAP_HELP = "paired bootstrap resamples of the significance tests"
+MERGES_HELP = "ways to merge the query vectors' rankings into one (amer_lib.core.merge)"
+
+
 def temperature_param():
     """Notebooks 02 and 04's InfoNCE temperature, declared once."""
     return param(0.05, help="InfoNCE temperature (the paper's tuning grid: 0.02-0.05)")
@@ -86,7 +104,7 @@ class FailureConfig(Config):
     datasets: list[str] = param(
         ["wordnet_senses", "wordnet_kinds"], help="any dataset of the prepared benchmark (checked against it)"
     )
-    retrievers: list[str] = param(["minilm", "bm25"], choices=RETRIEVERS)
+    retrievers: list[str] = param(["minilm", "bm25"], choices=RETRIEVERS, help="off-the-shelf retrievers measured")
     bm25_distance_encoder: str = param(
         "minilm", choices=tuple(ENCODERS), help="BM25 has no embeddings of its own to measure target distances in"
     )
@@ -96,10 +114,10 @@ class FailureConfig(Config):
     min_questions: int = param(
         40, minimum=4, help="an answer-set-size column holds at least this many questions (smaller sizes merge)"
     )
-    device: str = param("auto", choices=DEVICES)
-    prepared_dir: str = param("../results/prepared/wordnet")
-    results_dir: str = param("../results/01_failure_analysis")
-    figures_dir: str = param("../figures/01_failure_analysis")
+    device: str = param("auto", choices=DEVICES, help=DEVICE_HELP)
+    prepared_dir: str = param("../results/prepared/wordnet", help=PREPARED_HELP)
+    results_dir: str = param("../results/01_failure_analysis", help=RESULTS_HELP)
+    figures_dir: str = param("../figures/01_failure_analysis", help=FIGURES_HELP)
 
 
 @dataclass(frozen=True)
@@ -112,14 +130,21 @@ class SyntheticConfig(Config):
         "with other jobs). Paper scale: params/02_synthetic/*.yaml"
     )
 
-    settings: list[str] = param(["single", "multi", "ood"], choices=tuple(SETTINGS), run=False)
-    transforms: list[str] = param(["linear", "mlp"], choices=TRANSFORMS, run=False)
-    systems: list[str] = param(["single", "amer"], choices=SYSTEMS, run=False)
-    dim: int = param(128, minimum=1)
-    n_train: int = param(20000, minimum=1)
-    n_test: int = param(1000, minimum=1)
-    corpus_size: int = param(200000, minimum=1)
-    mlp_layers: int = param(2)
+    settings: list[str] = param(
+        ["single", "multi", "ood"],
+        choices=tuple(SETTINGS),
+        run=False,
+        help="input distributions: one Gaussian, several, or out-of-distribution test inputs",
+    )
+    transforms: list[str] = param(
+        ["linear", "mlp"], choices=TRANSFORMS, run=False, help="maps from an input to its targets"
+    )
+    systems: list[str] = param(["single", "amer"], choices=SYSTEMS, run=False, help=SYSTEMS_HELP)
+    dim: int = param(128, minimum=1, help="dimension of the inputs and targets")
+    n_train: int = param(20000, minimum=1, help="training inputs per setting")
+    n_test: int = param(1000, minimum=1, help="test inputs per setting")
+    corpus_size: int = param(200000, minimum=1, help="vectors searched: the test targets and random negatives")
+    mlp_layers: int = param(2, help="layers of the MLP transform")
     mlp_sweep_dims: list[int] = param(
         [],
         minimum=1,
@@ -136,12 +161,14 @@ class SyntheticConfig(Config):
     backbone: str = param(
         "tiny", choices=tuple(BACKBONES), or_folder=True, help="or a local model folder (the paper: Llama-3.2-1B)"
     )
-    backbone_overrides: dict = param({})
-    finetune: str = param("full", choices=FINETUNE_MODES)
-    n_queries: int = param(5, minimum=1)
-    steps: int = param(1000, minimum=1)
-    batch_size: int = param(256, minimum=1)
-    lr: float = param(0.005)
+    backbone_overrides: dict = param(
+        {}, help="config values of a randomly initialised backbone, e.g. {hidden_size: 64}; {}: its own"
+    )
+    finetune: str = param("full", choices=FINETUNE_MODES, help=FINETUNE_HELP)
+    n_queries: int = param(5, minimum=1, help="query vectors AMER generates per input")
+    steps: int = param(1000, minimum=1, help=STEPS_HELP)
+    batch_size: int = param(256, minimum=1, help=BATCH_HELP)
+    lr: float = param(0.005, help=LR_HELP)
     temperature: float = temperature_param()
     matched_loss: str = matched_loss_param()
     tuning_grid: dict = param(
@@ -150,14 +177,14 @@ class SyntheticConfig(Config):
         help="{} or lists of lr, batch_size, temperature, epochs; "
         "e.g. params/02_synthetic/tuning.yaml: appendix A.5's grid, searched before the runs below",
     )
-    sampling: str = param("scheduled", choices=SAMPLING_MODES)
+    sampling: str = param("scheduled", choices=SAMPLING_MODES, help=SAMPLING_HELP)
     sampling_rate: float = param(
-        2, help="scheduled sampling p = min(0.8, rate * step / steps); the paper: 1 (see the note above)"
+        2, help="scheduled sampling's p is min(0.8, rate * step / steps); the paper: 1 (see the note above)"
     )
-    eval_every: int = param(200, minimum=1)
-    search_depth: int = param(100, minimum=1)
-    seed: int = param(0)
-    device: str = param("auto", choices=DEVICES)
+    eval_every: int = param(200, minimum=1, help=EVAL_EVERY_HELP)
+    search_depth: int = param(100, minimum=1, help=SEARCH_DEPTH_HELP)
+    seed: int = param(0, help="seed of the task and of the training")
+    device: str = param("auto", choices=DEVICES, help=DEVICE_HELP)
     mixed_precision: bool = param(False, help="bfloat16 autocast (and bfloat16 frozen weights under LoRA), any device")
     micro_batch_size: int = micro_batch_param()
     gradient_checkpointing: bool = checkpointing_param()
@@ -169,9 +196,9 @@ class SyntheticConfig(Config):
         run=False,
         help="processes (one GPU each) training every run together, torchrun; they share the batch",
     )
-    results_dir: str = param("../results/02_synthetic")
-    runs_dir: str = param("../runs/02_synthetic")
-    figures_dir: str = param("../figures/02_synthetic", run=False)
+    results_dir: str = param("../results/02_synthetic", help=RESULTS_HELP)
+    runs_dir: str = param("../runs/02_synthetic", help=RUNS_HELP)
+    figures_dir: str = param("../figures/02_synthetic", run=False, help=FIGURES_HELP)
     # the MLP sweep's bug cells train on this transform's targets and test on the setting's
     train_transform: str | None = internal(None, choices=TRANSFORMS)
     # notebook 07: > 0 trains a stop head beside the matched loss (`amer_lib.core.loss.stop_loss`)
@@ -209,7 +236,7 @@ class RealConfig(Config):
         run=False,
         help="any dataset of the prepared benchmark (checked against it)",
     )
-    systems: list[str] = param(["single", "amer"], choices=SYSTEMS, run=False)
+    systems: list[str] = param(["single", "amer"], choices=SYSTEMS, run=False, help=SYSTEMS_HELP)
     baselines: list[str] = param(
         ["query_expansion", "rerank"],
         choices=BASELINES,
@@ -232,16 +259,16 @@ class RealConfig(Config):
         "document encoder's (the paper)",
     )
     backbone: str = param("minilm", choices=tuple(BACKBONES), or_folder=True, help="or a local model folder")
-    encoder: str = param("minilm", choices=tuple(ENCODERS))
+    encoder: str = param("minilm", choices=tuple(ENCODERS), help="the document encoder (the prepared corpus's vectors)")
     finetune: str = param(
         "auto",
         choices=("auto", *FINETUNE_MODES),
         help="auto: LoRA for a backbone of a billion parameters or more (the paper's recipe), else full",
     )
-    seeds: list[int] = param([0, 1, 2], run=False)
-    steps: int = param(300, minimum=1)
-    batch_size: int = param(32, minimum=1)
-    lr: float = param(0.0003)
+    seeds: list[int] = param([0, 1, 2], run=False, help="one training per seed and system")
+    steps: int = param(300, minimum=1, help=STEPS_HELP)
+    batch_size: int = param(32, minimum=1, help=BATCH_HELP)
+    lr: float = param(0.0003, help=LR_HELP)
     temperature: float = temperature_param()
     matched_loss: str = matched_loss_param()
     tuning_grid: dict = param(
@@ -250,7 +277,7 @@ class RealConfig(Config):
         help="{} or lists of lr, batch_size, temperature, epochs; "
         "e.g. params/04_real_data/tuning_qampari.yaml: the paper's grid, searched before the runs below",
     )
-    sampling: str = param("scheduled", choices=SAMPLING_MODES)
+    sampling: str = param("scheduled", choices=SAMPLING_MODES, help=SAMPLING_HELP)
     exclude_fed_targets: bool = param(True, help="not in the paper: see above; the paper files set False")
     single_target_step: bool = param(
         False, study=True, help="the authors' code's extra single-query step per iteration (not in the paper)"
@@ -319,9 +346,9 @@ class RealConfig(Config):
         '"findable": the prepared training compounds (components the off-the-shelf encoder finds, in the shipped '
         'recipe); "corpus": every training component whose documents the corpus holds, five times as many there',
     )
-    eval_every: int = param(100, minimum=1)
-    search_depth: int = param(100, minimum=100)
-    bootstrap_resamples: int = param(10000, minimum=1, run=False)
+    eval_every: int = param(100, minimum=1, help=EVAL_EVERY_HELP)
+    search_depth: int = param(100, minimum=100, help=SEARCH_DEPTH_HELP)
+    bootstrap_resamples: int = param(10000, minimum=1, run=False, help=BOOTSTRAP_HELP)
     workers: int = workers_param("runs")
     threads: int = threads_param()
     nproc_per_node: int = param(
@@ -330,7 +357,7 @@ class RealConfig(Config):
         run=False,
         help="processes (one GPU each) training every run together, torchrun; they share the batch",
     )
-    device: str = param("auto", choices=DEVICES)
+    device: str = param("auto", choices=DEVICES, help=DEVICE_HELP)
     mixed_precision: bool | str = param(
         "auto",
         choices=(True, False, "auto"),
@@ -338,10 +365,10 @@ class RealConfig(Config):
     )
     micro_batch_size: int = micro_batch_param()
     gradient_checkpointing: bool = checkpointing_param()
-    prepared_dir: str = param("../results/prepared/wordnet")
-    results_dir: str = param("../results/04_real_data")
-    runs_dir: str = param("../runs/04_real_data")
-    figures_dir: str = param("../figures/04_real_data", run=False)
+    prepared_dir: str = param("../results/prepared/wordnet", help=PREPARED_HELP)
+    results_dir: str = param("../results/04_real_data", help=RESULTS_HELP)
+    runs_dir: str = param("../runs/04_real_data", help=RUNS_HELP)
+    figures_dir: str = param("../figures/04_real_data", run=False, help=FIGURES_HELP)
     stop_weight: float = internal(0.0)  # as SyntheticConfig's
 
     def __post_init__(self):
@@ -392,16 +419,18 @@ class AblationConfig(Config):
         ["../results/04_real_data/params_minilm_wordnet_senses+wordnet_kinds.yaml"],
         help="the params_<tag>.yaml notebook 04 writes beside its runs, one per backbone (they are reused)",
     )
-    synthetic_transforms: list[str] = param(["linear", "mlp"], choices=TRANSFORMS)
-    synthetic_setting: str = param("multi", choices=tuple(SETTINGS))
-    sampling_modes: list[str] = param(["scheduled", "predicted", "teacher"], choices=SAMPLING_MODES)
+    synthetic_transforms: list[str] = param(["linear", "mlp"], choices=TRANSFORMS, help="notebook 02's transforms")
+    synthetic_setting: str = param("multi", choices=tuple(SETTINGS), help="notebook 02's setting")
+    sampling_modes: list[str] = param(
+        ["scheduled", "predicted", "teacher"], choices=SAMPLING_MODES, help="training sampling modes compared"
+    )
     real_seeds: list[int] = param([0], help="notebook 04 trained three; the other modes cost a training each")
-    vector_counts: list[int] = param([1, 2, 3, 4, 5, 6, 7, 8], minimum=1)
-    merges: list[str] = param(["round_robin", "rrf", "max_score"], choices=tuple(MERGES))
-    bootstrap_resamples: int = param(10000, minimum=1)
-    results_dir: str = param("../results/05_ablations")
-    runs_dir: str = param("../runs/05_ablations")
-    figures_dir: str = param("../figures/05_ablations")
+    vector_counts: list[int] = param([1, 2, 3, 4, 5, 6, 7, 8], minimum=1, help="numbers of query vectors compared")
+    merges: list[str] = param(["round_robin", "rrf", "max_score"], choices=tuple(MERGES), help=MERGES_HELP)
+    bootstrap_resamples: int = param(10000, minimum=1, help=BOOTSTRAP_HELP)
+    results_dir: str = param("../results/05_ablations", help=RESULTS_HELP)
+    runs_dir: str = param("../runs/05_ablations", help=RUNS_HELP)
+    figures_dir: str = param("../figures/05_ablations", help=FIGURES_HELP)
 
 
 @dataclass(frozen=True)
@@ -417,13 +446,13 @@ class BeyondConfig(Config):
         help="the params.yaml notebook 02 writes beside its runs: the varying task's model and budget",
     )
     synthetic_steps: int = param(1000, minimum=1, help="the varying task's training steps (notebook 02's budget)")
-    synthetic_seeds: list[int] = param([0])
+    synthetic_seeds: list[int] = param([0], help="the varying task's seeds, one training each")
     stop_weight: float = param(1.0, help="the stop loss's weight beside the matched loss (varying task)")
     real_params: list[str] = param(
         ["../results/04_real_data/params_minilm_wordnet_senses+wordnet_kinds.yaml"],
         help="the params_<tag>.yaml notebook 04 writes beside its runs, one per backbone (their AMER runs are reused)",
     )
-    real_seeds: list[int] = param([0, 1, 2])
+    real_seeds: list[int] = param([0, 1, 2], help="AMER runs of notebook 04 to search with")
     max_n: int = param(
         8,
         minimum=1,
@@ -434,11 +463,12 @@ class BeyondConfig(Config):
     merges: list[str] = param(
         ["round_robin", "coverage", "rrf", "max_score", "ranx_rrf", "combsum", "combmnz", "max_zmuv"],
         choices=tuple(MERGES),
+        help=MERGES_HELP,
     )
-    bootstrap_resamples: int = param(10000, minimum=1)
-    results_dir: str = param("../results/07_beyond")
-    runs_dir: str = param("../runs/07_beyond")
-    figures_dir: str = param("../figures/07_beyond")
+    bootstrap_resamples: int = param(10000, minimum=1, help=BOOTSTRAP_HELP)
+    results_dir: str = param("../results/07_beyond", help=RESULTS_HELP)
+    runs_dir: str = param("../runs/07_beyond", help=RUNS_HELP)
+    figures_dir: str = param("../figures/07_beyond", help=FIGURES_HELP)
 
 
 @dataclass(frozen=True)
@@ -456,11 +486,13 @@ class DiversityConfig(Config):
         "../results/02_synthetic/params.yaml",
         help="the params.yaml notebook 02 writes beside its runs (only its task is rebuilt)",
     )
-    synthetic_setting: str = param("multi", choices=tuple(SETTINGS))
+    synthetic_setting: str = param("multi", choices=tuple(SETTINGS), help="notebook 02's setting")
     seeds: list[int] = param([0, 1, 2], help="AMER runs of notebook 04 to generate with")
     target_split: str = param(
         "train", choices=("train", "test"), help="the paper's Figure 5 compares with the training targets"
     )
-    random_pairs: int = param(10000, minimum=1)
+    random_pairs: int = param(
+        10000, minimum=1, help="pairs of targets of two random questions, the baseline cosine (the paper's appendix)"
+    )
     seen_questions: int = param(600, minimum=1, help="training questions per run in the seen-vs-unseen comparison")
-    figures_dir: str = param("../figures/06_diversity_analysis")
+    figures_dir: str = param("../figures/06_diversity_analysis", help=FIGURES_HELP)

@@ -12,14 +12,18 @@ import os
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+from queue import Empty
 
 from amer_lib.io import end_with_parent
-from amer_lib.progress import announce_cost, tqdm
+from amer_lib.progress import announce_cost, count_done_before, tqdm
+
+DONE_BEFORE = "done before"  # a worker's message of the steps its job had done before it began here
 
 
 class StepReporter:
     """Counts a worker's training steps and sends them to the parent's progress bar: the first at
-    once (the parent times it for its estimate), then in chunks."""
+    once (the parent times it for its estimate), then in chunks; and, apart, the steps its job had
+    done before (a resumed run's, a run read back: `progress.report_done_before`)."""
 
     def __init__(self, queue, every: int = 10):
         self.queue, self.every, self.count, self.sent = queue, every, 0, False
@@ -30,6 +34,10 @@ class StepReporter:
             self.flush()
             self.sent = True
 
+    def done_before(self, steps: int) -> None:
+        self.flush()
+        self.queue.put((DONE_BEFORE, steps))
+
     def flush(self) -> None:
         if self.count:
             self.queue.put(self.count)
@@ -37,6 +45,7 @@ class StepReporter:
 
 
 TIMED_SECONDS = 30.0  # how long the parent times the steps before it estimates the rest
+LATE_SECONDS = 2.0  # how long the parent waits, once every job is done, for step counts still on their way
 _STEPS = None  # in a worker: the queue its training steps go to (set by `_start_worker`)
 
 
@@ -74,7 +83,9 @@ def run_parallel(
     in job order. `gpus`: one GPU name per worker, the only GPU that worker sees (its
     CUDA_VISIBLE_DEVICES). The first failure cancels what has not started. With
     `progress`, long work is announced with its cost once the steps after the first were timed for
-    `TIMED_SECONDS` (the workers' start-up and the first step's warm-up left out)."""
+    `TIMED_SECONDS` (the workers' start-up and the first step's warm-up left out). The bar counts
+    the steps the jobs had done before (resumed runs) at once, and the estimate only the steps
+    trained here and those left; the bar closes at `total_steps` once every count arrived."""
     if gpus is not None and len(gpus) != workers:
         raise ValueError(f"{workers} workers need one GPU each, got {len(gpus)}: {gpus}")
     context = multiprocessing.get_context("spawn")
@@ -93,21 +104,38 @@ def run_parallel(
     ):
         futures = {pool.submit(_call_reporting, function, job): i for i, job in enumerate(jobs)}
         pending = set(futures)
-        first = None  # (time, steps) at the first report: start-up is over
+        counts = {"trained": 0, DONE_BEFORE: 0}
+        first = None  # (time, steps trained) at the first report: start-up is over
         announced = False
         while pending:
             done, pending = wait(pending, timeout=1.0, return_when=FIRST_EXCEPTION)
             while not queue.empty():
-                bar.update(queue.get())
-            now = time.perf_counter()
-            if first is None and bar.n:
-                first = (now, bar.n)
-            elif first and not announced and progress and now - first[0] >= TIMED_SECONDS and bar.n > first[1]:
+                _count(queue.get(), bar, counts)
+            now, trained = time.perf_counter(), counts["trained"]
+            if first is None and trained:
+                first = (now, trained)
+            elif first and not announced and progress and now - first[0] >= TIMED_SECONDS and trained > first[1]:
                 announced = True
-                announce_cost(f"{desc}, {workers} workers", bar.n - first[1], now - first[0], total_steps - bar.n)
+                left = total_steps - trained - counts[DONE_BEFORE]
+                announce_cost(f"{desc}, {workers} workers", trained - first[1], now - first[0], left)
             for future in done:
                 if future.exception() is not None:
                     pool.shutdown(wait=False, cancel_futures=True)
                     raise future.exception()
                 results[futures[future]] = future.result()
+        while 0 < sum(counts.values()) < total_steps:  # a job's last counts may come after its result
+            try:
+                _count(queue.get(timeout=LATE_SECONDS), bar, counts)
+            except Empty:
+                break
     return [results[i] for i in range(len(jobs))]
+
+
+def _count(message, bar, counts: dict[str, int]) -> None:
+    """A worker's message on the parent's bar and in `counts`: steps trained, or done before."""
+    if isinstance(message, tuple):
+        counts[DONE_BEFORE] += message[1]
+        count_done_before(bar, message[1])
+    else:
+        counts["trained"] += message
+        bar.update(message)

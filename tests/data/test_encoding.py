@@ -17,6 +17,7 @@ from amer_lib.core.search import (
 from amer_lib.data.corpus import Document
 from amer_lib.data.encoders import EmbeddingShards, encode_corpus
 from amer_lib.data.questions import DataFormatError
+from amer_lib.progress import AmerWarning
 
 
 def test_interrupted_encoding_resumes_to_the_same_shards(tmp_path):
@@ -130,7 +131,7 @@ def test_an_index_the_corpus_is_too_small_to_train_is_skipped_saying_so(tmp_path
     class Question:
         question: str
 
-    with pytest.warns(UserWarning, match=r"IVF16,PQ4 skipped: the corpus has 700 documents and faiss needs 9,984"):
+    with pytest.warns(AmerWarning, match=r"IVF16,PQ4 skipped: the corpus has 700 documents and faiss needs 9,984"):
         rows = index_check(Questions(), Encoder(), ["IVF16,PQ4x4", "IVF16,PQ4"], [4, 16])
     assert [(r["index"], r["nprobe"]) for r in rows] == [
         ("exact (float16 shards)", "-"),
