@@ -81,7 +81,7 @@ def run_parallel(
 ) -> list:
     """`function(*job, on_step=callback)` for every job in `workers` spawned processes; results
     in job order. `gpus`: one GPU name per worker, the only GPU that worker sees (its
-    CUDA_VISIBLE_DEVICES). The first failure cancels what has not started. With
+    CUDA_VISIBLE_DEVICES). The first failure, or an interrupt, ends every job at once. With
     `progress`, long work is announced with its cost once the steps after the first were timed for
     `TIMED_SECONDS` (the workers' start-up and the first step's warm-up left out). The bar counts
     the steps the jobs had done before (resumed runs) at once, and the estimate only the steps
@@ -102,33 +102,47 @@ def run_parallel(
         ) as pool,
         tqdm(total=total_steps, desc=f"{desc}, {workers} workers", disable=not progress) as bar,
     ):
-        futures = {pool.submit(_call_reporting, function, job): i for i, job in enumerate(jobs)}
-        pending = set(futures)
-        counts = {"trained": 0, DONE_BEFORE: 0}
-        first = None  # (time, steps trained) at the first report: start-up is over
-        announced = False
-        while pending:
-            done, pending = wait(pending, timeout=1.0, return_when=FIRST_EXCEPTION)
-            while not queue.empty():
-                _count(queue.get(), bar, counts)
-            now, trained = time.perf_counter(), counts["trained"]
-            if first is None and trained:
-                first = (now, trained)
-            elif first and not announced and progress and now - first[0] >= TIMED_SECONDS and trained > first[1]:
-                announced = True
-                left = total_steps - trained - counts[DONE_BEFORE]
-                announce_cost(f"{desc}, {workers} workers", trained - first[1], now - first[0], left)
-            for future in done:
-                if future.exception() is not None:
-                    pool.shutdown(wait=False, cancel_futures=True)
-                    raise future.exception()
-                results[futures[future]] = future.result()
-        while 0 < sum(counts.values()) < total_steps:  # a job's last counts may come after its result
-            try:
-                _count(queue.get(timeout=LATE_SECONDS), bar, counts)
-            except Empty:
-                break
+        try:
+            futures = {pool.submit(_call_reporting, function, job): i for i, job in enumerate(jobs)}
+            pending = set(futures)
+            counts = {"trained": 0, DONE_BEFORE: 0}
+            first = None  # (time, steps trained) at the first report: start-up is over
+            announced = False
+            while pending:
+                done, pending = wait(pending, timeout=1.0, return_when=FIRST_EXCEPTION)
+                while not queue.empty():
+                    _count(queue.get(), bar, counts)
+                now, trained = time.perf_counter(), counts["trained"]
+                if first is None and trained:
+                    first = (now, trained)
+                elif first and not announced and progress and now - first[0] >= TIMED_SECONDS and trained > first[1]:
+                    announced = True
+                    left = total_steps - trained - counts[DONE_BEFORE]
+                    announce_cost(f"{desc}, {workers} workers", trained - first[1], now - first[0], left)
+                for future in done:
+                    if future.exception() is not None:
+                        raise future.exception()
+                    results[futures[future]] = future.result()
+            while 0 < sum(counts.values()) < total_steps:  # a job's last counts may come after its result
+                try:
+                    _count(queue.get(timeout=LATE_SECONDS), bar, counts)
+                except Empty:
+                    break
+        except BaseException:  # a failure, or KeyboardInterrupt: JupyterLab interrupts the kernel alone
+            _end_workers(pool)
+            raise
     return [results[i] for i in range(len(jobs))]
+
+
+def _end_workers(pool: ProcessPoolExecutor) -> None:
+    """End the pool's workers now: the queued jobs cancelled, the running ones terminated (their runs
+    resume from their last checkpoint), rather than the pool's exit waiting for every job to finish."""
+    processes = list(pool._processes.values())  # no public handle before Python 3.14's terminate_workers
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        process.join(timeout=10)
 
 
 def _count(message, bar, counts: dict[str, int]) -> None:

@@ -53,6 +53,32 @@ def test_workers_end_when_the_parent_is_killed(tmp_path):
     assert not any(alive(pid) for pid in workers)
 
 
+def test_an_interrupt_to_the_parent_alone_ends_the_workers_at_once(tmp_path):
+    """JupyterLab's interrupt sends SIGINT to the kernel alone, not to its workers: the parent's
+    KeyboardInterrupt must end them, not wait for their 120 s jobs (nor start the queued ones)."""
+    script, pids = tmp_path / "sleeper.py", tmp_path / "pids"
+    script.write_text(SLEEPER.replace("[(sys.argv[1],), (sys.argv[1],)]", "[(sys.argv[1],)] * 3"))
+    parent = subprocess.Popen([sys.executable, str(script), str(pids)], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and (not pids.exists() or len(pids.read_text().split()) < 2):
+            time.sleep(0.5)
+        workers = [int(pid) for pid in pids.read_text().split()]
+        assert len(workers) == 2
+        parent.send_signal(signal.SIGINT)
+        started = time.time()
+        _, stderr = parent.communicate(timeout=30)
+        assert time.time() - started < 15 and parent.returncode != 0 and "KeyboardInterrupt" in stderr
+    finally:
+        parent.kill()
+        parent.wait()
+    deadline = time.time() + 15
+    while time.time() < deadline and any(alive(pid) for pid in workers):
+        time.sleep(0.5)
+    assert not any(alive(pid) for pid in workers)
+    assert len(pids.read_text().split()) == 2  # the queued third job never started
+
+
 def test_the_suites_teardown_finds_a_process_a_test_left_orphaned():
     """conftest's end-of-session check sees every process the tests started, also one whose parent
     exited (re-parented to init), by the mark it inherits."""
