@@ -26,6 +26,7 @@ from amer_lib.core.train import SAMPLING_MODES
 from amer_lib.data.compound import TRAIN_COMPONENTS
 from amer_lib.data.encoders import ENCODERS, RETRIEVERS
 from amer_lib.data.synthetic import SETTINGS, TRANSFORMS
+from amer_lib.io import FIGURES_HELP
 
 SYSTEMS = ("single", "amer")  # one query vector, or the autoregressive sequence of n
 BASELINES = ("query_expansion", "rerank")  # derived from notebook 04's single-query runs
@@ -99,7 +100,7 @@ class FailureConfig(Config):
     device: str = param("auto", choices=DEVICES)
     prepared_dir: str = param("../results/prepared/wordnet")
     results_dir: str = param("../results/01_failure_analysis")
-    figures_dir: str = param("../figures/01_failure_analysis")
+    figures_dir: str = param("", help=FIGURES_HELP)
 
 
 @dataclass(frozen=True)
@@ -171,7 +172,7 @@ class SyntheticConfig(Config):
     )
     results_dir: str = param("../results/02_synthetic")
     runs_dir: str = param("../runs/02_synthetic")
-    figures_dir: str = param("../figures/02_synthetic", run=False)
+    figures_dir: str = param("", run=False, help=FIGURES_HELP)
     # the MLP sweep's bug cells train on this transform's targets and test on the setting's
     train_transform: str | None = internal(None, choices=TRANSFORMS)
     # notebook 07: > 0 trains a stop head beside the matched loss (`amer_lib.core.loss.stop_loss`)
@@ -341,7 +342,7 @@ class RealConfig(Config):
     prepared_dir: str = param("../results/prepared/wordnet")
     results_dir: str = param("../results/04_real_data")
     runs_dir: str = param("../runs/04_real_data")
-    figures_dir: str = param("../figures/04_real_data", run=False)
+    figures_dir: str = param("", run=False, help=FIGURES_HELP)
     stop_weight: float = internal(0.0)  # as SyntheticConfig's
 
     def __post_init__(self):
@@ -401,7 +402,7 @@ class AblationConfig(Config):
     bootstrap_resamples: int = param(10000, minimum=1)
     results_dir: str = param("../results/05_ablations")
     runs_dir: str = param("../runs/05_ablations")
-    figures_dir: str = param("../figures/05_ablations")
+    figures_dir: str = param("", help=FIGURES_HELP)
 
 
 @dataclass(frozen=True)
@@ -438,7 +439,7 @@ class BeyondConfig(Config):
     bootstrap_resamples: int = param(10000, minimum=1)
     results_dir: str = param("../results/07_beyond")
     runs_dir: str = param("../runs/07_beyond")
-    figures_dir: str = param("../figures/07_beyond")
+    figures_dir: str = param("", help=FIGURES_HELP)
 
 
 @dataclass(frozen=True)
@@ -463,4 +464,4 @@ class DiversityConfig(Config):
     )
     random_pairs: int = param(10000, minimum=1)
     seen_questions: int = param(600, minimum=1, help="training questions per run in the seen-vs-unseen comparison")
-    figures_dir: str = param("../figures/06_diversity_analysis")
+    figures_dir: str = param("", help=FIGURES_HELP)
