@@ -6,9 +6,11 @@ metadata reduced to its tags, the notebook's metadata to its kernel and language
 layout Jupyter writes (nbformat: one-space indent, sorted keys); a committed notebook passes
 through unchanged. `make install` sets both up (`--install`):
 
-- the save hook (`jupyter_hook`, in the virtual environment's Jupyter server config) writes a
-  notebook of this repository's notebooks/ folder without its outputs, so `git status` stays
-  clean (the open tab keeps them on screen). A JupyterLab started with AMER_KEEP_OUTPUTS=1 saves them.
+- a Jupyter server extension (this module, enabled in the virtual environment's Jupyter config)
+  whose save hook writes a notebook of this repository's notebooks/ folder without its outputs, so
+  `git status` stays clean (the open tab keeps them on screen). A JupyterLab started with
+  AMER_KEEP_OUTPUTS=1 saves them; `jupyter server extension disable amer_lib.clean_notebook`
+  turns the hook off.
 - git's clean filter (`.gitattributes`) stores any notebook without its outputs, whatever saved
   it, so `git diff` shows source edits only (git status still lists a notebook whose file size
   changed, until `git add`). `git config filter.notebook-outputs.clean cat` turns it off in a
@@ -32,8 +34,8 @@ from pathlib import Path
 FILTER = "notebook-outputs"  # the name .gitattributes gives the filter
 COMMAND = "python3 amer_lib/clean_notebook.py"  # git runs it from the checkout's top folder
 ROOT = Path(__file__).resolve().parent.parent
-HOOK = "amer_lib.clean_notebook.jupyter_hook"
-HOOK_CONFIG = "amer_lib_clean_notebook.json"  # in the environment's etc/jupyter/jupyter_server_config.d
+EXTENSION = "amer_lib.clean_notebook"  # this module, as a Jupyter server extension
+HOOK_CONFIG = Path("jupyter_server_config.d", "amer_lib_clean_notebook.json")  # in a Jupyter config folder
 KEEP_OUTPUTS = "AMER_KEEP_OUTPUTS"  # set (to anything but "" or 0): the save hook keeps the outputs
 KERNEL_NAMES = {"python3": "Python 3"}  # nbformat's name of the kernel, where JupyterLab shows another
 
@@ -78,17 +80,24 @@ def jupyter_hook(model: dict, path: str, contents_manager, **kwargs) -> None:
         model["content"] = clean(model["content"])
 
 
+def _jupyter_server_extension_points() -> list[dict]:
+    return [{"module": EXTENSION}]
+
+
+def _load_jupyter_server_extension(server_app) -> None:
+    """Jupyter server loads the extension: the save hook joins any others."""
+    server_app.contents_manager.register_pre_save_hook(jupyter_hook)
+
+
 def install(root: Path = ROOT, jupyter_config: Path | None = None) -> list[str]:
-    """Set the save hook up in this environment's Jupyter config (or `jupyter_config`), and the
-    filter in the git checkout at `root` unless it has a command for it already (so one turned off
-    stays off); a folder that is not a git checkout of its own (a tarball) gets no filter. What
-    was done, a line each."""
-    jupyter_config = jupyter_config or Path(sys.prefix, "etc", "jupyter", "jupyter_server_config.d")
-    jupyter_config.mkdir(parents=True, exist_ok=True)
-    (jupyter_config / HOOK_CONFIG).write_text(json.dumps({"FileContentsManager": {"pre_save_hook": HOOK}}) + "\n")
-    done = [
-        f"{jupyter_config / HOOK_CONFIG}: JupyterLab saves notebooks/*.ipynb without outputs ({KEEP_OUTPUTS}=1: with)"
-    ]
+    """Enable the save hook's extension in this environment's Jupyter config folder (or
+    `jupyter_config`), and set the filter up in the git checkout at `root` unless it has a command
+    for it already (so one turned off stays off); a folder that is not a git checkout of its own (a
+    tarball) gets no filter. What was done, a line each."""
+    enabling = (jupyter_config or Path(sys.prefix, "etc", "jupyter")) / HOOK_CONFIG
+    enabling.parent.mkdir(parents=True, exist_ok=True)
+    enabling.write_text(json.dumps({"ServerApp": {"jpserver_extensions": {EXTENSION: True}}}, indent=2) + "\n")
+    done = [f"{enabling}: JupyterLab saves notebooks/*.ipynb without outputs ({KEEP_OUTPUTS}=1: with them)"]
     git = lambda *args: subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
     try:
         top = git("rev-parse", "--show-toplevel")

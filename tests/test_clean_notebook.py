@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from amer_lib import clean_notebook
-from amer_lib.clean_notebook import FILTER, HOOK, HOOK_CONFIG, KEEP_OUTPUTS, clean, dumps, install, jupyter_hook
+from amer_lib.clean_notebook import EXTENSION, FILTER, HOOK_CONFIG, KEEP_OUTPUTS, clean, dumps, install, jupyter_hook
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -83,7 +83,8 @@ def test_install_sets_the_filter_up_in_a_git_checkout_and_keeps_one_turned_off(t
     outside.mkdir()
     lines = install(outside, hooks)
     assert "is not a git checkout" in lines[-1]
-    assert json.loads((hooks / HOOK_CONFIG).read_text()) == {"FileContentsManager": {"pre_save_hook": HOOK}}
+    enabling = json.loads((hooks / HOOK_CONFIG).read_text())
+    assert enabling == {"ServerApp": {"jpserver_extensions": {EXTENSION: True}}}
     checkout = tmp_path / "checkout"
     subprocess.run(["git", "init", "-q", str(checkout)], check=True)
     config = lambda: subprocess.run(

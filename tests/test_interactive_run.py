@@ -3,17 +3,20 @@ leaves the checkout as git sees it: its outputs go to results/figures/<notebook>
 the saved notebook keeps no outputs in git's view. In a throwaway clone, so this checkout is
 untouched."""
 
+import importlib
 import json
 import shutil
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 
 import nbformat
 import pytest
+from jupyter_server.extension.config import ExtensionConfigManager
+from jupyter_server.services.contents.filemanager import FileContentsManager
 from nbclient import NotebookClient
-from traitlets.config import Config
 
-from amer_lib.clean_notebook import HOOK_CONFIG, install
+from amer_lib.clean_notebook import install
 from amer_lib.io import COMMAND_VARIABLE, NOT_A_TARGET
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,13 +87,15 @@ def test_a_notebook_run_and_saved_as_in_jupyterlab_leaves_git_status_clean(tmp_p
     [row] = [dict(zip(header, r)) for r in rows if r[:3] == ["linear", "single", "amer"]]
     assert float(row["mrecall@100"]) == round(run["metrics"]["mrecall@100"], 4)  # the table is the run's
 
-    # saved from JupyterLab (its contents manager, with the hook make install configures), the user's
+    # saved from JupyterLab (its contents manager, with the extension make install enables), the user's
     # edit of the parameters cell undone: the file is the committed one again
     parameters.source = committed_source
-    hook = Config(json.loads((tmp_path / "jupyter" / HOOK_CONFIG).read_text()))
-    from jupyter_server.services.contents.filemanager import FileContentsManager
-
-    manager = FileContentsManager(root_dir=str(clone), config=hook)
+    enabled = ExtensionConfigManager(read_config_path=[str(tmp_path / "jupyter")]).get_jpserver_extensions()
+    assert enabled == {"amer_lib.clean_notebook": True}
+    manager = FileContentsManager(root_dir=str(clone))
+    importlib.import_module("amer_lib.clean_notebook")._load_jupyter_server_extension(
+        SimpleNamespace(contents_manager=manager)
+    )
     manager.save({"type": "notebook", "format": "json", "content": notebook}, f"notebooks/{NOTEBOOK}.ipynb")
     assert git(clone, "status", "--porcelain", "--untracked-files=all") == ""
     assert path.read_bytes() == (ROOT / "notebooks" / f"{NOTEBOOK}.ipynb").read_bytes()
