@@ -83,7 +83,7 @@ def _same(written: Path, path: str | Path, root: Path) -> bool:
 
 
 def _cost(config: Config, maker: str, root: Path) -> str:
-    """'; it took N min ...' from the published provenance of `config`'s figures, else ''."""
+    """'; its published run took N min ...' from the provenance of `config`'s published figures, else ''."""
     published = Path(config.figures_dir or Path(FIGURES) / maker)
     record = (root / "notebooks" / published / PROVENANCE).resolve()
     try:
@@ -94,6 +94,6 @@ def _cost(config: Config, maker: str, root: Path) -> str:
         return ""
     cores = f" on {made['cpu_count']} cores" if made.get("cpu_count") else ""
     return (
-        f"; it took {made['wall_seconds'] / 60:.0f} min{cores} under {made.get('command', '?')!r} "
-        f"({record.relative_to(root.resolve())})"
+        f"; its published run took {made['wall_seconds'] / 60:.0f} min{cores} under {made.get('command', '?')!r}, "
+        f"runs it found already made not counted ({record.relative_to(root.resolve())})"
     )

@@ -52,13 +52,14 @@ def test_a_reader_from_empty_results_names_each_missing_file_its_notebook_comman
     assert (
         "synthetic_params = '../results/02_synthetic/params.yaml': notebook 02_synthetic writes it: "
         "papermill notebooks/02_synthetic.ipynb build/executed/02_synthetic.ipynb (or run it in JupyterLab); "
-        f"it took {minutes('02_synthetic')} on 2 cores under 'make figures' (figures/02_synthetic/provenance.json)"
+        f"its published run took {minutes('02_synthetic')} on 2 cores under 'make figures', runs it found already made "
+        "not counted (figures/02_synthetic/provenance.json)"
     ) in message
     assert (
         "real_params = '../results/04_real_data/params_minilm_wordnet_senses+wordnet_kinds.yaml': notebook "
         "04_real_data writes it: papermill notebooks/04_real_data.ipynb build/executed/04_real_data.ipynb"
     ) in message
-    assert f"it took {minutes('04_real_data')} on 2 cores" in message and message.count("\n- ") == 2
+    assert f"its published run took {minutes('04_real_data')} on 2 cores" in message and message.count("\n- ") == 2
 
     # notebook 02 run: only 04's file is named
     (empty_checkout / "results" / "02_synthetic").mkdir(parents=True)
@@ -75,7 +76,7 @@ def test_a_parameter_file_names_the_command_with_its_file(empty_checkout):
         require_inputs("06_diversity_analysis", params, empty_checkout)
     assert (
         "build/executed/04_real_data.ipynb -f params/04_real_data/compound.yaml (or run it in JupyterLab); "
-        f"it took {minutes('04_real_data_compound')} on 2 cores under 'make figures-compound'"
+        f"its published run took {minutes('04_real_data_compound')} on 2 cores under 'make figures-compound'"
     ) in str(stopped.value)
     mine = params.replace(real_params=["/nowhere/params_mine.yaml"])
     with pytest.raises(MissingInputError, match="'/nowhere/params_mine.yaml': notebook 04_real_data writes it, with"):
