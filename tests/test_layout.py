@@ -21,6 +21,8 @@ ALLOWED = {
     "retriever": {"io", "progress", "core", "data", "runs"},
     "search": {"io", "progress", "core", "data", "runs", "retriever"},
     "export": {"io", "progress", "core", "data", "runs", "report", "experiments"},
+    "prerequisites": {"io", "progress", "core", "data", "runs", "params"},
+    "clean_notebook": set(),  # run by git as a file: the standard library only
 }
 
 

@@ -51,7 +51,7 @@ from amer_lib.data.questions import (
     read_questions,
     write_questions,
 )
-from amer_lib.io import open_text, require_writable, write_json
+from amer_lib.io import FIGURES_HELP, open_text, require_writable, write_json
 from amer_lib.progress import tqdm
 
 # the offline WordNet benchmark, the paper's data from its files, or a dataset of your own (questions + corpus)
@@ -521,9 +521,7 @@ class PrepConfig(Config):
     seed: int = param(0, help="seed of the questions' draws and splits")
     device: str = param("auto", choices=DEVICES, help="auto: the GPU when torch sees one")
     prepared_dir: str = param("../results/prepared/wordnet", help="where the prepared benchmark goes")
-    figures_dir: str = param(
-        "../figures/03_real_data_prep", help="the figures, tables and params.yaml the notebook writes"
-    )
+    figures_dir: str = param("", help=FIGURES_HELP)
 
     def __post_init__(self):
         super().__post_init__()

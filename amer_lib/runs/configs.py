@@ -26,6 +26,7 @@ from amer_lib.core.train import SAMPLING_MODES
 from amer_lib.data.compound import TRAIN_COMPONENTS
 from amer_lib.data.encoders import ENCODERS, RETRIEVERS
 from amer_lib.data.synthetic import SETTINGS, TRANSFORMS
+from amer_lib.io import FIGURES_HELP
 
 SYSTEMS = ("single", "amer")  # one query vector, or the autoregressive sequence of n
 BASELINES = ("query_expansion", "rerank")  # derived from notebook 04's single-query runs
@@ -37,7 +38,6 @@ DEVICE_HELP = "auto: the GPU when torch sees one"
 PREPARED_HELP = "the benchmark notebook 03 prepares"
 RESULTS_HELP = "where the notebook writes what it computes"
 RUNS_HELP = "the trainings' checkpoints and runs (a rerun resumes or reuses them)"
-FIGURES_HELP = "the figures, tables and params.yaml the notebook writes"
 SYSTEMS_HELP = "single-query (one query vector) and AMER (n, generated autoregressively)"
 FINETUNE_HELP = "full: every weight trained; lora: LoRA adapters and the two projections"
 STEPS_HELP = "training steps per run"
@@ -117,7 +117,7 @@ class FailureConfig(Config):
     device: str = param("auto", choices=DEVICES, help=DEVICE_HELP)
     prepared_dir: str = param("../results/prepared/wordnet", help=PREPARED_HELP)
     results_dir: str = param("../results/01_failure_analysis", help=RESULTS_HELP)
-    figures_dir: str = param("../figures/01_failure_analysis", help=FIGURES_HELP)
+    figures_dir: str = param("", help=FIGURES_HELP)
 
 
 @dataclass(frozen=True)
@@ -198,7 +198,7 @@ class SyntheticConfig(Config):
     )
     results_dir: str = param("../results/02_synthetic", help=RESULTS_HELP)
     runs_dir: str = param("../runs/02_synthetic", help=RUNS_HELP)
-    figures_dir: str = param("../figures/02_synthetic", run=False, help=FIGURES_HELP)
+    figures_dir: str = param("", run=False, help=FIGURES_HELP)
     # the MLP sweep's bug cells train on this transform's targets and test on the setting's
     train_transform: str | None = internal(None, choices=TRANSFORMS)
     # notebook 07: > 0 trains a stop head beside the matched loss (`amer_lib.core.loss.stop_loss`)
@@ -368,7 +368,7 @@ class RealConfig(Config):
     prepared_dir: str = param("../results/prepared/wordnet", help=PREPARED_HELP)
     results_dir: str = param("../results/04_real_data", help=RESULTS_HELP)
     runs_dir: str = param("../runs/04_real_data", help=RUNS_HELP)
-    figures_dir: str = param("../figures/04_real_data", run=False, help=FIGURES_HELP)
+    figures_dir: str = param("", run=False, help=FIGURES_HELP)
     stop_weight: float = internal(0.0)  # as SyntheticConfig's
 
     def __post_init__(self):
@@ -430,7 +430,7 @@ class AblationConfig(Config):
     bootstrap_resamples: int = param(10000, minimum=1, help=BOOTSTRAP_HELP)
     results_dir: str = param("../results/05_ablations", help=RESULTS_HELP)
     runs_dir: str = param("../runs/05_ablations", help=RUNS_HELP)
-    figures_dir: str = param("../figures/05_ablations", help=FIGURES_HELP)
+    figures_dir: str = param("", help=FIGURES_HELP)
 
 
 @dataclass(frozen=True)
@@ -468,7 +468,7 @@ class BeyondConfig(Config):
     bootstrap_resamples: int = param(10000, minimum=1, help=BOOTSTRAP_HELP)
     results_dir: str = param("../results/07_beyond", help=RESULTS_HELP)
     runs_dir: str = param("../runs/07_beyond", help=RUNS_HELP)
-    figures_dir: str = param("../figures/07_beyond", help=FIGURES_HELP)
+    figures_dir: str = param("", help=FIGURES_HELP)
 
 
 @dataclass(frozen=True)
@@ -495,4 +495,4 @@ class DiversityConfig(Config):
         10000, minimum=1, help="pairs of targets of two random questions, the baseline cosine (the paper's appendix)"
     )
     seen_questions: int = param(600, minimum=1, help="training questions per run in the seen-vs-unseen comparison")
-    figures_dir: str = param("../figures/06_diversity_analysis", help=FIGURES_HELP)
+    figures_dir: str = param("", help=FIGURES_HELP)
