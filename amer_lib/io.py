@@ -98,30 +98,36 @@ def _umask() -> int:
 STAGE_PREFIX = ".unpublished-"
 
 # Where a notebook's outputs go. A run by hand (JupyterLab, or papermill outside a Makefile target)
-# leaves the tracked figures/ alone: its outputs go to results/figures/<notebook>, which git ignores;
-# the Makefile's figure targets, which set COMMAND_VARIABLE, publish into figures/<notebook>. A
-# figures_dir the user names is used as it is.
+# leaves the tracked figures/ alone: its outputs go to results/figures/<notebook>, which git ignores,
+# and so do those a parameter file sends to a folder under figures/ (params/*/compound.yaml's
+# figures/04_real_data_compound goes to results/figures/04_real_data_compound). Only the Makefile's
+# figure targets, which set COMMAND_VARIABLE, publish into figures/. A figures_dir elsewhere is used
+# as it is.
 FIGURES = "../figures"  # paths relative to notebooks/, where the kernel runs (`amer_lib.params.snapshot`)
 UNPUBLISHED_FIGURES = "../results/figures"
 FIGURES_HELP = '"": results/figures/<notebook> (git-ignored); the Makefile\'s figure targets: figures/<notebook>'
 
 
 def figures_folder(figures_dir: str, notebook: str, echo: bool = True) -> Path:
-    """The folder a notebook's outputs go to: `figures_dir` when it names one, else
-    figures/<notebook> under a Makefile figure target and results/figures/<notebook> otherwise;
-    `echo` prints where, and how to publish."""
-    if figures_dir:
-        folder = Path(figures_dir)
-    else:
-        folder = Path(FIGURES if os.environ.get(COMMAND_VARIABLE) else UNPUBLISHED_FIGURES) / notebook
+    """The folder a notebook's outputs go to: `figures_dir`, or figures/<notebook> when it is "";
+    a folder under figures/ only under a Makefile figure target, results/figures/<the same name>
+    otherwise. `echo` prints where, and how to publish."""
+    folder = Path(figures_dir) if figures_dir else Path(FIGURES) / notebook
+    try:
+        name = folder.resolve().relative_to(Path(FIGURES).resolve())
+    except ValueError:  # a folder of the user's own
+        name = None
+    if name is not None and not os.environ.get(COMMAND_VARIABLE):
+        folder = Path(UNPUBLISHED_FIGURES) / name
     if echo:
-        published = Path(FIGURES) / notebook
-        if folder == published:
+        if name is None:
+            print(f"outputs: {folder}")
+        elif os.environ.get(COMMAND_VARIABLE):
             print(f"outputs: {folder} (published: this run's provenance.json names {_command()!r})")
         else:
             print(
-                f"outputs: {folder} (not figures/{notebook}, which git tracks; to publish: make figures, "
-                f'or figures_dir = "{published}" in the parameters)'
+                f"outputs: {folder} (git-ignored; figures/{name}, which git tracks, is written only by the "
+                "Makefile's figure targets: make figures, make figures-compound, make figures-mlp-sweep)"
             )
     return folder
 

@@ -1,5 +1,6 @@
-"""Where a notebook's outputs go: results/figures/<notebook> (git-ignored) for a run by hand,
-figures/<notebook> under the Makefile's figure targets, a figures_dir the user names as it is;
+"""Where a notebook's outputs go: results/figures/<notebook> (git-ignored) for a run by hand, also
+when a parameter file names a folder under figures/; figures/ only under the Makefile's figure
+targets; a figures_dir of the user's own elsewhere as it is;
 and every folder the figure targets publish is still the committed one the readers of figures/
 expect."""
 
@@ -22,8 +23,8 @@ def test_a_run_by_hand_writes_to_an_ignored_folder_and_says_how_to_publish(noteb
     assert folder == Path("../results/figures") / notebook
     [line] = capsys.readouterr().out.splitlines()
     assert line == (
-        f"outputs: ../results/figures/{notebook} (not figures/{notebook}, which git tracks; to publish: "
-        f'make figures, or figures_dir = "../figures/{notebook}" in the parameters)'
+        f"outputs: ../results/figures/{notebook} (git-ignored; figures/{notebook}, which git tracks, is written "
+        "only by the Makefile's figure targets: make figures, make figures-compound, make figures-mlp-sweep)"
     )
     ignored = subprocess.run(
         ["git", "check-ignore", "-q", "--no-index", f"{folder.relative_to('..')}/figure1.png"], cwd=ROOT
@@ -40,8 +41,27 @@ def test_a_makefile_target_publishes_and_a_named_folder_is_used_as_it_is(monkeyp
     )
     assert figures_folder("/tmp/mine", "04_real_data", echo=False) == Path("/tmp/mine")
     monkeypatch.delenv(COMMAND_VARIABLE)
-    assert figures_folder("../figures/04_real_data_paper", "04_real_data") == Path("../figures/04_real_data_paper")
-    assert capsys.readouterr().out.startswith("outputs: ../figures/04_real_data_paper (not figures/04_real_data,")
+    assert figures_folder("/tmp/mine", "04_real_data") == Path("/tmp/mine")
+    assert capsys.readouterr().out == "outputs: /tmp/mine\n"
+
+
+@pytest.mark.parametrize("notebook", CONFIGS)
+def test_a_parameter_file_naming_a_figures_folder_writes_it_only_under_a_figure_target(notebook, monkeypatch, capsys):
+    """Every parameter file that sends its outputs under figures/ (the compound benchmark's, the paper
+    scale's): run by hand, to results/figures/<the same name>."""
+    monkeypatch.chdir(ROOT / "notebooks")  # where the kernel runs
+    files = sorted((ROOT / "params" / notebook).glob("*.yaml"))
+    named = [f for f in files if from_files(f"{notebook}.ipynb", f).figures_dir.startswith("../figures/")]
+    for file in named:
+        figures_dir = from_files(f"{notebook}.ipynb", file).figures_dir
+        name = figures_dir.removeprefix("../figures/")
+        monkeypatch.delenv(COMMAND_VARIABLE, raising=False)
+        assert figures_folder(figures_dir, notebook, echo=False) == Path("../results/figures") / name, file
+        monkeypatch.setenv(COMMAND_VARIABLE, "make figures-compound")
+        assert figures_folder(figures_dir, notebook, echo=False) == Path(figures_dir), file
+    monkeypatch.delenv(COMMAND_VARIABLE, raising=False)
+    assert figures_folder("../figures/04_real_data_paper", notebook) == Path("../results/figures/04_real_data_paper")
+    assert "figures/04_real_data_paper, which git tracks, is written only by" in capsys.readouterr().out
 
 
 def _makefile_list(name: str) -> list[str]:
