@@ -103,6 +103,19 @@ def test_the_own_data_entries_are_benchmarks_own_data_commands():
         assert re.search(rf"\| `papermill --log-output notebooks/{notebook}_\w+\.ipynb .*\| {seconds} \| 0 \|", record)
 
 
+def test_the_rehearsal_entry_is_benchmarks_make_test():
+    entry = STEPS["rehearsal"]
+    record = one_line((ROOT / entry["source"]).read_text())
+    at = record.index(f"At {entry['commit']} (issue 38")
+    clock = f"{entry['seconds'] // 60} min {entry['seconds'] % 60} s"
+    assert f"the rehearsal {clock} (9 passed)" in record[at : at + 1200] and not entry["shared"]
+
+
+def test_the_readmes_rehearsal_says_its_measured_time():
+    entry = STEPS["rehearsal"]
+    assert f"**Rehearse first (CPU, {minutes('rehearsal')} at {entry['commit']}):**" in README
+
+
 def test_the_first_use_entry_is_benchmarks_notebook_first_use():
     entry = STEPS["notebook 01 first use"]
     record = (ROOT / entry["source"]).read_text()
