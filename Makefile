@@ -1,10 +1,12 @@
-# make test     set up .venv and run the test suite
-# make figures  set up .venv and regenerate figures/ and tables at the offline defaults
-# make install  set up .venv only (amer_lib with the notebook extras: jupyterlab, papermill)
-# make figures-mlp-sweep  figures/02_synthetic_mlp_sweep (notebook 02's MLP sweep; an hour or more)
+# make test     set up .venv and run the test suite (4 min, idle cores; with the slow tests, as CI: 21 min)
+# make figures  set up .venv and regenerate figures/ and tables at the offline defaults (3.0 h, shared cores)
+# make install  set up .venv only (amer_lib with the notebook extras: jupyterlab, papermill; 2 min, shared cores)
+# make figures-mlp-sweep  figures/02_synthetic_mlp_sweep (notebook 02's MLP sweep; 41 min, shared cores)
 # make figures-compound   the compound benchmark's figures (notebooks 03, 01, 04, 06, 07, then 04, 06, 07 with
-#                         the component term and fresh compounds beside them; about five and a half hours more)
-# make check-figures      a cheap subset of figures/ rerun from nothing and compared to the last digit
+#                         the component term and fresh compounds beside them; 5.6 h more, shared cores)
+# make check-figures      a cheap subset of figures/ rerun from nothing, compared to the last digit
+#                         (15 min, shared cores)
+# times measured on 2 cores, idle or shared with other work: benchmarks/times.json
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -77,7 +79,7 @@ figures-mlp-sweep: $(VENV)/.installed-notebooks
 # paper), after make figures (notebooks 06 and 07 read notebook 02's runs). Measured sittings, 2 cores
 # shared with other work: 03 756 s + 01 41 s + 04 5547 s (Intel Xeon, 2fca556) + 06 424 s + 07 1738 s
 # = 2.4 h, then the distilled 04 6984 s (AMD EPYC, 7a7df97: one sitting with today's 04 executed before
-# it) + 06 435 s + 07 4118 s = 3.2 h; the rest AMD EPYC, 64fbe73: about five and a half hours
+# it) + 06 435 s + 07 4118 s = 3.2 h; the rest AMD EPYC, 64fbe73: 5.6 h in all
 COMPOUND_NOTEBOOKS ?= 03_real_data_prep 01_failure_analysis 04_real_data 06_diversity_analysis 07_beyond
 DISTILLED_NOTEBOOKS ?= 04_real_data 06_diversity_analysis 07_beyond
 figures-compound: export AMER_COMMAND := make figures-compound

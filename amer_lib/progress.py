@@ -53,6 +53,27 @@ def report_done_before(on_step, steps: int) -> None:
         on_step.done_before(steps)
 
 
+class Steps:
+    """A bar over named steps of uneven length (an index's training, then its searches): `begin`
+    counts the step before as done and names the new one beside the bar at once, so that a step
+    of minutes shows what is running; `close` counts the last."""
+
+    def __init__(self, total: int, desc: str, progress: bool = True):
+        self.bar = tqdm(total=total, desc=desc, unit="step", disable=not progress)
+        self.begun: list[str] = []
+
+    def begin(self, step: str) -> None:
+        if self.begun:
+            self.bar.update()
+        self.begun.append(step)
+        self.bar.set_postfix_str(step)
+
+    def close(self) -> None:
+        if self.begun:
+            self.bar.update()
+        self.bar.close()
+
+
 @contextmanager
 def without_library_bars():
     """Hugging Face's own bars (transformers' "Loading weights") off inside the block, put back

@@ -191,9 +191,9 @@ def synthetic_runs(chain):
 
 
 def test_real_data_prep_notebook(prepared):
+    """The fixture's run of notebook 03 (run once per module; a second run here read the same
+    prepared folder back and rewrote the same files)."""
     tmp_path = prepared
-    prep = run_notebook("03_real_data_prep.ipynb", tiny_prep(tmp_path), tmp_path)
-    assert prep.returncode == 0, prep.stderr[-3000:]
     figures = tmp_path / "figures03"
     table1 = (figures / "table1.csv").read_text().splitlines()
     for row in recorded(tmp_path / "03_real_data_prep" / "out.ipynb")["table1"]:  # counted again from the files
@@ -569,7 +569,8 @@ def test_the_distilled_compound_files_run_beside_todays(compound_runs, synthetic
     """The levers of params/*/compound_distilled.yaml on the tiny compound benchmark: notebook 04
     trains AMER with the component term, every system on fresh compounds; at k = 1 (no other
     combination) single-query repeats today's runs question for question, and the oracle (built
-    on that k = 1 model) does at every k; notebooks 06 and 07 read those runs."""
+    on that k = 1 model) does at every k; notebooks 06 and 07 read those runs. One seed (1, beside
+    today's seed 1): a second seed trained every system again and checked nothing more."""
     tmp_path = compound_runs
     lever = yaml.safe_load((ROOT / "params" / "04_real_data" / "compound_distilled.yaml").read_text())
     lever = {k: lever[k] for k in ("component_weight", "component_distance", "train_compounds")}
@@ -578,6 +579,7 @@ def test_the_distilled_compound_files_run_beside_todays(compound_runs, synthetic
         **tiny_real(tmp_path),
         "datasets": COMPOUND_DATASETS,
         "baselines": [],
+        "seeds": [1],
         **lever,
         **{k: str(tmp_path / v) for k, v in folders.items()},
     }
@@ -603,7 +605,7 @@ def test_the_distilled_compound_files_run_beside_todays(compound_runs, synthetic
             "synthetic_params": str(synthetic_runs / "results" / "params.yaml"),
             "real_params": real_params,
             "synthetic_setting": "single",
-            "seeds": [0, 1],
+            "seeds": [1],
             "random_pairs": 500,
             "figures_dir": str(tmp_path / "figures06d"),
         },
@@ -611,7 +613,7 @@ def test_the_distilled_compound_files_run_beside_todays(compound_runs, synthetic
     )
     assert diversity.returncode == 0, diversity.stderr[-3000:]
     outputs = json.loads((tmp_path / "figures06d" / "output_similarity.json").read_text())
-    assert [(r["dataset"], r["seed"]) for r in outputs][:4] == [(d, s) for d in COMPOUND_DATASETS for s in (0, 1)]
+    assert [(r["dataset"], r["seed"]) for r in outputs][:2] == [(d, 1) for d in COMPOUND_DATASETS]
     seen = json.loads((tmp_path / "figures06d" / "seen_and_unseen.json").read_text())
     [k2] = [
         r for r in seen if (r["dataset"], r["system"], r["seed"], r["questions"]) == ("compound_k2", "amer", 1, "test")
@@ -623,7 +625,7 @@ def test_the_distilled_compound_files_run_beside_todays(compound_runs, synthetic
             "synthetic_params": str(synthetic_runs / "results" / "params.yaml"),
             "synthetic_steps": 4,
             "real_params": real_params,
-            "real_seeds": [0, 1],
+            "real_seeds": [1],
             "max_n": 4,
             "bootstrap_resamples": 200,
             "results_dir": str(tmp_path / "results07d"),

@@ -76,7 +76,8 @@ def run(command: str, tmp_path: Path) -> subprocess.CompletedProcess:
     notebook = Path(args[source]).stem
     args[executed] = str(tmp_path / args[executed])
     tiny = {
-        "02_synthetic": {**tiny_synthetic(tmp_path / "02"), "transforms": ["linear"]},
+        # validation every 250 steps: the README's `-p steps 500` run validated 250 times at the tiny default
+        "02_synthetic": {**tiny_synthetic(tmp_path / "02"), "transforms": ["linear"], "eval_every": 250},
         "03_real_data_prep": TINY_PREP,
         "04_real_data": {**tiny_real(tmp_path / "04"), **TINY_TRAINING},
     }[notebook]

@@ -251,7 +251,8 @@ class IVFPQIndex:
     defaults to `training_sample_size`: 40 per inverted list (faiss's k-means asks for 39; 100,000
     alone would leave IVF65536 with 1.5), 100,000 at least. With GPUs, k-means and adding run on them:
     on the CPU both take days at 25M (benchmarks/RESULTS.md). Not run on a GPU here.
-    `build_seconds`: the time spent training and adding."""
+    `build_seconds`: the time spent training and adding. `on_phase`, when given, is called with
+    "train" before the k-means and "add" before the corpus goes in (a caller's progress bar)."""
 
     def __init__(
         self,
@@ -261,7 +262,9 @@ class IVFPQIndex:
         nprobe: int = 32,
         seed: int = 0,
         use_gpu: bool | None = None,
+        on_phase=None,
     ):
+        on_phase = on_phase or (lambda phase: None)
         self.dim, self.on_gpu = shards.dim, _use_gpu(use_gpu)
         index = faiss.index_factory(self.dim, factory, faiss.METRIC_INNER_PRODUCT)
         ivf = faiss.extract_index_ivf(index)
@@ -270,6 +273,7 @@ class IVFPQIndex:
         train_size = train_size or training_sample_size(ivf.nlist)
         rng = np.random.default_rng(seed)
         sample = np.sort(rng.choice(len(shards), min(train_size, len(shards)), replace=False))
+        on_phase("train")
         began = time.perf_counter()
         index.train(np.ascontiguousarray(shards.rows(sample)))
         trained = time.perf_counter()
@@ -278,6 +282,7 @@ class IVFPQIndex:
             options = faiss.GpuMultipleClonerOptions()
             options.useFloat16 = True
             index = faiss.index_cpu_to_all_gpus(index, co=options)
+        on_phase("add")
         for _, block in ShardedFlatIndex(shards, use_gpu=False)._blocks():
             index.add(block)
         self.build_seconds = {"train": trained - began, "add": time.perf_counter() - trained}

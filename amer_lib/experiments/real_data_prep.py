@@ -14,7 +14,7 @@ from amer_lib.core.metrics import same_vs_random_cosine
 from amer_lib.core.search import IVFPQIndex, ShardedFlatIndex, recall_against_exact, training_points_needed
 from amer_lib.data.benchmark import SPLITS, Benchmark
 from amer_lib.data.encoders import DocumentEncoder
-from amer_lib.progress import AmerWarning
+from amer_lib.progress import AmerWarning, Steps
 
 
 def statistics(benchmark: Benchmark) -> list[dict]:
@@ -107,11 +107,14 @@ def index_check(
     nprobes: list[int],
     k: int = 100,
     seed: int = 0,
+    progress: bool = True,
 ) -> list[dict]:
     """IVF-PQ against exact search, one row per (factory, nprobe): recall of the exact top-k for
     the test questions (each encoded as one query by the document encoder), bytes per document,
     and search time per query beside exact search's, measured in the same run. A factory the corpus
-    is too small to train (`training_points_needed`) is skipped with a warning that says so."""
+    is too small to train (`training_points_needed`) is skipped with a warning that says so.
+    `progress`: a bar with a step for the exact search, then for each factory its training, its
+    adding and each nprobe's searches (the offline default's sweep takes minutes on a CPU)."""
     shards = benchmark.embeddings(encoder.spec.name)
     trainable = []
     for factory in factories:
@@ -128,12 +131,17 @@ def index_check(
     factories = trainable
     questions = [q.question for dataset in benchmark.datasets for q in benchmark.questions(dataset, "test")]
     queries = encoder.encode_queries(questions)
+    steps = Steps(1 + len(factories) * (2 + len(nprobes)), "IVF-PQ sweep", progress)
+    steps.begin("exact search")
     # once: over a 25M-passage corpus exact search streams 77 GB of shards
     exact_ms, (_, exact) = _timed(ShardedFlatIndex(shards).search, queries, k, repeats=1)
     rows = []
     for factory in factories:
-        approximate = IVFPQIndex(shards, factory, nprobe=nprobes[0], seed=seed)
+        approximate = IVFPQIndex(
+            shards, factory, nprobe=nprobes[0], seed=seed, on_phase=lambda name: steps.begin(f"{factory} {name}")
+        )
         for nprobe in nprobes:
+            steps.begin(f"{factory} nprobe {nprobe}")
             approximate.set_nprobe(nprobe)
             ms, (_, found) = _timed(approximate.search, queries, k)
             rows.append(
@@ -146,6 +154,7 @@ def index_check(
                     "speedup_vs_exact": round(exact_ms / ms, 1),
                 }
             )
+    steps.close()
     exact_row = {
         "index": "exact (float16 shards)",
         "nprobe": "-",

@@ -97,8 +97,9 @@ class FailureConfig(Config):
 
     # the first line of the notebook's parameters cell
     CELL_HEADER: ClassVar[str] = (
-        "Offline CPU default (16 s on 2 cores after notebook 03, which it runs first if needed). "
-        "Paper scale: params/01_failure_analysis/"
+        "Offline CPU default: 17 s on 2 shared cores after notebook 03 (make figures at 64fbe73; "
+        "benchmarks/times.json); its first use, preparing and encoding the corpus: 4 min on 2 shared cores "
+        "at c02234d. Paper scale: params/01_failure_analysis/"
     )
 
     datasets: list[str] = param(
@@ -126,8 +127,8 @@ class SyntheticConfig(Config):
 
     # the first line of the notebook's parameters cell
     CELL_HEADER: ClassVar[str] = (
-        "Offline CPU default (10-35 minutes on 2 cores: 9.5 on an earlier machine, 32 on a slower one shared "
-        "with other jobs). Paper scale: params/02_synthetic/*.yaml"
+        "Offline CPU default: 33 min on 2 shared cores (make figures at 64fbe73; benchmarks/times.json). "
+        "Paper scale: params/02_synthetic/*.yaml"
     )
 
     settings: list[str] = param(
@@ -223,7 +224,9 @@ class RealConfig(Config):
 
     # the first line of the notebook's parameters cell
     CELL_HEADER: ClassVar[str] = (
-        "Offline CPU default (16-23 minutes on 2 cores). Paper scale: params/04_real_data/*.yaml"
+        "Offline CPU default: 56 min on 2 shared cores after notebook 03 (make figures at 64fbe73; "
+        "benchmarks/times.json); its first use prepares the corpus first, as notebook 01's does. "
+        "Paper scale: params/04_real_data/*.yaml"
     )
     # the parameters cell's comment on `study_levers`, the fields marked `study=True` (`amer_lib.params`)
     STUDY_LEVERS_HELP: ClassVar[str] = (
@@ -409,7 +412,10 @@ class AblationConfig(Config):
     """Notebook 05: sampling modes, vector counts and merges, reusing notebooks 02 and 04's runs."""
 
     # the first line of the notebook's parameters cell
-    CELL_HEADER: ClassVar[str] = "Offline CPU default (10-18 minutes on 2 cores after notebooks 02 and 04)"
+    CELL_HEADER: ClassVar[str] = (
+        "Offline CPU default: 52 min on 2 shared cores after notebooks 02 and 04 (make figures at 64fbe73; "
+        "benchmarks/times.json)"
+    )
 
     synthetic_params: str = param(
         "../results/02_synthetic/params.yaml",
@@ -439,7 +445,10 @@ class BeyondConfig(Config):
     notebook 02's model and budget (the varying task) and notebook 04's AMER runs."""
 
     # the first line of the notebook's parameters cell
-    CELL_HEADER: ClassVar[str] = "Offline CPU default (about 7 minutes on 2 cores after notebooks 02 and 04)"
+    CELL_HEADER: ClassVar[str] = (
+        "Offline CPU default: 18 min on 2 shared cores after notebooks 02 and 04 (make figures at 64fbe73; "
+        "benchmarks/times.json)"
+    )
 
     synthetic_params: str = param(
         "../results/02_synthetic/params.yaml",
@@ -476,7 +485,10 @@ class DiversityConfig(Config):
     """Notebook 06: how diverse AMER's vectors and the targets are, from notebooks 02 and 04's runs."""
 
     # the first line of the notebook's parameters cell
-    CELL_HEADER: ClassVar[str] = "Offline CPU default (about 2 minutes on 2 cores after notebooks 02 and 04)"
+    CELL_HEADER: ClassVar[str] = (
+        "Offline CPU default: 3 min on 2 shared cores after notebooks 02 and 04 (make figures at 64fbe73; "
+        "benchmarks/times.json)"
+    )
 
     real_params: list[str] = param(
         ["../results/04_real_data/params_minilm_wordnet_senses+wordnet_kinds.yaml"],

@@ -113,28 +113,80 @@ def test_an_index_the_corpus_is_too_small_to_train_is_skipped_saying_so(tmp_path
 
     assert training_points_needed("IVF16,PQ4x4", 16) == 624 and training_points_needed("IVF16,PQ4", 16) == 9984
     shards = encode_corpus(HashEncoder(), documents(700), tmp_path, shard_size=256, progress=False)
-
-    class Encoder(HashEncoder):
-        def encode_queries(self, texts):
-            return self.encode_documents(texts, 8)
-
-    class Questions:  # the benchmark's view index_check reads
-        datasets = ["mine"]
-
-        def embeddings(self, name):
-            return shards
-
-        def questions(self, dataset, split):
-            return [Question(f"question {i}") for i in range(5)]
-
-    @dataclass
-    class Question:
-        question: str
-
     with pytest.warns(AmerWarning, match=r"IVF16,PQ4 skipped: the corpus has 700 documents and faiss needs 9,984"):
-        rows = index_check(Questions(), Encoder(), ["IVF16,PQ4x4", "IVF16,PQ4"], [4, 16])
+        rows = index_check(BenchmarkView(shards), QueryEncoder(), ["IVF16,PQ4x4", "IVF16,PQ4"], [4, 16])
     assert [(r["index"], r["nprobe"]) for r in rows] == [
         ("exact (float16 shards)", "-"),
         ("IVF16,PQ4x4", 4),
         ("IVF16,PQ4x4", 16),
     ]
+
+
+class QueryEncoder(HashEncoder):
+    def encode_queries(self, texts):
+        return self.encode_documents(texts, 8)
+
+
+@dataclass
+class Question:
+    question: str
+
+
+class BenchmarkView:  # the benchmark's view index_check reads: one dataset, five test questions
+    datasets = ["mine"]
+
+    def __init__(self, shards):
+        self.shards = shards
+
+    def embeddings(self, name):
+        return self.shards
+
+    def questions(self, dataset, split):
+        return [Question(f"question {i}") for i in range(5)]
+
+
+def test_the_ivfpq_sweep_shows_each_step_as_it_begins(tmp_path, monkeypatch):
+    """Notebook 03's sweep ran for 8-23 minutes without a word: its bar counts one step for exact
+    search, then per factory its training, its adding and each nprobe's searches, and names each
+    step when it begins (the IVF-PQ index calls back before training and before adding)."""
+    import amer_lib.progress
+    from amer_lib.experiments.real_data_prep import index_check
+
+    bars = []
+
+    class Bar:  # records what index_check's bar is told
+        def __init__(self, total, desc, **options):
+            self.total, self.desc, self.n, self.shown, self.closed = total, desc, 0, [], False
+            bars.append(self)
+
+        def update(self, n=1):
+            self.n += n
+
+        def set_postfix_str(self, text):
+            self.shown.append((self.n, text))
+
+        def close(self):
+            self.closed = True
+
+    monkeypatch.setattr(amer_lib.progress, "tqdm", Bar)
+    shards = encode_corpus(HashEncoder(), documents(700), tmp_path, shard_size=256, progress=False)
+    with pytest.warns(UserWarning, match="IVF16,PQ4 skipped"):  # a skipped factory is no step
+        index_check(BenchmarkView(shards), QueryEncoder(), ["IVF16,PQ4x4", "IVF16,PQ4"], [4, 16])
+    (bar,) = bars
+    assert (bar.desc, bar.total, bar.n, bar.closed) == ("IVF-PQ sweep", 5, 5, True)
+    assert bar.shown == [
+        (0, "exact search"),
+        (1, "IVF16,PQ4x4 train"),
+        (2, "IVF16,PQ4x4 add"),
+        (3, "IVF16,PQ4x4 nprobe 4"),
+        (4, "IVF16,PQ4x4 nprobe 16"),
+    ]
+
+
+def test_the_ivfpq_sweep_bar_reads_complete_in_the_saved_output(tmp_path, capsys):
+    from amer_lib.experiments.real_data_prep import index_check
+
+    shards = encode_corpus(HashEncoder(), documents(700), tmp_path, shard_size=256, progress=False)
+    index_check(BenchmarkView(shards), QueryEncoder(), ["IVF16,PQ4x4"], [4])
+    shown = capsys.readouterr().out
+    assert "IVF-PQ sweep: 100%" in shown and "4/4" in shown and "IVF16,PQ4x4 nprobe 4" in shown
