@@ -32,16 +32,22 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
+def started_workers(pids: Path) -> list[int]:
+    """The two workers' pids, once each has written its own into `pids`."""
+    deadline = time.time() + 120
+    while time.time() < deadline and (not pids.exists() or len(pids.read_text().split()) < 2):
+        time.sleep(0.5)
+    workers = [int(pid) for pid in pids.read_text().split()]
+    assert len(workers) == 2
+    return workers
+
+
 def test_workers_end_when_the_parent_is_killed(tmp_path):
     script, pids = tmp_path / "sleeper.py", tmp_path / "pids"
     script.write_text(SLEEPER)
     parent = subprocess.Popen([sys.executable, str(script), str(pids)], cwd=ROOT)
     try:
-        deadline = time.time() + 120
-        while time.time() < deadline and (not pids.exists() or len(pids.read_text().split()) < 2):
-            time.sleep(0.5)
-        workers = [int(pid) for pid in pids.read_text().split()]
-        assert len(workers) == 2
+        workers = started_workers(pids)
         children = subprocess.run(["ps", "-o", "pid=", "--ppid", str(parent.pid)], capture_output=True, text=True)
         workers += [int(pid) for pid in children.stdout.split()]  # the workers, and any helper process
     finally:
@@ -60,11 +66,7 @@ def test_an_interrupt_to_the_parent_alone_ends_the_workers_at_once(tmp_path):
     script.write_text(SLEEPER.replace("[(sys.argv[1],), (sys.argv[1],)]", "[(sys.argv[1],)] * 3"))
     parent = subprocess.Popen([sys.executable, str(script), str(pids)], cwd=ROOT, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.time() + 120
-        while time.time() < deadline and (not pids.exists() or len(pids.read_text().split()) < 2):
-            time.sleep(0.5)
-        workers = [int(pid) for pid in pids.read_text().split()]
-        assert len(workers) == 2
+        workers = started_workers(pids)
         parent.send_signal(signal.SIGINT)
         started = time.time()
         _, stderr = parent.communicate(timeout=30)
