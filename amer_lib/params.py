@@ -25,8 +25,9 @@ import typing
 from pathlib import Path
 from typing import Any
 
+from amer_lib.core.backbones import BackboneUnavailableError, require_weights
 from amer_lib.core.config import Config, did_you_mean, read_parameter_file
-from amer_lib.core.device import resolve_device
+from amer_lib.core.device import DeviceUnavailableError, resolve_device
 from amer_lib.data.preparation import PrepConfig
 from amer_lib.io import require_writable, write_text
 from amer_lib.runs.configs import (
@@ -235,7 +236,15 @@ def check_outputs_and_device(config: Config) -> None:
         if hasattr(config, name):
             require_writable(getattr(config, name), name)
     if hasattr(config, "device"):
-        resolve_device(config.device)
+        try:
+            resolve_device(config.device)
+        except DeviceUnavailableError as error:  # and the weights to fetch, if any: wherever it runs next
+            if hasattr(config, "backbone"):
+                try:
+                    require_weights(config.backbone)
+                except BackboneUnavailableError as missing:
+                    raise DeviceUnavailableError(f"{error}. Besides, {missing}") from None
+            raise
 
 
 def validate(notebook: str, params: dict[str, Any]) -> Config:

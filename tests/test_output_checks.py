@@ -66,9 +66,22 @@ def test_cuda_without_a_gpu_names_the_devices_here(tmp_path, monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(DeviceUnavailableError, match=r"sees no GPU here; devices available here: cpu: use device"):
         resolve_device("cuda")
-    with pytest.raises(DeviceUnavailableError, match="devices available here: cpu"):
+    with pytest.raises(DeviceUnavailableError, match="devices available here: cpu") as error:
         collect("04_real_data", real_defaults(tmp_path, device="cuda"), set())
+    assert "Besides" not in str(error.value)  # MiniLM's weights come with the environment
     assert resolve_device("auto") == torch.device("cpu")
+
+
+def test_cuda_without_a_gpu_also_names_the_weights_to_fetch(tmp_path, monkeypatch):
+    """params/02_synthetic/paper_scale.yaml on a CPU machine without Llama's weights: both fixes at once."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty_cache"))
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path / "empty_cache"))
+    with pytest.raises(DeviceUnavailableError) as error:
+        collect("04_real_data", real_defaults(tmp_path, device="cuda", backbone="llama1b"), set())
+    message = str(error.value)
+    assert "sees no GPU here" in message and "Besides, backbone 'llama1b' needs meta-llama/Llama-3.2-1B" in message
+    assert "`hf download meta-llama/Llama-3.2-1B-Instruct`" in message
 
 
 def test_a_parameter_files_syntax_error_names_the_file_and_line(tmp_path):
