@@ -117,12 +117,13 @@ def figures_folder(figures_dir: str, notebook: str, echo: bool = True) -> Path:
         name = folder.resolve().relative_to(Path(FIGURES).resolve())
     except ValueError:  # a folder of the user's own
         name = None
-    if name is not None and not os.environ.get(COMMAND_VARIABLE):
+    published = bool(os.environ.get(COMMAND_VARIABLE))
+    if name is not None and not published:
         folder = Path(UNPUBLISHED_FIGURES) / name
     if echo:
         if name is None:
             print(f"outputs: {folder}")
-        elif os.environ.get(COMMAND_VARIABLE):
+        elif published:
             print(f"outputs: {folder} (published: this run's provenance.json names {_command()!r})")
         else:
             print(

@@ -239,12 +239,17 @@ def check_outputs_and_device(config: Config) -> None:
         try:
             resolve_device(config.device)
         except DeviceUnavailableError as error:  # and the weights to fetch, if any: wherever it runs next
-            if hasattr(config, "backbone"):
-                try:
-                    require_weights(config.backbone)
-                except BackboneUnavailableError as missing:
-                    raise DeviceUnavailableError(f"{error}. Besides, {missing}") from None
-            raise
+            raise DeviceUnavailableError(f"{error}{_weights_to_fetch(config)}") from None
+
+
+def _weights_to_fetch(config: Config) -> str:
+    """'. Besides, <what to fetch>' when the run's backbone weights are not on this machine, else ''."""
+    try:
+        if hasattr(config, "backbone"):
+            require_weights(config.backbone)
+    except BackboneUnavailableError as missing:
+        return f". Besides, {missing}"
+    return ""
 
 
 def validate(notebook: str, params: dict[str, Any]) -> Config:
