@@ -13,6 +13,9 @@ ROOT = Path(__file__).resolve().parents[1]  # the repository
 FIXTURES = ROOT / "tests" / "fixtures"
 
 torch.set_num_threads(min(2, torch.get_num_threads()))
+# measurements that outlive a process (a local backbone's activations: amer_lib.core.activation_memory)
+# stay in the checkout's ignored build/ folder, shared by the suite's workers and kernels, never the user's
+os.environ["AMER_CACHE_DIR"] = str(ROOT / "build" / "test-cache")
 
 
 @pytest.fixture

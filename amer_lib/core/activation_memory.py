@@ -15,7 +15,11 @@ and the KV cache, which gradient checkpointing keeps alive for its replay withou
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
+import os
+import warnings
 from functools import lru_cache
 from pathlib import Path
 
@@ -24,6 +28,8 @@ import torch
 from amer_lib.core import checkpointing
 from amer_lib.core.backbones import BACKBONES, Description, LoraSettings, PrefixLMBert, add_lora, frozen_weights_dtype
 from amer_lib.core.model import AMERQueryEncoder
+from amer_lib.io import write_json
+from amer_lib.progress import AmerWarning
 
 MEASURED = Path(__file__).with_name("activation_memory.json")  # written by benchmarks/bench_activation_memory.py
 MODES = ("lora_bf16", "lora_fp32", "full_bf16", "full_fp32")  # fine-tuning mode x precision
@@ -43,24 +49,77 @@ def measured() -> dict:
     return json.loads(MEASURED.read_text())
 
 
-_MEASURED_NOW: dict[tuple, dict[str, float]] = {}  # this process's measurements of shapes the file lacks
+_MEASURED_NOW: dict[str, dict[str, float]] = {}  # this process's measurements of shapes the file lacks
 
 
 def per_token(backbone: Description, mode: str) -> dict[str, float]:
     """Bytes per token per layer, plain and checkpointed, that `backbone` keeps in `mode`: the
     committed measurement of a registry backbone of the same layer shape and LoRA settings, or
-    measured now, once a process (about three minutes a mode at 8B's width on one CPU thread:
-    `benchmarks/bench_activation_memory.py` took 762 s for Llama-8B's four)."""
+    measured now, once a machine (about three minutes a mode at 8B's width on one CPU thread:
+    `benchmarks/bench_activation_memory.py` took 762 s for Llama-8B's four) and kept in
+    `cache_folder()` for the next process, under a key that names the shape, the LoRA settings,
+    the mode, the measured step's sizes, torch's, transformers' and peft's versions and this
+    measurement's code."""
     shape = layer_shape(backbone.config)
     for name, entry in measured()["backbones"].items():
         if entry["shape"] == shape and BACKBONES[name].lora == backbone.lora and mode in entry["activations"]:
             return entry["activations"][mode]
-    key = (json.dumps(shape, sort_keys=True), backbone.lora, mode)
-    if key not in _MEASURED_NOW:
-        _MEASURED_NOW[key] = measure_layer_activations(
-            backbone.config, mode, backbone.lora.targets, lora_rank=backbone.lora.r
-        )
-    return _MEASURED_NOW[key]
+    key = cache_key(shape, backbone.lora, mode)
+    name = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:20]
+    if name not in _MEASURED_NOW:
+        path = cache_folder() / "activation_memory" / f"{name}.json"
+        _MEASURED_NOW[name] = _read_cached(path, key)
+        if _MEASURED_NOW[name] is None:
+            _MEASURED_NOW[name] = measure_layer_activations(
+                backbone.config, mode, backbone.lora.targets, lora_rank=backbone.lora.r
+            )
+            write_json(path, {"key": key, "activations": _MEASURED_NOW[name]})
+    return _MEASURED_NOW[name]
+
+
+def cache_folder() -> Path:
+    """Where measurements outlive their process: `$AMER_CACHE_DIR`, else `$XDG_CACHE_HOME/amer_lib`,
+    else `~/.cache/amer_lib` (deleting it costs only the measurements again)."""
+    if os.environ.get("AMER_CACHE_DIR"):
+        return Path(os.environ["AMER_CACHE_DIR"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "amer_lib"
+
+
+# the code a measurement runs: a change to any of these measures again
+MEASURED_BY = ("activation_memory.py", "model.py", "checkpointing.py", "backbones.py")
+
+
+def cache_key(shape: dict, lora: LoraSettings, mode: str) -> dict:
+    """Everything a measurement depends on besides the machine (on which it does not)."""
+    import peft
+    import transformers
+
+    code = hashlib.sha256(b"".join((Path(__file__).parent / name).read_bytes() for name in MEASURED_BY))
+    return {
+        "shape": shape,
+        "lora": {**dataclasses.asdict(lora), "targets": list(lora.targets)},
+        "mode": mode,
+        "step": {"prompt_tokens": PROMPT_TOKENS, "fed_back": FED_BACK, "embedding_dim": EMBEDDING_DIM},
+        "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "peft": peft.__version__},
+        "code": code.hexdigest(),
+    }
+
+
+def _read_cached(path: Path, key: dict) -> dict[str, float] | None:
+    """The measurement kept at `path` for `key`, or None when there is none; one that cannot be
+    read is said and measured again."""
+    if not path.exists():
+        return None
+    try:
+        kept = json.loads(path.read_text())
+        if kept["key"] == key:
+            return {kind: float(kept["activations"][kind]) for kind in ("plain", "checkpointed")}
+        problem = "it was made under another key (a hash collision)"
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        problem = f"{type(error).__name__}: {error}"
+    message = f"measuring the activations again: the kept measurement {path} cannot be used ({problem})"
+    warnings.warn(message, AmerWarning, stacklevel=3)
+    return None
 
 
 SHAPE_KEYS = (

@@ -1,5 +1,6 @@
 """The memory preflight against hand arithmetic, its refusal, and its measured constants."""
 
+import json
 import re
 import sys
 from dataclasses import replace
@@ -206,3 +207,45 @@ def test_documentation_check_the_paper_files_memory_table_is_the_scripts():
 def test_every_paper_training_file_fits_one_gpu_and_four():
     for row in preflight_paper_files.rows():
         assert row["fits_h100"], row
+
+
+def test_a_shape_the_file_lacks_is_measured_once_a_machine_and_kept_under_its_key(tmp_path, monkeypatch):
+    """The first process measures, the next reads the kept file without measuring; another mode or
+    torch version is another key; a kept file that cannot be read is said and measured again."""
+    monkeypatch.setenv("AMER_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(activation_memory, "_MEASURED_NOW", {})
+    calls = []
+
+    def measure(config, mode, targets, lora_rank):
+        calls.append(mode)
+        return {"plain": 100.0 + len(calls), "checkpointed": 10.0}
+
+    monkeypatch.setattr(activation_memory, "measure_layer_activations", measure)
+    backbone = describe(TINY)
+    first = activation_memory.per_token(backbone, "lora_bf16")
+    assert first == {"plain": 101.0, "checkpointed": 10.0} and calls == ["lora_bf16"]
+    (kept,) = (tmp_path / "activation_memory").glob("*.json")
+    assert activation_memory.per_token(backbone, "lora_bf16") == first and len(calls) == 1  # this process's
+    monkeypatch.setattr(activation_memory, "_MEASURED_NOW", {})  # a new process
+    assert activation_memory.per_token(backbone, "lora_bf16") == first and len(calls) == 1  # read, not measured
+    assert activation_memory.per_token(backbone, "full_fp32") == {"plain": 102.0, "checkpointed": 10.0}
+    monkeypatch.setattr(activation_memory.torch, "__version__", "0.0-other")
+    assert activation_memory.per_token(backbone, "lora_bf16")["plain"] == 103.0  # another torch: measured again
+    assert len(list((tmp_path / "activation_memory").glob("*.json"))) == 3
+    monkeypatch.undo()
+    monkeypatch.setenv("AMER_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(activation_memory, "_MEASURED_NOW", {})
+    monkeypatch.setattr(activation_memory, "measure_layer_activations", measure)
+    kept.write_text("{ cut short")
+    with pytest.warns(activation_memory.AmerWarning, match="cannot be used.*JSONDecodeError") as said:
+        again = activation_memory.per_token(backbone, "lora_bf16")
+    assert str(kept) in str(said[0].message) and again["plain"] == 104.0
+    assert json.loads(kept.read_text())["activations"] == again  # rewritten whole
+
+
+def test_the_cache_folder_follows_amer_cache_dir_then_xdg(monkeypatch, tmp_path):
+    monkeypatch.setenv("AMER_CACHE_DIR", str(tmp_path / "mine"))
+    assert activation_memory.cache_folder() == tmp_path / "mine"
+    monkeypatch.delenv("AMER_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert activation_memory.cache_folder() == tmp_path / "xdg" / "amer_lib"
