@@ -73,7 +73,11 @@ def per_token(backbone: Description, mode: str) -> dict[str, float]:
             _MEASURED_NOW[name] = measure_layer_activations(
                 backbone.config, mode, backbone.lora.targets, lora_rank=backbone.lora.r
             )
-            write_json(path, {"key": key, "activations": _MEASURED_NOW[name]})
+            try:
+                write_json(path, {"key": key, "activations": _MEASURED_NOW[name]})
+            except OSError as error:  # a read-only home: the run goes on, the next process measures again
+                message = f"the activations measured are kept for this process only: {path} ({error})"
+                warnings.warn(message, AmerWarning, stacklevel=2)
     return _MEASURED_NOW[name]
 
 

@@ -241,6 +241,10 @@ def test_a_shape_the_file_lacks_is_measured_once_a_machine_and_kept_under_its_ke
         again = activation_memory.per_token(backbone, "lora_bf16")
     assert str(kept) in str(said[0].message) and again["plain"] == 104.0
     assert json.loads(kept.read_text())["activations"] == again  # rewritten whole
+    (tmp_path / "a file").write_text("")
+    monkeypatch.setenv("AMER_CACHE_DIR", str(tmp_path / "a file"))  # a folder that cannot be made
+    with pytest.warns(activation_memory.AmerWarning, match="kept for this process only"):
+        assert activation_memory.per_token(backbone, "full_bf16")["plain"] == 105.0  # measured, the run goes on
 
 
 def test_the_cache_folder_follows_amer_cache_dir_then_xdg(monkeypatch, tmp_path):
