@@ -145,7 +145,8 @@ def test_the_makefiles_help_says_the_measured_times():
     lines = MAKEFILE.splitlines()
     help_ = one_line("\n".join(lines[: next(i for i, line in enumerate(lines) if not line.startswith("#"))]))
     for target, quoted in {
-        "make test": f"({minutes('make test')}, {cores('make test')}; with the slow tests, as CI: {minutes('CI')}, {cores('CI')})",
+        "make test": f"({minutes('make test')}, {cores('make test')}; "
+        f"with the slow tests, as CI: {minutes('CI')}, {cores('CI')})",
         "make figures": f"({hours('make figures')}, {cores('make figures')})",
         "make install": f"; {minutes('make install')}, {cores('make install')})",
         "make figures-mlp-sweep": f"{minutes('make figures-mlp-sweep')}, {cores('make figures-mlp-sweep')})",

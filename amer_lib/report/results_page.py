@@ -455,23 +455,27 @@ SECTIONS = [
 
 
 def provenance_table(figures: Path = FIGURES) -> str:
-    """Each folder's `provenance.json`: the commit of the code that made it, the Makefile target, the
-    CPU kernels' instruction set and threads, the wall time; above it, the one commit they share or
-    a warning that they do not."""
-    rows, commits, cpus, unrecorded = [], set(), set(), []
+    """Each folder's `provenance.json`: the commit of the code that made it and the CPU, the Makefile
+    target, the CPU kernels' instruction set and threads, the wall time; above it, the one commit
+    they share or a warning that they do not (a regeneration lands folder by folder)."""
+    rows, commits, cpus, unrecorded, made_at = [], set(), set(), [], {}
     for folder in sorted(p for p in figures.iterdir() if p.is_dir()):
         path = folder / PROVENANCE
         if not path.exists():
             unrecorded.append(folder.name)
-            rows.append(f"| `{folder.name}` | not recorded (made before provenance was kept) | | | |")
+            rows.append(f"| `{folder.name}` | not recorded (made before provenance was kept) | | | | | |")
             continue
         made = json.loads(path.read_text())
         commits.add(made["commit"])
         cpus.add(made["cpu"])
+        made_at[folder.name] = made["commit"]
         kernels = made.get("kernels", {})
         isa = f"torch {kernels.get('torch', '?')}, FAISS {kernels.get('faiss', '?')}"
         minutes = "" if made.get("wall_seconds") is None else f"{made['wall_seconds'] / 60:.1f}"
-        rows.append(f"| `{path.parent.name}` | `{made['command']}` | {isa} | {made['torch_threads']} | {minutes} |")
+        rows.append(
+            f"| `{folder.name}` | `{made['commit'][:7]}` | {made['cpu']} | `{made['command']}` | {isa} "
+            f"| {made['torch_threads']} | {minutes} |"
+        )
     if not commits:
         return "No folder holds a `provenance.json`.\n"
     if unrecorded:
@@ -484,28 +488,37 @@ def provenance_table(figures: Path = FIGURES) -> str:
         head = f"Every folder was made by the code at commit `{commit}`, on {' and '.join(sorted(cpus))}:"
     else:
         head = f"**The folders were made at {len(commits)} different commits** ({', '.join(sorted(commits))}):"
-    header = "| folder | made by | kernels | threads | minutes |\n|---|---|---|---|---|"
-    return "\n".join([head, "", header, *rows, "", _read_back_note(figures)]) + "\n"
+    header = "| folder | commit | CPU | made by | kernels | threads | minutes |\n|---|---|---|---|---|---|---|"
+    return "\n".join([head, "", header, *rows, "", _read_back_note(made_at)]) + "\n"
 
 
 # Folders whose notebook-04 runs were trained at another commit than the folder's own, which
-# provenance.json does not record: the commit and where the record of it is. Both compound runs
-# were trained in one sitting at 7a7df97 on the AMD EPYC, today's recipe executed first.
+# provenance.json does not record: the folder's commit, the runs' commit and where the record of it
+# is. Both compound folders made at 64fbe73 read back runs trained in one sitting at 7a7df97 on the
+# AMD EPYC, today's recipe executed first; a folder made again at another commit trained its own.
 RUNS_TRAINED_AT = {
-    folder: ("7a7df97", "the Makefile's `figures-compound` comment; `studies/compound_levers/compound_levers.md`")
+    folder: (
+        "64fbe733491186de665d8a266aada46cb260825d",
+        "7a7df97",
+        "the Makefile's `figures-compound` comment; `studies/compound_levers/compound_levers.md`",
+    )
     for folder in ("04_real_data_compound", "04_real_data_compound_distilled")
 }
 
 
-def _read_back_note(figures: Path) -> str:
+def _read_back_note(made_at: dict[str, str]) -> str:
     """What the commit and the minutes of a folder cover: notebook 04 reads back the runs it made
     before with the same parameters, so a folder can be written at one commit from runs trained at
-    another."""
+    another. `made_at`: each folder's commit."""
     note = (
         "The commit is the code that wrote each folder and *minutes* the folder's own execution time. "
         "Notebook 04 reads back the runs it finds made with the same parameters instead of training them again"
     )
-    trained = [(f, *RUNS_TRAINED_AT[f]) for f in sorted(RUNS_TRAINED_AT) if (figures / f).is_dir()]
+    trained = [
+        (folder, trained_at, source)
+        for folder, (folder_commit, trained_at, source) in sorted(RUNS_TRAINED_AT.items())
+        if made_at.get(folder) == folder_commit
+    ]
     if not trained:
         return note + "."
     folders = " and ".join(f"`{folder}`" for folder, _, _ in trained)

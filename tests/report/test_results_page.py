@@ -143,15 +143,19 @@ def test_the_provenance_table_names_the_one_commit_or_warns_of_several(tmp_path)
     table = provenance_table(tmp_path)
     assert table.startswith("Every folder was made by the code at commit `abc`, on Xeon:")
     assert table.splitlines()[4:6] == [
-        "| `01_failure_analysis` | `make figures` | torch AVX2, FAISS AVX2 | 1 |  |",
-        "| `02_synthetic` | `make figures` | torch AVX2, FAISS AVX2 | 1 | 25.5 |",
+        "| `01_failure_analysis` | `abc` | Xeon | `make figures` | torch AVX2, FAISS AVX2 | 1 |  |",
+        "| `02_synthetic` | `abc` | Xeon | `make figures` | torch AVX2, FAISS AVX2 | 1 | 25.5 |",
     ]
     assert table.splitlines()[6:] == [
         "",
         "The commit is the code that wrote each folder and *minutes* the folder's own execution time. Notebook 04 "
         "reads back the runs it finds made with the same parameters instead of training them again.",
     ]
-    made("04_real_data_compound_distilled", "abc", 90.0)  # its runs read back, trained at another commit
+    made("04_real_data_compound", "abc", 90.0)  # made again at another commit: its own runs
+    assert provenance_table(tmp_path).splitlines()[-1].endswith("instead of training them again.")
+    made_at_64fbe73 = "64fbe733491186de665d8a266aada46cb260825d"
+    made("04_real_data_compound_distilled", made_at_64fbe73, 90.0)  # its runs read back, trained at 7a7df97
+    assert "| `04_real_data_compound_distilled` | `64fbe73` | Xeon |" in provenance_table(tmp_path)
     assert (
         provenance_table(tmp_path)
         .splitlines()[-1]
@@ -161,14 +165,16 @@ def test_the_provenance_table_names_the_one_commit_or_warns_of_several(tmp_path)
         )
     )
     made("07_beyond", "def", 60.0)
-    assert provenance_table(tmp_path).startswith("**The folders were made at 2 different commits** (abc, def):")
+    assert provenance_table(tmp_path).startswith(
+        f"**The folders were made at 3 different commits** ({made_at_64fbe73}, abc, def):"
+    )
     (tmp_path / "02_synthetic_mlp_sweep").mkdir()  # a folder committed before provenance was kept
     table = provenance_table(tmp_path)
     assert table.startswith(
         "**1 folder(s) hold no `provenance.json`** (02_synthetic_mlp_sweep); the others were made at commit(s) "
-        "`abc`, `def`:"
+        f"`{made_at_64fbe73}`, `abc`, `def`:"
     )
-    assert "| `02_synthetic_mlp_sweep` | not recorded (made before provenance was kept) | | | |" in table
+    assert "| `02_synthetic_mlp_sweep` | not recorded (made before provenance was kept) | | | | | |" in table
 
 
 def test_a_missing_folder_stops_the_page_with_the_target_that_makes_it(tmp_path, monkeypatch, capsys):
