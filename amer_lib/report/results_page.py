@@ -13,6 +13,7 @@ import csv
 import json
 from pathlib import Path
 
+from amer_lib.core.significance import AHEAD, BEHIND
 from amer_lib.io import PROVENANCE, write_text
 
 FIGURES = Path("figures")  # the command runs from the repository root, as every command shown does
@@ -90,13 +91,22 @@ def _similarity(rows: list[dict]) -> str:
 
 
 def _compound(rows: list[dict]) -> str:
-    """MRecall@100 per k of each system, from notebook 04's compound table."""
+    """MRecall@100 per k of each system, from notebook 04's compound table, with what its marks mean:
+    tables made since the teacher's decomposition (they carry its share column) mark ahead and
+    behind after Holm's correction (`tables.compound_table`); earlier ones, a one-sided p
+    over questions."""
     by_system: dict[str, list[str]] = {}
     for row in rows:
         by_system.setdefault(row["System"], []).append(row["MRecall@100"])
     ks = " / ".join(dict.fromkeys(row["k"] for row in rows))
     systems = "; ".join(f"{system} {' / '.join(values)}" for system, values in by_system.items())
-    return f"compound questions (not the paper's data), MRecall@100 at k = {ks}: {systems} (* p < 0.05)"
+    legend = (
+        f"{AHEAD} / {BEHIND} ahead of / behind Single-Query, two-sided p < 0.05 Holm-corrected across the table's "
+        "comparisons, over seeds and questions; ± the population std over seeds"
+        if CEILING_SHARE in rows[0]
+        else f"{AHEAD} p < 0.05"
+    )
+    return f"compound questions (not the paper's data), MRecall@100 at k = {ks}: {systems} ({legend})"
 
 
 def _percent(cell: str) -> float:

@@ -271,3 +271,21 @@ def test_the_oracle_share_table_sets_todays_recipe_beside_the_kept_levers(tmp_pa
     write(COMPOUND_DISTILLED, ["87.00", "53.00*"], ["", "81%"], single_k1="88.00")
     with pytest.raises(ValueError, match="disagree on Single-Query at k = 1"):
         oracle_share_table(tmp_path)
+
+
+def test_the_compound_claim_says_what_its_table_marks_mean():
+    """A table made since the teacher's decomposition (it has the better ceiling's share) marks
+    ahead and behind after Holm's correction; an earlier one, a one-sided p over questions."""
+    from amer_lib.report.results_page import CEILING_SHARE, _compound
+
+    rows = [
+        {"System": "Single-Query", "k": "1", "MRecall@100": "88.33±0.41"},
+        {"System": "AMER", "k": "1", "MRecall@100": "83.17±0.36†"},
+    ]
+    assert _compound(rows).endswith("AMER 83.17±0.36† (* p < 0.05)")
+    rows = [{**row, CEILING_SHARE: ""} for row in rows]
+    assert _compound(rows) == (
+        "compound questions (not the paper's data), MRecall@100 at k = 1: Single-Query 88.33±0.41; AMER 83.17±0.36† "
+        "(* / † ahead of / behind Single-Query, two-sided p < 0.05 Holm-corrected across the table's comparisons, "
+        "over seeds and questions; ± the population std over seeds)"
+    )
