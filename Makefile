@@ -1,7 +1,7 @@
 # make test     set up .venv and run the test suite (4 min, idle cores; with the slow tests, as CI: 21 min, shared cores)
-# make figures  set up .venv and regenerate figures/ and tables at the offline defaults (3.0 h, shared cores)
+# make figures  set up .venv and regenerate figures/ and tables at the offline defaults (1.8 h, shared cores)
 # make install  set up .venv only (amer_lib with the notebook extras: jupyterlab, papermill; 2 min, shared cores)
-# make figures-mlp-sweep  figures/02_synthetic_mlp_sweep (notebook 02's MLP sweep; 41 min, shared cores)
+# make figures-mlp-sweep  figures/02_synthetic_mlp_sweep (notebook 02's MLP sweep; 47 min, shared cores)
 # make figures-compound   the compound benchmark's figures (notebooks 03, 01, 04, 06, 07, then 04, 06, 07 with
 #                         the component term and fresh compounds beside them; 5.6 h more, shared cores)
 # make check-figures      a cheap subset of figures/ rerun from nothing, compared to the last digit

@@ -383,24 +383,27 @@ def test_notebook07_table_and_prose_are_figures_results():
         if r.get("whole_p") is not None and (r["dataset"], r["system"]) not in PAPER_SYSTEMS
     ]
     assert f"makes {len(compared)} comparisons against the paper's system, of which {len(compared) / 20:.1f}" in prose
-    ahead = sorted((r for r in compared if r["whole_p"] < 0.05), key=lambda r: r["whole_p"])
-    assert {(r["dataset"], r["system"]) for r in ahead} == {
-        ("wordnet_kinds", "paper/rrf"),
-        ("wordnet_kinds", "paper/ranx_rrf"),  # the same list as ours
-        ("wordnet_kinds", "n3/round_robin"),
-    }
-    rrf, cut = rr["paper/rrf"], rr["n3/round_robin"]
-    assert f"fusion at the paper's n ({rrf['whole_mean']:.2f}% at p = {rrf['whole_p']:.3f};" in prose
-    assert f"n = 3 ({cut['whole_mean']:.2f}% at p = {cut['whole_p']:.3f})" in prose
-    following = min((r for r in compared if r["whole_p"] >= 0.05), key=lambda r: r["whole_p"])
-    assert following is rr["paper/combmnz"]
-    assert f"CombMNZ on kinds ({following['whole_mean']:.2f}% at p = {following['whole_p']:.3f})" in prose
-    rule = rr["similarity/round_robin"]
+    assert not [r for r in compared if r["whole_p"] < 0.05]
+    assert "and none passes even before the correction (one-sided p over seeds and questions)" in prose
+    first, second = sorted(compared, key=lambda r: r["whole_p"])[:2]
+    assert (first["dataset"], first["system"]) == ("wordnet_senses", "stop_head/combsum")
+    assert (
+        f"CombSUM over the stop head's vectors on senses ({first['whole_mean']:.2f}% at p = {first['whole_p']:.3f})"
+        in prose
+    )
+    assert second is rr["similarity/round_robin"]
     vectors = table["wordnet_kinds", "n = auto, similarity rule, round-robin (paper)"]["Vectors"]
-    assert f"{rule['whole_mean']:.2f}% at {vectors} vectors instead of 5" in prose
-    assert f"p = {rule['whole_p']:.3f} whole; fixed n = 2 scores {rr['n2/round_robin']['whole_mean']:.2f}" in prose
+    assert (
+        f"the similarity rule on kinds ({second['whole_mean']:.2f}% at p = {second['whole_p']:.3f} with {vectors} "
+        f"vectors instead of 5; fixed n = 2 scores {rr['n2/round_robin']['whole_mean']:.2f})"
+    ) in prose
+    rrf, cut = rr["paper/rrf"], rr["n3/round_robin"]
+    assert (
+        f"they give {rrf['whole_mean']:.2f}% (p = {rrf['whole_p']:.3f}) and {cut['whole_mean']:.2f}% "
+        f"(p = {cut['whole_p']:.3f}): leads that did not hold"
+    ) in prose
     starred = {(d, s) for (d, s), row in table.items() if ahead_of_its_paper_system(row)}
-    assert starred == {("wordnet_kinds", "n = 3, round-robin (paper)")}  # the table holds no other fusion
+    assert starred == set()  # nothing the table marks ahead
 
 
 PAPER_SYSTEMS = {("wordnet_senses", "n2/round_robin"), ("wordnet_kinds", "n5/round_robin")}  # compared with itself
@@ -580,18 +583,27 @@ def test_the_instruction_set_prose_is_the_studys():
 
 
 def test_the_notebook_durations_in_the_prose_are_the_provenance():
+    """Each time as its folder's provenance.json records it, on the cores benchmarks/times.json says
+    the sitting had (idle, or shared with the other figure targets or other work)."""
     import json
+
+    steps = json.loads((ROOT / "benchmarks" / "times.json").read_text())["steps"]
 
     def minutes(folder):
         provenance = json.loads((ROOT / "figures" / folder / "provenance.json").read_text())
         return round(provenance["wall_seconds"] / 60)
 
+    def cores(step):
+        return "2 cores shared" if steps[step]["shared"] else "2 idle cores"
+
     quoted = " ".join(README.split())
-    assert f"- Time: {minutes('02_synthetic')} minutes on 2 cores shared with other work (`provenance.json`" in quoted
-    assert f"Notebook 03 at its default ({minutes('03_real_data_prep')} minutes on 2 cores shared" in quoted
-    assert f"Notebook 04 at its default: {minutes('04_real_data')} minutes on 2 cores shared" in quoted
+    assert f"- Time: {minutes('02_synthetic')} minutes on {cores('notebook 02')} (`provenance.json`" in quoted
+    assert f"Notebook 03 at its default ({minutes('03_real_data_prep')} minutes on {cores('notebook 03')}" in quoted
+    assert f"Notebook 04 at its default: {minutes('04_real_data')} minutes on {cores('notebook 04')}" in quoted
     assert f"(notebook 06, {minutes('06_diversity_analysis')} minutes after 02 and 04)" in quoted
-    assert f"its last sitting took {minutes('02_synthetic_mlp_sweep')} minutes on 2 cores shared" in quoted
+    assert f"(notebook 07, {minutes('07_beyond')} minutes after 02 and 04)" in quoted
+    sweep = f"{minutes('02_synthetic_mlp_sweep')} minutes on {cores('make figures-mlp-sweep')}"
+    assert f"its last sitting took {sweep}" in quoted
     seconds = json.loads((ROOT / "figures" / "01_failure_analysis" / "provenance.json").read_text())["wall_seconds"]
     assert f"(notebook 01, {round(seconds)} seconds after notebook 03)" in quoted
 
@@ -1326,12 +1338,15 @@ def test_the_kept_lever_on_the_kinds_set_quotes_its_json():
     whole = rows[0]
     assert f"AMER with the term is {whole['distilled_mean'] - whole['amer_mean']:+.2f} points from" in flat
     assert f"Cost: {whole['train_seconds_per_run']:.0f} s of training per run" in flat
-    # today's runs are figures/04_real_data's: its AMER and single-query means, its p-value and notebook 01's MiniLM
+    # today's runs were figures/04_real_data's as made at 64fbe73 (their numbers are the study's JSON);
+    # the folder made again since: single-query repeats, AMER's seeds moved (its p is the folder's now)
     summary = json.loads((ROOT / "figures/04_real_data/summary_minilm_wordnet_senses+wordnet_kinds.json").read_text())
     kinds = {r["system"]: r for r in summary if r["dataset"] == "wordnet_kinds"}
-    assert whole["amer_mean"] == pytest.approx(kinds["amer"]["whole_mean"])
     assert whole["single_mean"] == pytest.approx(kinds["single"]["whole_mean"])
-    assert f"AMD EPYC: p = {kinds['amer']['whole_p_behind']:.2f} that it is not behind" in flat
+    now = (
+        f"the folder now gives p = {kinds['amer']['whole_p_behind']:.2f} that it is not behind over seeds and questions"
+    )
+    assert now in flat
     (minilm,) = [
         r
         for r in figure_rows("01_failure_analysis/trends.csv")
@@ -1548,3 +1563,18 @@ def test_usage_quotes_the_kinds_result_behind_refusing_a_split_without_answer_qu
         f"{whole['distilled_mean']:.2f} against {whole['amer_mean']:.2f} without it (p = {whole['p_ahead_of_today']}"
     )
     assert quoted in usage
+
+
+def test_the_same_vendor_sentence_quotes_notebook04s_amer_seeds():
+    """docs/results.md's AMER runs of the 937dc56 regeneration, seed by seed, as the folder records them."""
+    rows = figure_rows("04_real_data/per_seed_minilm_wordnet_senses+wordnet_kinds.csv")
+    provenance = (ROOT / "figures" / "04_real_data" / "provenance.json").read_text()
+    assert '"commit": "937dc56' in provenance and '"cpu": "AMD EPYC"' in provenance
+    quoted = " ".join(README[README.index("The same vendor string is not enough") :].split())
+
+    def seeds(dataset):
+        runs = sorted((r for r in rows if r["dataset"] == dataset and r["system"] == "amer"), key=lambda r: r["seed"])
+        return " / ".join(f"{float(r['whole']):.2f}" for r in runs)
+
+    assert f"30.50 then, {seeds('wordnet_senses')} now;" in quoted
+    assert f"44.87, now {seeds('wordnet_kinds')})" in quoted

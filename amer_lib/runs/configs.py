@@ -97,7 +97,7 @@ class FailureConfig(Config):
 
     # the first line of the notebook's parameters cell
     CELL_HEADER: ClassVar[str] = (
-        "Offline CPU default: 17 s on 2 shared cores after notebook 03 (make figures at 64fbe73; "
+        "Offline CPU default: 10 s on 2 shared cores after notebook 03 (make figures at 937dc56; "
         "benchmarks/times.json); its first use, preparing and encoding the corpus: 4 min on 2 shared cores "
         "at c02234d. Paper scale: params/01_failure_analysis/"
     )
@@ -127,7 +127,7 @@ class SyntheticConfig(Config):
 
     # the first line of the notebook's parameters cell
     CELL_HEADER: ClassVar[str] = (
-        "Offline CPU default: 33 min on 2 shared cores (make figures at 64fbe73; benchmarks/times.json). "
+        "Offline CPU default: 9 min on 2 idle cores (make figures at 937dc56; benchmarks/times.json). "
         "Paper scale: params/02_synthetic/*.yaml"
     )
 
@@ -224,7 +224,7 @@ class RealConfig(Config):
 
     # the first line of the notebook's parameters cell
     CELL_HEADER: ClassVar[str] = (
-        "Offline CPU default: 56 min on 2 shared cores after notebook 03 (make figures at 64fbe73; "
+        "Offline CPU default: 44 min on 2 shared cores after notebook 03 (make figures at 937dc56; "
         "benchmarks/times.json); its first use prepares the corpus first, as notebook 01's does. "
         "Paper scale: params/04_real_data/*.yaml"
     )
@@ -413,7 +413,7 @@ class AblationConfig(Config):
 
     # the first line of the notebook's parameters cell
     CELL_HEADER: ClassVar[str] = (
-        "Offline CPU default: 52 min on 2 shared cores after notebooks 02 and 04 (make figures at 64fbe73; "
+        "Offline CPU default: 27 min on 2 shared cores after notebooks 02 and 04 (make figures at 937dc56; "
         "benchmarks/times.json)"
     )
 
@@ -446,7 +446,7 @@ class BeyondConfig(Config):
 
     # the first line of the notebook's parameters cell
     CELL_HEADER: ClassVar[str] = (
-        "Offline CPU default: 18 min on 2 shared cores after notebooks 02 and 04 (make figures at 64fbe73; "
+        "Offline CPU default: 16 min on 2 shared cores after notebooks 02 and 04 (make figures at 937dc56; "
         "benchmarks/times.json)"
     )
 
@@ -486,7 +486,7 @@ class DiversityConfig(Config):
 
     # the first line of the notebook's parameters cell
     CELL_HEADER: ClassVar[str] = (
-        "Offline CPU default: 3 min on 2 shared cores after notebooks 02 and 04 (make figures at 64fbe73; "
+        "Offline CPU default: 2 min on 2 shared cores after notebooks 02 and 04 (make figures at 937dc56; "
         "benchmarks/times.json)"
     )
 
