@@ -93,19 +93,24 @@ def cache_folder() -> Path:
 MEASURED_BY = ("activation_memory.py", "model.py", "checkpointing.py", "backbones.py")
 
 
+@lru_cache(maxsize=1)
+def _code_digest() -> str:
+    """The measuring code's hash, read once a process."""
+    return hashlib.sha256(b"".join((Path(__file__).parent / name).read_bytes() for name in MEASURED_BY)).hexdigest()
+
+
 def cache_key(shape: dict, lora: LoraSettings, mode: str) -> dict:
     """Everything a measurement depends on besides the machine (on which it does not)."""
     import peft
     import transformers
 
-    code = hashlib.sha256(b"".join((Path(__file__).parent / name).read_bytes() for name in MEASURED_BY))
     return {
         "shape": shape,
         "lora": {**dataclasses.asdict(lora), "targets": list(lora.targets)},
         "mode": mode,
         "step": {"prompt_tokens": PROMPT_TOKENS, "fed_back": FED_BACK, "embedding_dim": EMBEDDING_DIM},
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "peft": peft.__version__},
-        "code": code.hexdigest(),
+        "code": _code_digest(),
     }
 
 

@@ -468,7 +468,7 @@ def provenance_table(figures: Path = FIGURES) -> str:
     """Each folder's `provenance.json`: the commit of the code that made it and the CPU, the Makefile
     target, the CPU kernels' instruction set and threads, the wall time; above it, the one commit
     they share or a warning that they do not (a regeneration lands folder by folder)."""
-    rows, commits, cpus, unrecorded, made_at = [], set(), set(), [], {}
+    rows, cpus, unrecorded, made_at = [], set(), [], {}
     for folder in sorted(p for p in figures.iterdir() if p.is_dir()):
         path = folder / PROVENANCE
         if not path.exists():
@@ -476,7 +476,6 @@ def provenance_table(figures: Path = FIGURES) -> str:
             rows.append(f"| `{folder.name}` | not recorded (made before provenance was kept) | | | | | |")
             continue
         made = json.loads(path.read_text())
-        commits.add(made["commit"])
         cpus.add(made["cpu"])
         made_at[folder.name] = made["commit"]
         kernels = made.get("kernels", {})
@@ -486,6 +485,7 @@ def provenance_table(figures: Path = FIGURES) -> str:
             f"| `{folder.name}` | `{made['commit'][:7]}` | {made['cpu']} | `{made['command']}` | {isa} "
             f"| {made['torch_threads']} | {minutes} |"
         )
+    commits = set(made_at.values())
     if not commits:
         return "No folder holds a `provenance.json`.\n"
     if unrecorded:
