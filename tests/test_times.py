@@ -55,16 +55,32 @@ def test_make_figures_is_its_notebooks_summed():
 
 
 def test_make_figures_compound_is_the_makefiles_sittings_summed():
+    """The first recipe's sittings are its folders' own wall times (provenance.json, at the entry's
+    commit); the distilled recipe's are the older sittings the Makefile's help names."""
     entry = STEPS["make figures-compound"]
     parts = entry["parts_seconds"]
     assert entry["seconds"] == sum(parts.values())
     comment = one_line(MAKEFILE[MAKEFILE.index("# the compound benchmark") : MAKEFILE.index("COMPOUND_NOTEBOOKS ?=")])
-    first = [parts[name] for name in ("03", "01", "04", "06", "07")]
+    folders = {
+        "03": "03_real_data_prep",
+        "01": "01_failure_analysis",
+        "04": "04_real_data",
+        "06": "06_diversity_analysis",
+        "07": "07_beyond",
+    }
+    for part, notebook in folders.items():
+        made = json.loads((ROOT / "figures" / f"{notebook}_compound" / "provenance.json").read_text())
+        assert made["commit"].startswith(entry["commit"]) and parts[part] == round(made["wall_seconds"]), part
+    first = [parts[name] for name in folders]
     distilled = [parts[name] for name in ("04 distilled", "06 distilled", "07 distilled")]
-    assert "03 {} s + 01 {} s + 04 {} s (Intel Xeon, 2fca556) + 06 {} s + 07 {} s".format(*first) in comment
-    assert f"= {sum(first) / 3600:.1f} h" in comment and f"= {sum(distilled) / 3600:.1f} h" in comment
+    assert "03 {} s + 01 {} s + 04 {} s + 06 {} s + 07 {} s".format(*first) in comment
+    assert f"= {sum(first) / 3600:.1f} h (AMD EPYC, {entry['commit']}" in comment
+    assert f"= {sum(distilled) / 3600:.1f} h" in comment and f"{sum(parts.values()) / 3600:.1f} h in all" in comment
     assert f"the distilled 04 {distilled[0]} s (AMD EPYC, 7a7df97:" in comment
     assert "+ 06 {} s + 07 {} s".format(*distilled[1:]) in comment
+    recipe = (ROOT / "params" / "04_real_data" / "compound.yaml").read_text()
+    assert f"provenance.json: {round(parts['04'] / 60)} minutes for 3)" in recipe
+    assert f"About {round(parts['04'] / 60 / 3)} minutes per seed on 2 cores" in recipe
 
 
 def test_the_make_test_and_ci_entries_are_benchmarks_make_test():

@@ -265,6 +265,16 @@ def test_the_oracle_share_table_sets_todays_recipe_beside_the_kept_levers(tmp_pa
     ceiling[4] |= {CEILING_SHARE: "80%"}
     met = ceiling + [{**ceiling[4], "k": "3", CEILING_SHARE: "50%", "better ceiling": "trained oracle"}]
     assert _verdict_oracle_share(met).startswith("meets")
+    # rows matched by k and system, values without their marks: a newer table adds the teacher's
+    # decomposition and marks after Holm's correction, an older one marks a one-sided p
+    newer = write(COMPOUND, ["83.06", "41.94*"], ["", "47%"])
+    newer.insert(2, {"k": "1", "System": "Decomposition, off-the-shelf encoder", "MRecall@100": "100.00*", SHARE: ""})
+    newer[6] |= {"MRecall@100": "58.94*"}  # the oracle at k = 2, marked in this table only
+    with open(tmp_path / COMPOUND, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(newer[0]))
+        writer.writeheader()
+        writer.writerows(newer)
+    assert oracle_share_table(tmp_path).splitlines()[2:] == [table[2], table[3].replace("58.94 |", "58.94* |")]
     write(COMPOUND_DISTILLED, ["87.00", "53.00*"], ["", "81%"], oracle="60.00")
     with pytest.raises(ValueError, match="disagree on Decomposition oracle at k = 2"):
         oracle_share_table(tmp_path)
