@@ -235,11 +235,14 @@ def test_the_oracle_share_table_sets_todays_recipe_beside_the_kept_levers(tmp_pa
                 {"k": k, "System": "AMER", "MRecall@100": value, SHARE: share},
                 {"k": k, "System": "Decomposition oracle", "MRecall@100": "88.33" if k == "1" else oracle, SHARE: ""},
             ]
+        save(path, rows)
+        return rows
+
+    def save(path, rows):
         with open(path, "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=list(rows[0]))
             writer.writeheader()
             writer.writerows(rows)
-        return rows
 
     write(COMPOUND, ["83.06", "41.94*"], ["", "47%"])
     kept = write(COMPOUND_DISTILLED, ["87.00", "53.00*"], ["", "81%"], single="28.00±1.00")
@@ -270,10 +273,7 @@ def test_the_oracle_share_table_sets_todays_recipe_beside_the_kept_levers(tmp_pa
     newer = write(COMPOUND, ["83.06", "41.94*"], ["", "47%"])
     newer.insert(2, {"k": "1", "System": "Decomposition, off-the-shelf encoder", "MRecall@100": "100.00*", SHARE: ""})
     newer[6] |= {"MRecall@100": "58.94*"}  # the oracle at k = 2, marked in this table only
-    with open(tmp_path / COMPOUND, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(newer[0]))
-        writer.writeheader()
-        writer.writerows(newer)
+    save(tmp_path / COMPOUND, newer)
     assert oracle_share_table(tmp_path).splitlines()[2:] == [table[2], table[3].replace("58.94 |", "58.94* |")]
     write(COMPOUND_DISTILLED, ["87.00", "53.00*"], ["", "81%"], oracle="60.00")
     with pytest.raises(ValueError, match="disagree on Decomposition oracle at k = 2"):
