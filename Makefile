@@ -3,7 +3,7 @@
 # make install  set up .venv only (amer_lib with the notebook extras: jupyterlab, papermill; 2 min, shared cores)
 # make figures-mlp-sweep  figures/02_synthetic_mlp_sweep (notebook 02's MLP sweep; 47 min, shared cores)
 # make figures-compound   the compound benchmark's figures (notebooks 03, 01, 04, 06, 07, then 04, 06, 07 with
-#                         the component term and fresh compounds beside them; 4.8 h more, shared cores)
+#                         the component term and fresh compounds beside them; 3.4 h more, shared cores)
 # make check-figures      a cheap subset of figures/ rerun from nothing, compared to the last digit
 #                         (15 min, shared cores)
 # times measured on 2 cores, idle or shared with other work: benchmarks/times.json
@@ -78,9 +78,9 @@ figures-mlp-sweep: $(VENV)/.installed-notebooks
 # and 07 with params/*/compound_distilled.yaml: the component term and fresh compounds, beyond the
 # paper), after make figures (notebooks 06 and 07 read notebook 02's runs). Measured sittings, 2 cores:
 # 03 661 s + 01 27 s + 04 3720 s + 06 265 s + 07 1016 s = 1.6 h (AMD EPYC, 937dc56; 03 and 01 on
-# cores shared with other work, 04 beside notebook 02 for its first minutes, 06 and 07 alone), then
-# the distilled 04 6984 s (AMD EPYC, 7a7df97: one sitting with today's 04 executed before it)
-# + 06 435 s + 07 4118 s = 3.2 h (06 and 07 at 64fbe73, shared): 4.8 h in all
+# cores shared with other work, 04 beside notebook 02 for its first minutes, 06 and 07 alone);
+# then the distilled 04 4026 s + 06 288 s + 07 2120 s = 1.8 h (AMD EPYC, 937dc56, another sitting:
+# 04 and 06 alone, 07 beside a test run on the other core): 3.4 h in all
 COMPOUND_NOTEBOOKS ?= 03_real_data_prep 01_failure_analysis 04_real_data 06_diversity_analysis 07_beyond
 DISTILLED_NOTEBOOKS ?= 04_real_data 06_diversity_analysis 07_beyond
 figures-compound: export AMER_COMMAND := make figures-compound

@@ -25,36 +25,19 @@ def provenance(folder) -> dict:
     return json.loads((folder / "provenance.json").read_text())
 
 
-# Folders a regeneration has not reached yet, with the commit they still name: the distilled compound
-# recipe's (notebook 04's eighteen runs, then 06 and 07 on them), which needs a sitting of its own
-# after the others were made again at 937dc56 (issue 60). RESULTS.md warns of the two commits and
-# names each folder's. Empty when every folder is made by one commit again, as it must be before the
-# regeneration is called done.
-NOT_YET_REGENERATED = {
-    f"{notebook}_compound_distilled": "64fbe733491186de665d8a266aada46cb260825d"
-    for notebook in ("04_real_data", "06_diversity_analysis", "07_beyond")
-}
-
-
 def test_every_folder_names_one_clean_commit_a_makefile_target_and_the_figure_kernels():
     assert len(FOLDERS) >= 13
     made = {folder.name: provenance(folder) for folder in FOLDERS}
-    commits = {m["commit"] for name, m in made.items() if name not in NOT_YET_REGENERATED}
+    commits = {m["commit"] for m in made.values()}
     assert len(commits) == 1, {name: m["commit"] for name, m in made.items()}
     [commit] = commits
     assert len(commit) == 40 and not commit.endswith("+dirty")
-    assert {name: made[name]["commit"] for name in NOT_YET_REGENERATED} == NOT_YET_REGENERATED
     for name, m in made.items():
         assert m["command"] in TARGETS, name
         assert m["kernels"]["torch"] == "AVX2" and m["kernels"]["environment"] == KERNEL_VARIABLES, name
         assert m["wall_seconds"] > 0 and m["versions"]["torch"], name
     page = (FIGURES / "RESULTS.md").read_text()
-    if NOT_YET_REGENERATED:
-        both = ", ".join(sorted({commit, *NOT_YET_REGENERATED.values()}))
-        assert f"**The folders were made at 2 different commits** ({both})" in page
-        assert all(f"| `{name}` | `{made[name]['commit'][:7]}` |" in page for name in made)
-    else:
-        assert f"commit `{commit}`" in page
+    assert f"commit `{commit}`" in page and "different commits" not in page
 
 
 @pytest.mark.parametrize("path", sorted(FIGURES.glob("*/params*.yaml")), ids=lambda p: f"{p.parent.name}/{p.name}")

@@ -55,24 +55,31 @@ def test_make_figures_is_its_notebooks_summed():
 
 
 def test_make_figures_compound_is_the_makefiles_sittings_summed():
-    """The first recipe's sittings are its folders' own wall times (provenance.json, at the entry's
-    commit); the distilled recipe's are the older sittings the Makefile's help names."""
+    """Both recipes' sittings are their folders' own wall times (provenance.json, at the entry's
+    commit), as the Makefile's help sums them."""
     entry = STEPS["make figures-compound"]
     parts = entry["parts_seconds"]
     assert entry["seconds"] == sum(parts.values())
     comment = one_line(MAKEFILE[MAKEFILE.index("# the compound benchmark") : MAKEFILE.index("COMPOUND_NOTEBOOKS ?=")])
-    notebooks = ("03_real_data_prep", "01_failure_analysis", "04_real_data", "06_diversity_analysis", "07_beyond")
-    for notebook in notebooks:
-        made = json.loads((ROOT / "figures" / f"{notebook}_compound" / "provenance.json").read_text())
-        assert made["commit"].startswith(entry["commit"]), notebook
-        assert parts[notebook[:2]] == round(made["wall_seconds"]), notebook
-    first = [parts[notebook[:2]] for notebook in notebooks]
-    distilled = [parts[name] for name in ("04 distilled", "06 distilled", "07 distilled")]
-    assert "03 {} s + 01 {} s + 04 {} s + 06 {} s + 07 {} s".format(*first) in comment
-    assert f"= {sum(first) / 3600:.1f} h (AMD EPYC, {entry['commit']}" in comment
-    assert f"= {sum(distilled) / 3600:.1f} h" in comment and f"{sum(parts.values()) / 3600:.1f} h in all" in comment
-    assert f"the distilled 04 {distilled[0]} s (AMD EPYC, 7a7df97:" in comment
-    assert "+ 06 {} s + 07 {} s".format(*distilled[1:]) in comment
+    first = ("03_real_data_prep", "01_failure_analysis", "04_real_data", "06_diversity_analysis", "07_beyond")
+    distilled = ("04_real_data", "06_diversity_analysis", "07_beyond")
+    folders = {nb[:2]: f"{nb}_compound" for nb in first} | {
+        f"{nb[:2]} distilled": f"{nb}_compound_distilled" for nb in distilled
+    }
+    assert set(parts) == set(folders)
+    for part, folder in folders.items():
+        made = json.loads((ROOT / "figures" / folder / "provenance.json").read_text())
+        assert made["commit"].startswith(entry["commit"]), folder
+        assert parts[part] == round(made["wall_seconds"]), folder
+    seconds = [parts[nb[:2]] for nb in first]
+    seconds_distilled = [parts[f"{nb[:2]} distilled"] for nb in distilled]
+    assert "03 {} s + 01 {} s + 04 {} s + 06 {} s + 07 {} s".format(*seconds) in comment
+    assert f"= {sum(seconds) / 3600:.1f} h (AMD EPYC, {entry['commit']}" in comment
+    assert "then the distilled 04 {} s + 06 {} s + 07 {} s".format(*seconds_distilled) in comment
+    assert (
+        f"= {sum(seconds_distilled) / 3600:.1f} h" in comment
+        and f"{sum(parts.values()) / 3600:.1f} h in all" in comment
+    )
     recipe = (ROOT / "params" / "04_real_data" / "compound.yaml").read_text()
     assert f"provenance.json: {round(parts['04'] / 60)} minutes for 3)" in recipe
     assert f"About {round(parts['04'] / 60 / 3)} minutes per seed on 2 cores" in recipe

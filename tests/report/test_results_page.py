@@ -251,25 +251,26 @@ def test_the_oracle_share_table_sets_todays_recipe_beside_the_kept_levers(tmp_pa
         "| 1 | 88.33 | 83.06 | 88.33 | 87.00 | 88.33 | - | - |",
         "| 2 | 26.78±1.99 | 41.94* | 28.00±1.00 | 53.00* | 58.94 | 47% | 81% |",
     ]
-    assert _oracle_share(kept).endswith("87.00 / 53.00*; its share of the trained oracle's lead: 81%")
-    assert _verdict_oracle_share(kept).startswith("short of")  # no k = 3 share: the aim is not met
-    assert "of the trained oracle's lead" in _verdict_oracle_share(kept)
-    three = kept + [{"k": "3", "System": "AMER", "MRecall@100": "20.00", SHARE: "50%"}]
-    assert _verdict_oracle_share(three).startswith("meets")
-    # a table with the teacher's decomposition: the verdict reads the better ceiling's share, per k
+    # the claim and its verdict read the better ceiling's share, per k; a table without it is refused
+    with pytest.raises(ValueError, match="without the column .*make figures-compound"):
+        _oracle_share(kept)
+    with pytest.raises(ValueError, match="made before the teacher's decomposition"):
+        _verdict_oracle_share(kept)
     ceiling = [{**row, CEILING_SHARE: "", "better ceiling": ""} for row in kept]
     ceiling[1] |= {CEILING_SHARE: "-12%", "better ceiling": "off-the-shelf encoder"}  # k = 1: the teacher leads
     ceiling[4] |= {CEILING_SHARE: "67%", "better ceiling": "off-the-shelf encoder"}
     assert _oracle_share(ceiling).endswith(
-        "; of the better ceiling's, at k = 1 / 2 / 3: -12% (off-the-shelf encoder) / 67% (off-the-shelf encoder)"
+        "87.00 / 53.00*; its share of the trained oracle's lead: 81%; of the better ceiling's, at k = 1 / 2 / 3: "
+        "-12% (off-the-shelf encoder) / 67% (off-the-shelf encoder)"
     )
     verdict = _verdict_oracle_share(ceiling)
     assert verdict == "short of this repository's aim of 75% / 50% of the better ceiling's lead at k = 2 / 3"
     ceiling[4] |= {CEILING_SHARE: "80%"}
+    assert _verdict_oracle_share(ceiling).startswith("short of")  # no k = 3 share: the aim is not met
     met = ceiling + [{**ceiling[4], "k": "3", CEILING_SHARE: "50%", "better ceiling": "trained oracle"}]
     assert _verdict_oracle_share(met).startswith("meets")
-    # rows matched by k and system, values without their marks: a newer table adds the teacher's
-    # decomposition and marks after Holm's correction, an older one marks a one-sided p
+    # rows matched by k and system, values without their marks: one table holds the teacher's
+    # decomposition, and each marks the oracle against its own single-query
     newer = write(COMPOUND, ["83.06", "41.94*"], ["", "47%"])
     newer.insert(2, {"k": "1", "System": "Decomposition, off-the-shelf encoder", "MRecall@100": "100.00*", SHARE: ""})
     newer[6] |= {"MRecall@100": "58.94*"}  # the oracle at k = 2, marked in this table only
@@ -285,14 +286,15 @@ def test_the_oracle_share_table_sets_todays_recipe_beside_the_kept_levers(tmp_pa
 
 def test_the_compound_claim_says_what_its_table_marks_mean():
     """A table made since the teacher's decomposition (it has the better ceiling's share) marks
-    ahead and behind after Holm's correction; an earlier one, a one-sided p over questions."""
+    ahead and behind after Holm's correction, and the claim says so; an earlier one is refused."""
     from amer_lib.report.results_page import CEILING_SHARE, _compound
 
     rows = [
         {"System": "Single-Query", "k": "1", "MRecall@100": "88.33±0.41"},
         {"System": "AMER", "k": "1", "MRecall@100": "83.17±0.36†"},
     ]
-    assert _compound(rows).endswith("AMER 83.17±0.36† (* p < 0.05)")
+    with pytest.raises(ValueError, match="made before the teacher's decomposition and Holm's marks"):
+        _compound(rows)
     rows = [{**row, CEILING_SHARE: ""} for row in rows]
     assert _compound(rows) == (
         "compound questions (not the paper's data), MRecall@100 at k = 1: Single-Query 88.33±0.41; AMER 83.17±0.36† "
