@@ -80,7 +80,7 @@ figures-mlp-sweep: $(VENV)/.installed-notebooks
 # 03 661 s + 01 27 s + 04 3720 s + 06 265 s + 07 1016 s = 1.6 h (AMD EPYC, 937dc56; 03 and 01 on
 # cores shared with other work, 04 beside notebook 02 for its first minutes, 06 and 07 alone);
 # then the distilled 04 4026 s + 06 288 s + 07 2120 s = 1.8 h (AMD EPYC, 937dc56, another sitting:
-# 04 and 06 alone, 07 beside a test run on the other core): 3.4 h in all
+# 04 and 06 alone, 07 one core busy, its last 12 min beside a test run on the other): 3.4 h in all
 COMPOUND_NOTEBOOKS ?= 03_real_data_prep 01_failure_analysis 04_real_data 06_diversity_analysis 07_beyond
 DISTILLED_NOTEBOOKS ?= 04_real_data 06_diversity_analysis 07_beyond
 figures-compound: export AMER_COMMAND := make figures-compound

@@ -510,6 +510,11 @@ def ahead_of_its_paper_system(row: dict) -> bool:
     return row["Whole Set MRec@100"].removeprefix("**").removesuffix("**").endswith("*")
 
 
+def behind_its_paper_system(row: dict) -> bool:
+    """Whether the row is daggered: behind the paper's system at p < 0.05 on the whole set."""
+    return row["Whole Set MRec@100"].removeprefix("**").removesuffix("**").endswith("†")
+
+
 def test_the_compound_prose_quotes_figures():
     page = " ".join(README[README.index("## Compound questions: the target spread as a dial") :].split())
     similarity = figure_rows("03_real_data_prep_compound/target_similarity.csv")[:3]
@@ -1434,18 +1439,17 @@ def test_the_kept_levers_section_quotes_figures_and_the_study():
     import json
 
     from amer_lib.core.significance import AHEAD, BEHIND
-    from amer_lib.report.results_page import SHARE
+    from amer_lib.report.results_page import COMPOUND, COMPOUND_DISTILLED, COMPOUND_RUNS, SHARE
 
     page = " ".join(README[README.index("### The kept levers: AMER toward the oracle") :].split())
-    name = "compound_oracle_minilm_compound_k1+compound_k2+compound_k3.csv"
-    kept_rows = figure_rows(f"04_real_data_compound_distilled/{name}")
+    kept_rows = figure_rows(COMPOUND_DISTILLED)
     rows = readme_table("| k | system, kept levers | MRecall@100 | MRecall@10 | Recall@100 |")
     assert rows == [[r["k"], r["System"], r["MRecall@100"], r["MRecall@10"], r["Recall@100"]] for r in kept_rows]
 
     def share(rows):
         return " / ".join(r[SHARE] for r in rows if r["System"] == "AMER" and r["k"] != "1")
 
-    today_rows = figure_rows(f"04_real_data_compound/{name}")
+    today_rows = figure_rows(COMPOUND)
     assert f"term closes {share(kept_rows)} of the trained oracle's MRecall@100 lead" in page
     assert f"(today's recipe: {share(today_rows)})" in page
     readme = " ".join((ROOT / "README.md").read_text().split())
@@ -1455,11 +1459,8 @@ def test_the_kept_levers_section_quotes_figures_and_the_study():
         for r in json.loads((LEVERS / "compound_levers_distilled.json").read_text())
         if r["variant"] == "kept"
     }
-    summary = json.loads(
-        (
-            ROOT / "figures" / "04_real_data_compound_distilled" / f"summary_{name[len('compound_oracle_') : -4]}.json"
-        ).read_text()
-    )
+    distilled = ROOT / "figures" / "04_real_data_compound_distilled"
+    summary = json.loads((distilled / f"summary_{COMPOUND_RUNS}.json").read_text())
     one = next(r for r in summary if (r["dataset"], r["system"]) == ("compound_k1", "amer"))
     single = next(r for r in summary if (r["dataset"], r["system"]) == ("compound_k1", "single"))
     assert one["whole_mark"] == "" and one["whole_p_two_sided"] > 0.05
@@ -1468,7 +1469,7 @@ def test_the_kept_levers_section_quotes_figures_and_the_study():
         f"({one['whole_difference']:+.2f} points, 95% interval {one['whole_low']:.2f} to {one['whole_high']:+.2f}, "
         f"two-sided p = {one['whole_p_two_sided']:.2f} before the correction; the study's runs: "
         f"{study['1']['amer_mean']:.2f}, p = {study['1']['p_behind_single']:.2f} that it is behind)"
-    ).replace("-", "−") in page.replace("-", "−")
+    ) in page.replace("−", "-")
     assert all(r["p_ahead"] < 1e-4 for r in study.values())
     means = " / ".join(f"{study[k]['amer_mean']:.2f}" for k in "123")
     assert f"variant `kept`: AMER {means}, within one seed standard deviation of these)" in page
@@ -1476,12 +1477,13 @@ def test_the_kept_levers_section_quotes_figures_and_the_study():
         row = next(r for r in kept_rows if (r["k"], r["System"]) == (k, "AMER"))
         mean, std = (float(x) for x in row["MRecall@100"].rstrip(AHEAD + BEHIND).split("±"))
         assert abs(study[k]["amer_mean"] - mean) < std, k
-    seeds = figure_rows(f"04_real_data_compound_distilled/per_seed_{name[len('compound_oracle_') :]}")
-    span = lambda k: sorted(
-        float(r["whole"]) for r in seeds if (r["dataset"], r["system"]) == (f"compound_k{k}", "amer")
-    )  # noqa: E731
+    seeds = figure_rows(f"04_real_data_compound_distilled/per_seed_{COMPOUND_RUNS}.csv")
+    span = {
+        k: sorted(float(r["whole"]) for r in seeds if (r["dataset"], r["system"]) == (f"compound_k{k}", "amer"))
+        for k in (2, 3)
+    }
     assert (
-        f"seeds span {span(2)[0]:.2f} to {span(2)[-1]:.2f} at k = 2 and {span(3)[0]:.2f} to {span(3)[-1]:.2f} at k = 3"
+        f"seeds span {span[2][0]:.2f} to {span[2][-1]:.2f} at k = 2 and {span[3][0]:.2f} to {span[3][-1]:.2f} at k = 3"
         in page
     )
     low_high = lambda r: f"{100 * r['oracle_share_low']:.0f}-{100 * r['oracle_share_high']:.0f}%"  # noqa: E731
@@ -1526,13 +1528,15 @@ def test_the_kept_levers_section_quotes_figures_and_the_study():
     }
     compared = json.loads((ROOT / "figures" / "07_beyond_compound_distilled" / "real_comparison.json").read_text())
     tested = {(r["dataset"][-1], r["label"]): r for r in compared["rows"] if "whole_mark" in r}
-    behind = lambda row: row["Whole Set MRec@100"].strip("*").endswith(BEHIND)  # noqa: E731
     one, two = beyond["2", "n = 1, round-robin (paper)"], beyond["2", "n = 2, round-robin (paper)"]
     paper2, paper3 = (
         beyond["2", "n = 4 (paper), round-robin (paper)"],
         beyond["3", "n = 7 (paper), round-robin (paper)"],
     )
-    assert behind(one) and f"the first vector alone finds almost nothing ({whole_mrecall(one)}%, behind)" in page
+    assert (
+        behind_its_paper_system(one)
+        and f"the first vector alone finds almost nothing ({whole_mrecall(one)}%, behind)" in page
+    )
     lead = tested["2", "n = 2, round-robin (paper)"]
     assert not ahead_of_its_paper_system(two) and lead["whole_p_two_sided"] < 0.05 < lead["whole_p_adjusted"]
     assert (
@@ -1541,34 +1545,36 @@ def test_the_kept_levers_section_quotes_figures_and_the_study():
         f"{lead['whole_high']:.2f}, two-sided p = {lead['whole_p_two_sided']:.3f} before the correction, not after it)"
     ) in page
     few = [beyond["3", f"n = {n}, round-robin (paper)"] for n in (1, 2, 3)]
-    assert behind(few[0]) and behind(few[1]) and not behind(few[2]) and not ahead_of_its_paper_system(few[2])
+    assert (
+        behind_its_paper_system(few[0])
+        and behind_its_paper_system(few[1])
+        and not behind_its_paper_system(few[2])
+        and not ahead_of_its_paper_system(few[2])
+    )
     assert (
         f"one or two vectors are behind ({whole_mrecall(few[0])}% and {whole_mrecall(few[1])}%) and three are "
         f"level ({whole_mrecall(few[2])}% against {whole_mrecall(paper3)}%)"
     ) in page
     assert not any(ahead_of_its_paper_system(r) for k, r in merges.items() if k[0] != "1")
     zmax = [merges[k, f"n = {n} (paper), z-score max (ranx)"] for k, n in (("2", 4), ("3", 7))]
-    assert not any(behind(r) for r in zmax)
+    assert not any(behind_its_paper_system(r) for r in zmax)
     assert (
         f"z-score max is level ({whole_mrecall(zmax[0])}% and {whole_mrecall(zmax[1])}% against "
         f"{whole_mrecall(paper2)}% and {whole_mrecall(paper3)}%)"
     ) in page
     rrf = merges["2", "n = 4 (paper), reciprocal-rank fusion"]
-    assert behind(rrf) and f"reciprocal-rank fusion falls behind ({whole_mrecall(rrf)}% at k = 2)" in page
+    assert (
+        behind_its_paper_system(rrf) and f"reciprocal-rank fusion falls behind ({whole_mrecall(rrf)}% at k = 2)" in page
+    )
     head, told = (
         beyond["2", "n = auto, stop head, round-robin (paper)"],
         beyond["2", "n = true m (oracle), round-robin (paper)"],
     )
-    assert not ahead_of_its_paper_system(head) and not behind(head)
+    assert not ahead_of_its_paper_system(head) and not behind_its_paper_system(head)
     assert (
         f"({head['Vectors']} vectors at k = 2, where the questions have {told['Vectors']} answers) and gains "
         f"nothing ({whole_mrecall(head)}%)"
     ) in page
-
-
-SHARE_COLUMN = "share of oracle's lead, MRecall@100"
-CEILING_SHARE = "share of better ceiling's lead, MRecall@100"
-TEACHER = "Decomposition, off-the-shelf encoder"
 
 
 def test_the_asymmetric_supervision_and_the_teachers_ceiling_quote_their_files():
@@ -1581,12 +1587,16 @@ def test_the_asymmetric_supervision_and_the_teachers_ceiling_quote_their_files()
     term on plain questions (studies/kinds_distilled/kinds_distilled.json)."""
     import json
 
+    from amer_lib.core.significance import AHEAD, BEHIND
+    from amer_lib.report.results_page import CEILING_SHARE, COMPOUND_DISTILLED, SHARE
+    from amer_lib.report.tables import COMPOUND_SYSTEMS
+
     readme = " ".join((ROOT / "README.md").read_text().split())
     page = " ".join(README[README.index("### The kept levers: AMER toward the oracle") :].split())
     study = " ".join((ROOT / "studies" / "compound_levers" / "compound_levers.md").read_text().split())
-    name = "compound_oracle_minilm_compound_k1+compound_k2+compound_k3.csv"
-    rows = {(r["k"], r["System"]): r["MRecall@100"] for r in figure_rows(f"04_real_data_compound_distilled/{name}")}
-    mean = lambda k, system: float(rows[k, system].split("±")[0].rstrip("*†"))  # noqa: E731
+    table = figure_rows(COMPOUND_DISTILLED)
+    rows = {(r["k"], r["System"]): r["MRecall@100"] for r in table}
+    mean = lambda k, system: float(rows[k, system].split("±")[0].rstrip(AHEAD + BEHIND))  # noqa: E731
     teacher_rows = json.loads((ROOT / "studies" / "teacher_decomposition" / "teacher_decomposition.json").read_text())
     teacher = {r["dataset"][-1]: r for r in teacher_rows}
     assert all(r["questions"] == 600 for r in teacher.values()) and teacher["1"]["mrecall"] == 100.0
@@ -1597,13 +1607,14 @@ def test_the_asymmetric_supervision_and_the_teachers_ceiling_quote_their_files()
     oracle2, oracle3 = mean("2", "Decomposition oracle"), mean("3", "Decomposition oracle")
     amer2, single2 = mean("2", "AMER"), mean("2", "Single-Query")
     # the folder's own off-the-shelf decomposition is the study's, and its better ceiling's share is this
-    assert (mean("2", TEACHER), mean("3", TEACHER)) == (teacher2, teacher3)
+    teacher_row = COMPOUND_SYSTEMS["teacher_decomposition"]
+    assert (mean("2", teacher_row), mean("3", teacher_row)) == (teacher2, teacher3)
     assert teacher2 > oracle2 and teacher3 < oracle3  # the better ceiling: the teacher at k = 2, the oracle at k = 3
-    amer = {r["k"]: r for r in figure_rows(f"04_real_data_compound_distilled/{name}") if r["System"] == "AMER"}
+    amer = {r["k"]: r for r in table if r["System"] == "AMER"}
     share2, share3 = amer["2"][CEILING_SHARE], amer["3"][CEILING_SHARE]
     assert share2 == f"{100 * (amer2 - single2) / (teacher2 - single2):.0f}%" and float(share2[:-1]) < 75
     assert (amer["2"]["better ceiling"], amer["3"]["better ceiling"]) == ("off-the-shelf encoder", "trained oracle")
-    assert share3 == amer["3"][SHARE_COLUMN] and float(share3[:-1]) >= 50
+    assert share3 == amer["3"][SHARE] and float(share3[:-1]) >= 50
     assert (
         f"higher ceiling at k = 2 ({teacher2:.2f} against {oracle2:.2f}): AMER reaches {share2} of its lead" in readme
     )

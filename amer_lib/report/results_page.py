@@ -209,9 +209,8 @@ def _verdict_oracle_share(rows: list[dict]) -> str:
     _made_since_the_teachers_decomposition(rows)
     shares = {r["k"]: float(r[CEILING_SHARE].rstrip("%")) for r in rows if r["System"] == "AMER" and r[CEILING_SHARE]}
     met = shares.get("2", 0) >= 75 and shares.get("3", 0) >= 50
-    return (
-        "meets" if met else "short of"
-    ) + " this repository's aim of 75% / 50% of the better ceiling's lead at k = 2 / 3"
+    verdict = "meets" if met else "short of"
+    return f"{verdict} this repository's aim of 75% / 50% of the better ceiling's lead at k = 2 / 3"
 
 
 def _system_at(rows: list[dict], k: str, system: str) -> dict:
