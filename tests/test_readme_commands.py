@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 import yaml
 from conftest import documentation
 from test_notebooks import tiny_real, tiny_synthetic
@@ -98,12 +99,17 @@ def test_the_readme_shows_the_commands_this_module_runs():
 @pytest.mark.parametrize("needs", sorted(NEEDS_WEIGHTS))
 def test_a_paper_scale_backbone_stops_at_once_with_what_to_fetch(tmp_path, needs):
     [command] = [c for c in readme_commands() if needs in c]
-    result = run(command, tmp_path)
+    design_card = "04_real_data" in command
+    # the design card's command at its own device, auto (the tiny file's cpu put back: it stops before any work)
+    result = run(command + " -p device auto" if design_card else command, tmp_path)
     assert result.returncode != 0
     assert f"hf download {NEEDS_WEIGHTS[needs]}" in result.stdout + result.stderr
     assert not (tmp_path / "04" / "prepared").exists() and not list(tmp_path.rglob("*.pt"))  # nothing long began
-    if "04_real_data" in command:  # the design card's: with the memory the weights will need
+    if design_card:  # with the memory the weights will need, on the GPU they are for: LoRA, bfloat16 weights
         assert "memory preflight, wordnet_senses:\n  GPU peak" in result.stdout + result.stderr
+        here = "this machine's GPU (" if torch.cuda.is_available() else "a GPU: "
+        assert f"projected for {here}" in result.stdout + result.stderr
+        assert f"weights {7_504_924_672 * 2 / 2**30:.1f} GiB," in result.stdout + result.stderr  # Llama-3.1-8B
 
 
 def test_notebook02_commands_run(tmp_path):

@@ -10,6 +10,7 @@ fed-back vectors). `tiny` is a small randomly initialised Llama for the syntheti
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 from dataclasses import dataclass, field
@@ -368,3 +369,30 @@ def add_lora(model: PreTrainedModel, settings: LoraSettings) -> PreTrainedModel:
         model.bert = get_peft_model(model.bert, config)
         return model
     return get_peft_model(model, config)
+
+
+def adapter_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
+    """peft's adapter layers in `model`: those that cast each input to their adapters' dtype (none without LoRA)."""
+    return [module for module in model.modules() if hasattr(module, "cast_input_dtype_enabled")]
+
+
+@contextlib.contextmanager
+def adapter_input_casts(layers: list[torch.nn.Module], enabled: bool | list[bool]):
+    """While inside, peft's adapter `layers` cast their input to their adapters' dtype (`enabled`, peft's own
+    way; one value for all, or one a layer) or take it as it comes, then as they were.
+
+    Under bfloat16 autocast the cast is a round trip: peft makes each adapter's bfloat16 input float32 for
+    its float32 weights, and autocast makes it bfloat16 again for the adapter's first matrix product, a copy
+    each way forward and backward (28 operations per layer and decoded position at LoRA's seven adapters,
+    `benchmarks/bench_step_ops.py`). Without it the adapters' products run on the same bfloat16 values; only
+    LoRA's dropout then scales its bfloat16 input (on the CPU by 1 / 0.9 rounded to bfloat16; a GPU's
+    fused dropout scales in float32 as before). Outside autocast the cast is needed: float32 weights cannot
+    multiply bfloat16 activations."""
+    before = [layer.cast_input_dtype_enabled for layer in layers]
+    for layer, cast in zip(layers, enabled if isinstance(enabled, list) else [enabled] * len(layers)):
+        layer.cast_input_dtype_enabled = cast
+    try:
+        yield
+    finally:
+        for layer, was in zip(layers, before):
+            layer.cast_input_dtype_enabled = was

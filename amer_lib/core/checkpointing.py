@@ -8,7 +8,9 @@ position see only itself. Here each decoder layer is checkpointed with torch's n
 checkpoint, the cache kept: the forward pass appends to the cache as usual, and when the backward
 pass recomputes a layer, `ReplayCache` answers that layer's cache update with the keys and values
 it held at the original call (the cached prefix of that length, then the recomputed new ones),
-so the recomputation sees exactly what the forward pass saw.
+so the recomputation sees exactly what the forward pass saw. The recomputation also runs peft's adapters
+with the input casts they had in the forward pass (`backbones.adapter_input_casts`: the encoder sets them
+for its pass, and the backward pass runs after it has returned).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from functools import partial
 import torch
 from torch.utils.checkpoint import checkpoint
 from transformers import DynamicCache
+
+from amer_lib.core.backbones import adapter_input_casts, adapter_layers
 
 
 class ReplayCache(DynamicCache):
@@ -65,13 +69,24 @@ def _layer_index(layer: torch.nn.Module) -> int:
 def _checkpointed(function: partial, *args):
     """A decoder layer's forward (`function`, Hugging Face's partial of it with its keyword
     arguments) run under torch's non-reentrant checkpoint; a `ReplayCache` among the arguments is
-    replayed at the length it had when the layer ran."""
+    replayed at the length it had when the layer ran, and the layer's adapters recompute with the input casts
+    they have now."""
     cache = function.keywords.get("cache", function.keywords.get("past_key_values"))
+    layer = _layer_of(function)
+    adapters = adapter_layers(layer)
+    casts = [adapter.cast_input_dtype_enabled for adapter in adapters]
     if not isinstance(cache, ReplayCache):
-        return checkpoint(function, *args, use_reentrant=False)
-    layer_idx = _layer_index(_layer_of(function))
+        contexts = lambda: (contextlib.nullcontext(), adapter_input_casts(adapters, casts))
+        return checkpoint(function, *args, use_reentrant=False, context_fn=contexts)
+    layer_idx = _layer_index(layer)
     past = cache.cached_length(layer_idx)
-    contexts = lambda: (contextlib.nullcontext(), cache.replaying(layer_idx, past))
+
+    @contextlib.contextmanager
+    def recomputing():
+        with cache.replaying(layer_idx, past), adapter_input_casts(adapters, casts):
+            yield
+
+    contexts = lambda: (contextlib.nullcontext(), recomputing())
     return checkpoint(function, *args, use_reentrant=False, context_fn=contexts)
 
 

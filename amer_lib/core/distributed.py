@@ -54,6 +54,16 @@ def sum_over_ranks(values: list[float], device: torch.device) -> list[float]:
     return total.tolist()
 
 
+def gathered(value) -> list:
+    """Every rank's `value` (any picklable object, tensors included), in rank order, on every rank;
+    `[value]` outside a group. Every rank must call it at the same point."""
+    if rank_and_size()[1] == 1:
+        return [value]
+    values = [None] * dist.get_world_size()
+    dist.all_gather_object(values, value)
+    return values
+
+
 def setup(timeout: timedelta | None = None) -> torch.device:
     """Join the process group torchrun describes (NCCL on GPUs, gloo on CPUs); each rank's device.
     `timeout`: how long a collective waits for the slowest rank (torch's default when None)."""
@@ -76,20 +86,27 @@ def setup(timeout: timedelta | None = None) -> torch.device:
     return torch.device("cpu")
 
 
-def check_processes(nproc_per_node: int, batch_size: int, workers: int, device: str) -> None:
-    """Reject combinations a distributed run cannot honour, naming the parameter to change."""
+def check_processes(nproc_per_node: int, batch_size: int, workers: int, device: str) -> int:
+    """The worker processes runs of `nproc_per_node` processes each can use: `workers` for runs of
+    one process, 1 for runs of several, which torchrun trains one after the other (a message says
+    so when `workers` asked for more: capped, not refused, as `runs.dispatch.training_workers` caps
+    the workers on GPUs, so that notebook 04's offline default `workers = 2` runs as written with
+    `-p nproc_per_node 4`). Combinations a distributed run cannot honour are refused, naming the
+    parameter to change."""
     if nproc_per_node == 1:
-        return
+        return workers
     if batch_size % nproc_per_node:
         raise ValueError(
             f"batch_size {batch_size} is the global batch and must divide evenly among "
             f"nproc_per_node = {nproc_per_node} processes"
         )
-    if workers != 1:
-        raise ValueError(
-            f"workers = {workers} and nproc_per_node = {nproc_per_node}: runs either share the "
-            "CPU in worker processes or are trained by several processes each; set workers = 1"
-        )
     gpus = torch.cuda.device_count()
     if device != "cpu" and gpus and nproc_per_node > gpus:
         raise ValueError(f"nproc_per_node = {nproc_per_node} but torch sees {gpus} GPU(s)")
+    if workers != 1:
+        print(
+            f"workers = {workers} and nproc_per_node = {nproc_per_node}: each run is trained by "
+            f"{nproc_per_node} processes together, one run at a time, so 1 worker (set -p workers 1 to say so)",
+            flush=True,
+        )
+    return 1

@@ -28,6 +28,10 @@ The arithmetic (each term is a `MemoryPlan` field; `docs/paper_scale.md` writes 
 Host memory per process: the backbone is loaded on the CPU first (its weights in their dtype), the
 corpus's ids and their row map (`host_bytes_per_document`, measured by
 `benchmarks/bench_activation_memory.py`), the negative pool (float16) and the training targets.
+
+A run on the CPU holds all of it in one memory: `cpu_peak` counts the backbone, the negatives and
+the targets once (nothing is copied to a device), the search block (made float32 from the shards
+on the CPU) and the corpus ids, and neither the CUDA reserve nor FAISS's GPU memory.
 """
 
 from __future__ import annotations
@@ -120,8 +124,24 @@ class MemoryPlan:
     def host_peak(self) -> int:
         return self.host_backbone + self.host_corpus + self.host_data
 
-    def lines(self) -> list[str]:
+    @property
+    def cpu_peak(self) -> int:
+        """One process's peak where it trains on the CPU: the GPU's terms without the CUDA reserve and
+        FAISS's GPU memory, and the corpus ids beside them (the weights, negatives and targets the
+        host holds are those same tensors)."""
+        return self.gpu_peak - self.faiss_temporary - self.reserve + self.host_corpus
+
+    def lines(self, gpu: bool = True) -> list[str]:
+        """The plan in words: on a GPU (`gpu`), its peak and the host's, term by term; on the CPU,
+        the one memory a CPU run uses (`cpu_peak`)."""
         gib = lambda value: f"{value / GIB:.1f} GiB"
+        if not gpu:
+            return [
+                f"peak on the CPU {gib(self.cpu_peak)} per process: weights {gib(self.weights)}, trained weights "
+                f"with gradients and AdamW {gib(self.trained_state)}, gradient buckets {gib(self.gradient_buckets)}, "
+                f"activations {gib(self.activations)}, negatives and targets {gib(self.data)}, search block "
+                f"{gib(self.search)}, corpus ids {gib(self.host_corpus)} (no GPU: no CUDA reserve, no FAISS GPU memory)"
+            ]
         sharing = (
             f"; {self.processes_per_gpu} processes share the GPU: {gib(self.device_peak)}"
             if self.processes_per_gpu > 1

@@ -22,7 +22,7 @@ import torch
 from torch import nn
 from transformers import PreTrainedModel
 
-from amer_lib.core.backbones import cache_keyword
+from amer_lib.core.backbones import adapter_input_casts, adapter_layers, cache_keyword
 from amer_lib.core.checkpointing import ReplayCache
 from amer_lib.core.stopping import stop_counts
 
@@ -83,6 +83,11 @@ class AMERQueryEncoder(nn.Module):
         # bfloat16 autocast wherever it runs (training sets its own from its config): a model whose
         # frozen weights are bfloat16 generates as it was trained
         self.mixed_precision = False
+        # peft's adapter layers; under autocast they take the bfloat16 activations as they come
+        # (`backbones.adapter_input_casts`). True: peft's own float32 round trip under autocast too, the path
+        # before issue 69, kept for the equivalence test and the operation count (benchmarks/bench_step_ops.py)
+        self._adapters = adapter_layers(backbone)
+        self.peft_input_casts = False
 
     def autocast(self) -> torch.autocast:
         """bfloat16 autocast on the model's device for a mixed-precision encoder, a no-op otherwise."""
@@ -95,11 +100,17 @@ class AMERQueryEncoder(nn.Module):
 
     def _project_out(self, hidden: torch.Tensor) -> torch.Tensor:
         """`output_projection` of hidden states of any dtype."""
-        return self.output_projection(hidden.to(self.output_projection.weight.dtype))
+        return self.output_projection(_for(hidden, self.output_projection.weight))
 
     def _project_in(self, vectors: torch.Tensor) -> torch.Tensor:
         """`input_projection` of vectors of any dtype (a bfloat16 output fed back)."""
-        return self.input_projection(vectors.to(self.input_projection.weight.dtype))
+        return self.input_projection(_for(vectors, self.input_projection.weight))
+
+    def _adapter_casts(self):
+        """The adapters' input casts for a pass: peft's outside autocast (float32 weights meet bfloat16
+        activations there), none under it unless `peft_input_casts` (`backbones.adapter_input_casts`)."""
+        device = next(self.parameters()).device.type
+        return adapter_input_casts(self._adapters, self.peft_input_casts or not torch.is_autocast_enabled(device))
 
     @torch.no_grad()
     def identity_projections(self) -> None:
@@ -151,10 +162,12 @@ class AMERQueryEncoder(nn.Module):
                 raise ValueError(f"{n_outputs} outputs need teacher_inputs with at least {n_outputs - 1} vectors")
             self._check_dim(teacher_inputs, "teacher inputs")
         teacher = None if teacher_inputs is None else teacher_inputs[:, : n_outputs - 1]
-        if n_outputs == 1 or sample_mask is None or not bool(sample_mask.any()):
-            result = self._teacher_forced(prompt, teacher, n_outputs, keep_hidden=with_stop)
-        else:
-            result = self._decode(prompt, n_outputs, teacher, sample_mask[:, : n_outputs - 1], keep_hidden=with_stop)
+        with self._adapter_casts():
+            if n_outputs == 1 or sample_mask is None or not bool(sample_mask.any()):
+                result = self._teacher_forced(prompt, teacher, n_outputs, keep_hidden=with_stop)
+            else:
+                mask = sample_mask[:, : n_outputs - 1]
+                result = self._decode(prompt, n_outputs, teacher, mask, keep_hidden=with_stop)
         if not with_stop:
             return result
         outputs, hidden = result
@@ -188,7 +201,7 @@ class AMERQueryEncoder(nn.Module):
         `use_cache=False` recomputes the whole prefix at every step (the authors' approach); it is
         kept for the benchmark and the equivalence test.
         """
-        with self.autocast():
+        with self.autocast(), self._adapter_casts():
             return self._decode(prompt, n, None, None, use_cache)
 
     @torch.no_grad()
@@ -208,7 +221,7 @@ class AMERQueryEncoder(nn.Module):
     def generate_with_states(self, prompt: Prompt, n: int) -> tuple[torch.Tensor, torch.Tensor]:
         """`generate`'s `[B, n, d]` embeddings and the hidden states `[B, n, H]` they were read
         from (what a stop head reads; `amer_lib.core.train.fit_stop_head` fits one on them)."""
-        with self.autocast():
+        with self.autocast(), self._adapter_casts():
             return self._decode(prompt, n, None, None, keep_hidden=True)
 
     def stop_probability(self, hidden: torch.Tensor) -> torch.Tensor:
@@ -225,15 +238,26 @@ class AMERQueryEncoder(nn.Module):
         keep_hidden: bool = False,
     ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """Step-by-step pass; feeds back own outputs where `sample_mask` is True (everywhere when
-        `teacher` is None). `keep_hidden`: also the hidden states the outputs were read from."""
+        `teacher` is None). `keep_hidden`: also the hidden states the outputs were read from.
+
+        What every step shares is made once before the loop (each step's operations run once per layer
+        and decoded position, forward and backward, and are a GPU step's kernel launches: issue 69): the
+        attention mask of the whole sequence and whether it pads at all (asking at each step waited for
+        the device), the fed-back positions, and under autocast the gold vectors in its dtype (the input
+        projection casts them so anyway). A step slices these."""
         if not use_cache:
             return self._decode_recomputing(prompt, n, teacher, sample_mask)
         cache = ReplayCache(config=self.backbone.config)
-        mask = prompt.mask
         prefix = self._prefix(prompt)
+        padded = not bool(prompt.mask.all())
+        length = prompt.mask.shape[1]
+        masks = torch.cat([prompt.mask, prompt.mask.new_ones(prompt.mask.shape[0], n - 1)], dim=1) if padded else None
+        positions = prompt.last_position[:, None] + torch.arange(1, n, device=prompt.mask.device)
+        if teacher is not None and torch.is_autocast_enabled(teacher.device.type):
+            teacher = teacher.to(torch.get_autocast_dtype(teacher.device.type))
         hidden = self.backbone(
             inputs_embeds=self._backbone_input(prompt.embeds),
-            attention_mask=_padding_mask(mask),
+            attention_mask=masks[:, :length] if padded else None,
             position_ids=prompt.positions,
             use_cache=True,
             **{self.cache_keyword: cache},
@@ -243,12 +267,10 @@ class AMERQueryEncoder(nn.Module):
         outputs = [self._project_out(hidden)]
         for step in range(1, n):
             fed = _next_input(outputs[-1], teacher, sample_mask, step)
-            mask = torch.cat([mask, mask.new_ones(mask.shape[0], 1)], dim=1)
-            position = (prompt.last_position + step)[:, None]
             hidden = self.backbone(
                 inputs_embeds=self._backbone_input(self._project_in(fed)),
-                attention_mask=_padding_mask(mask),
-                position_ids=position,
+                attention_mask=masks[:, : length + step] if padded else None,
+                position_ids=positions[:, step - 1 : step],
                 use_cache=True,
                 **{self.cache_keyword: cache},
                 **prefix,
@@ -286,6 +308,13 @@ def _next_input(
     if teacher is None:
         return previous
     return torch.where(sample_mask[:, step - 1, None, None], previous, teacher[:, step - 1 : step])
+
+
+def _for(inputs: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """`inputs` for a product with `weight`: as they are under autocast (which casts both to its dtype, so
+    that a bfloat16 hidden state made float32 first would be cast straight back, a copy each way forward and
+    backward at every decoded position), else in the weight's dtype."""
+    return inputs if torch.is_autocast_enabled(inputs.device.type) else inputs.to(weight.dtype)
 
 
 def _padding_mask(mask: torch.Tensor) -> torch.Tensor | None:

@@ -22,6 +22,7 @@ except ImportError as error:  # amer_lib's FAISS comes with an extra: [cpu] or [
 import numpy as np
 import torch
 
+from amer_lib.core import distributed
 from amer_lib.core.device import cpu_threads, require_gpu_faiss
 from amer_lib.core.merge import get_merge
 from amer_lib.progress import tqdm
@@ -35,7 +36,10 @@ def unit_norm(vectors: np.ndarray) -> np.ndarray:
 
 
 class VectorIndex:
-    """Exact inner-product (= cosine) index; moved to every GPU when faiss reports GPUs."""
+    """Exact inner-product (= cosine) index; moved to the GPUs when faiss reports GPUs: to every
+    GPU in one process, to the rank's own GPU only in a rank of a torch.distributed group
+    (`rank_gpu`), which would otherwise copy the corpus, FAISS's scratch memory and a CUDA context
+    to every GPU from every rank (16 copies on four GPUs)."""
 
     def __init__(self, vectors: np.ndarray, use_gpu: bool | None = None):
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
@@ -50,8 +54,14 @@ class VectorIndex:
             )
         self.dim = vectors.shape[1]
         index = faiss.IndexFlatIP(self.dim)
+        self.gpu_resources = None  # a rank's FAISS GPU resources: kept alive as long as its index
         if _use_gpu(use_gpu):
-            index = faiss.index_cpu_to_all_gpus(index)
+            gpu = rank_gpu()
+            if gpu is None:
+                index = faiss.index_cpu_to_all_gpus(index)
+            else:
+                self.gpu_resources = faiss.StandardGpuResources()
+                index = faiss.index_cpu_to_gpu(self.gpu_resources, gpu, index)
         index.add(vectors)
         self.index = index
 
@@ -84,11 +94,30 @@ def _use_gpu(use_gpu: bool | None) -> bool:
     return use_gpu
 
 
+def rank_gpu() -> int | None:
+    """The GPU of this rank of a torch.distributed group of several processes (torchrun), None in
+    one process. `distributed.setup` makes each rank's GPU (its LOCAL_RANK) torch's current device;
+    FAISS numbers the GPUs as torch does. Without CUDA in torch (FAISS's GPU build beside CPU
+    torch), the LOCAL_RANK torchrun gives."""
+    rank, size = distributed.rank_and_size()
+    if size == 1:
+        return None
+    gpu = torch.cuda.current_device() if torch.cuda.is_available() else int(os.environ.get("LOCAL_RANK", rank))
+    gpus = faiss.get_num_gpus()
+    if gpu >= gpus:
+        raise RuntimeError(
+            f"rank {rank}'s GPU is {gpu}, but FAISS sees {gpus} GPU(s): give each rank its own GPU "
+            "(--nproc_per_node <= the number of GPUs)"
+        )
+    return gpu
+
+
 class ShardedFlatIndex:
     """Exact inner-product search over `EmbeddingShards`, `block_rows` rows at a time (so a
     corpus larger than memory streams from its memory-mapped shards); per-block top-k lists are
     merged by score into the global top-k. Rows are global corpus rows. `progress`: a bar over the
-    blocks of a corpus of more than one."""
+    blocks of a corpus of more than one. On a GPU each block is searched on the current CUDA device
+    (FAISS's device -1), which `distributed.setup` makes a rank's own GPU: nothing goes to the others."""
 
     def __init__(self, shards, block_rows: int = 500_000, use_gpu: bool | None = None, progress: bool = False):
         self.shards, self.dim, self.block_rows, self.progress = shards, shards.dim, block_rows, progress

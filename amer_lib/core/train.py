@@ -1,8 +1,8 @@
 """The training loop: AdamW, warmup + linear decay, scheduled sampling, validation, checkpoints.
 
 All randomness of a step (batch order, target order, negatives, scheduled-sampling draws) comes
-from generators seeded by (seed, step), and each checkpoint holds torch's random state (the CUDA
-one too, dropout's on a GPU), so a run resumed from a checkpoint ends exactly where an
+from generators seeded by (seed, step), and each checkpoint holds every rank's random states (CPU
+and CUDA: dropout's draws), so a run resumed from a checkpoint ends exactly where an
 uninterrupted run ends, given the same micro-batches (`micro_batch_size` changes the rounding
 of a step's gradient sums, not what they sum).
 """
@@ -485,20 +485,73 @@ def _resume(
     load_trainable_state(model, ckpt["model"], ckpt_path)
     optimizer.load_state_dict(ckpt["optimizer"])
     scheduler.load_state_dict(ckpt["scheduler"])
-    torch.set_rng_state(ckpt["rng"])
-    if ckpt.get("cuda_rng") is not None and torch.cuda.is_available():  # dropout's draws on the GPUs
-        torch.cuda.set_rng_state_all(ckpt["cuda_rng"])
+    _restore_rng_states(ckpt, ckpt_path, config)
     result = TrainResult(ckpt["best_step"], ckpt["best_val_loss"], ckpt["history"], ckpt["seconds"])
     return ckpt["step"], result, _load_checkpoint(best_path) if best_path.exists() else None
 
 
-def _checkpoint(model, optimizer, scheduler, config: TrainConfig, done: int, result: TrainResult) -> dict:
+def _rng_states() -> dict:
+    """This process's random states: the CPU's and, once CUDA is in use, every GPU's (dropout's
+    draws on a GPU)."""
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
+    return dict(rng=torch.get_rng_state(), cuda_rng=cuda)
+
+
+def _resume_seed(seed: int, step: int, rank: int) -> int:
+    """The seed of a resumed rank whose random states the checkpoint does not hold."""
+    return (seed * 1_000_003 + step) * 1_009 + rank
+
+
+def _restore_rng_states(ckpt: dict, ckpt_path: Path, config: TrainConfig) -> None:
+    """Each rank takes back the random states it saved (`rank_rng`, `_checkpoint`), so a resumed
+    run draws every rank's dropout masks as the uninterrupted run would. A checkpoint written by
+    another number of ranks (`nproc_per_node` is not part of the run key) resumes too: a rank the
+    checkpoint holds no states for draws from `_resume_seed(seed, step, rank)` (distinct for every
+    rank), which rank 0 says; such a run trains on, but does not end exactly where an uninterrupted
+    run on either number of ranks ends. A checkpoint from before the ranks' own states holds the
+    one process's (rank 0's) states alone."""
+    saved = ckpt.get("rank_rng") or [dict(rng=ckpt["rng"], cuda_rng=ckpt.get("cuda_rng"))]
+    rank, size = distributed.rank_and_size()
+    if len(saved) != size and rank == 0:
+        others = ", ".join(map(str, range(min(size, len(saved)), max(size, len(saved)))))
+        fate = f"rank(s) {others} draw from new seeds" if size > len(saved) else f"those of rank(s) {others} go unused"
+        print(
+            f"{ckpt_path} holds the random states of {len(saved)} rank(s) and resumes on {size}: {fate}, "
+            "so the run will not end exactly where an uninterrupted run ends",
+            flush=True,
+        )
+    if rank >= len(saved):
+        torch.manual_seed(_resume_seed(config.seed, ckpt["step"], rank))  # the CPU's and every GPU's
+        return
+    torch.set_rng_state(saved[rank]["rng"])
+    if saved[rank]["cuda_rng"] is not None and torch.cuda.is_available():  # dropout's draws on the GPUs
+        torch.cuda.set_rng_state_all(saved[rank]["cuda_rng"])
+
+
+def _checkpoint_now(due: bool, since_saved: float, checkpoint_seconds: float, device: torch.device) -> bool:
+    """Whether a checkpoint is written after this step: at a `due` step (`checkpoint_every`, the
+    last), or once rank 0's clock says `checkpoint_seconds` have passed since the last. Every rank
+    of a group gets rank 0's answer (one small all-reduce a step, where no checkpoint is due):
+    each gives its random states to the checkpoint, so all must come to it at the same step."""
+    if due:
+        return True
+    late = distributed.is_main() and since_saved >= checkpoint_seconds
+    return distributed.sum_over_ranks([float(late)], device)[0] > 0
+
+
+def _checkpoint(model, optimizer, scheduler, config: TrainConfig, done: int, result: TrainResult) -> dict | None:
+    """The checkpoint after `done` steps, which rank 0 writes (None on the other ranks): the trained
+    weights, the optimizer and schedule, the results so far and every rank's random states
+    (`rank_rng`, in rank order: a rank's dropout masks are its own, so rank 0's states would not
+    resume the others). Gathers from every rank: each calls it at the same step (`_checkpoint_now`)."""
+    states = distributed.gathered(_rng_states())
+    if not distributed.is_main():
+        return None
     return dict(
         model=trainable_state(model),
         optimizer=optimizer.state_dict(),
         scheduler=scheduler.state_dict(),
-        rng=torch.get_rng_state(),
-        cuda_rng=torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None,
+        rank_rng=states,
         step=done,
         config=asdict(config),
         best_step=result.best_step,
@@ -626,9 +679,12 @@ def train(
                 if best_path is not None and main:
                     save_torch(best_path, best_state)
         due = done % config.checkpoint_every == 0 or done == config.steps
-        if ckpt_path is not None and main and (due or time.perf_counter() - saved >= checkpoint_seconds):
+        since_saved = time.perf_counter() - saved
+        if ckpt_path is not None and _checkpoint_now(due, since_saved, checkpoint_seconds, negative_pool.device):
             result.seconds = time.perf_counter() - began
-            save_torch(ckpt_path, _checkpoint(model, optimizer, scheduler, config, done, result))
+            checkpoint = _checkpoint(model, optimizer, scheduler, config, done, result)  # on every rank
+            if main:
+                save_torch(ckpt_path, checkpoint)
             saved = time.perf_counter()
     result.seconds = time.perf_counter() - began
     if best_state is not None:

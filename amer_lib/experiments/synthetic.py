@@ -165,7 +165,7 @@ def run_setting(
         return cached
     device = device or resolve_device(params.device)
     task = task_from_params(params, transform, setting)
-    index = VectorIndex(task.corpus)
+    index = VectorIndex(task.corpus) if distributed.is_main() else None  # the other ranks never search
     results = []
     for system, name, hit in zip([*params.systems, "oracle"], names, cached):
         if hit:

@@ -218,6 +218,20 @@ AMER_LOSS_LEVERS = (
 )
 
 
+def run_recipe(backbone: str, finetune: str, mixed_precision: bool | str, gpu: bool) -> tuple[str, bool]:
+    """The fine-tuning and mixed precision a notebook 04 run of `backbone` has on a machine with a GPU
+    (`gpu`) or without one: an explicit value as asked; "auto", for a backbone of a billion
+    parameters or more the paper's recipe (LoRA, and bfloat16 on a GPU, float32 on a CPU), else
+    full fine-tuning in float32. The one place "auto" is decided: `RealConfig` resolves it on this
+    machine, the memory preflight on the machine the run is for (`RealConfig.on_machine`)."""
+    large = is_large_backbone(backbone) if "auto" in (finetune, mixed_precision) else False
+    if finetune == "auto":
+        finetune = "lora" if large else "full"
+    if mixed_precision == "auto":
+        mixed_precision = large and gpu
+    return finetune, mixed_precision
+
+
 @dataclass(frozen=True)
 class RealConfig(Config):
     """Notebook 04: one backbone trained on the prepared datasets, with the baselines."""
@@ -375,14 +389,30 @@ class RealConfig(Config):
     stop_weight: float = internal(0.0)  # as SyntheticConfig's
 
     def __post_init__(self):
-        """Checked, then "auto" resolved: the config holds (and its runs are keyed by) what runs."""
+        """Checked, then "auto" resolved on this machine (`run_recipe`): the config holds (and its runs
+        are keyed by) what runs here. What was asked is kept beside the fields (`asked`), so that
+        `on_machine` can resolve it for another machine; a config made by `replace` asks what it was
+        made with (the values already resolved)."""
         super().__post_init__()
-        large = is_large_backbone(self.backbone) if "auto" in (self.finetune, self.mixed_precision) else False
-        if self.finetune == "auto":
-            object.__setattr__(self, "finetune", "lora" if large else "full")
-        if self.mixed_precision == "auto":
-            on_gpu = self.device == "cuda" or (self.device == "auto" and torch.cuda.is_available())
-            object.__setattr__(self, "mixed_precision", large and on_gpu)
+        object.__setattr__(self, "_asked", {"finetune": self.finetune, "mixed_precision": self.mixed_precision})
+        on_gpu = self.device == "cuda" or (self.device == "auto" and torch.cuda.is_available())
+        finetune, mixed_precision = run_recipe(self.backbone, self.finetune, self.mixed_precision, on_gpu)
+        object.__setattr__(self, "finetune", finetune)
+        object.__setattr__(self, "mixed_precision", mixed_precision)
+
+    @property
+    def asked(self) -> dict[str, bool | str]:
+        """`finetune` and `mixed_precision` as they were given, "auto" unresolved."""
+        return dict(getattr(self, "_asked", {"finetune": self.finetune, "mixed_precision": self.mixed_precision}))
+
+    def on_machine(self, gpu: bool) -> RealConfig:
+        """This config as its run would be on a machine with a GPU (`gpu`) or without one: what was
+        asked with "auto" resolved there (`run_recipe`); an explicit value is kept."""
+        asked = self.asked
+        finetune, mixed_precision = run_recipe(self.backbone, asked["finetune"], asked["mixed_precision"], gpu)
+        if (finetune, mixed_precision) == (self.finetune, self.mixed_precision):
+            return self
+        return self.replace(finetune=finetune, mixed_precision=mixed_precision)
 
     def for_system(self, system: str) -> RealConfig:
         """The config a run of `system` is trained and keyed by: AMER's, this one; any other system's

@@ -4,7 +4,9 @@ processes torchrun starts (`amer_lib.runs.torchrun`, one GPU each). Every experi
 calls `run_jobs`.
 
 On GPUs a run trains alone on its GPU: `workers` worker processes become at most one per GPU torch
-sees, each holding its own (`training_workers`).
+sees, each holding its own (`training_workers`). A run trained by several processes
+(`nproc_per_node` > 1) takes the GPUs of all of them, so such runs train one after the other
+(`distributed.check_processes` caps `workers` to 1 and says so).
 """
 
 from __future__ import annotations
@@ -61,11 +63,14 @@ def run_jobs(
     `cached(*job)` does not return; results in job order. `workers`: worker processes on the CPU,
     at most one per GPU on GPUs (`training_workers`). `steps(job)`: the job's training steps,
     for the progress bar (its config's `steps` unless said); `first(job)`: jobs to start first in
-    worker processes (the longest, so no worker idles at the end)."""
-    for config, *_ in jobs:
-        distributed.check_processes(config.nproc_per_node, config.batch_size, workers, config.device)
+    worker processes (the longest, so no worker idles at the end). Runs trained by several
+    processes each (`nproc_per_node` > 1) are checked and take one worker
+    (`distributed.check_processes`: said when `workers` asked for more)."""
     results = [cached(*job) for job in jobs]
     todo = [i for i, result in enumerate(results) if result is None]
+    for i in todo:  # runs read back need no processes
+        config = jobs[i][0]
+        workers = distributed.check_processes(config.nproc_per_node, config.batch_size, workers, config.device)
     if todo:
         workers, gpus = training_workers(workers, {jobs[i][0].device for i in todo})
     if any(jobs[i][0].nproc_per_node > 1 for i in todo):

@@ -69,7 +69,8 @@ def _imported(path: str):
 
 
 # How long a rank waits at a collective for the slowest. Rank 0 alone runs each validation's
-# retrieval (`train(evaluate=...)`) while the others wait at the next step's gradient all-reduce:
+# retrieval (`train(evaluate=...)`) while the others wait at the next collective (the checkpoint's
+# random states or its clock, or the next step's gradient all-reduce):
 # an exact search streams the whole corpus once, 76.8 GB of float16 shards at 25M x 1536, 13
 # minutes where the shards come from a 100 MB/s network filesystem (seconds from the page cache),
 # past torch's default of 10 minutes. Two hours leaves ten times that.

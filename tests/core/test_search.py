@@ -1,6 +1,9 @@
+import faiss
 import numpy as np
 import pytest
+import torch
 
+from amer_lib.core import distributed
 from amer_lib.core.search import VectorIndex, kept_lists, kept_search, multi_vector_search, unit_norm
 
 
@@ -57,3 +60,54 @@ def test_kept_lists_empties_the_vectors_past_each_count():
     ids = np.arange(12).reshape(2, 3, 2)
     kept = kept_lists(ids, np.array([1, 3]))
     assert kept.tolist() == [[[0, 1], [-1, -1], [-1, -1]], [[6, 7], [8, 9], [10, 11]]]
+
+
+class FakeGpuResources:
+    """Stands in for `faiss.StandardGpuResources` (this FAISS is the CPU build)."""
+
+
+def fake_gpus(monkeypatch, gpus: int, rank: int, size: int) -> list[tuple]:
+    """A machine of `gpus` GPUs (torch's and FAISS's view, faked) seen by rank `rank` of `size`
+    processes, whose GPU is torch's current device as `distributed.setup` makes it (its LOCAL_RANK,
+    here its rank). The returned list records every copy of an index to the GPUs; the copies stay
+    CPU indexes, so they still search."""
+    copies = []
+    current = {"device": 0}
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
+    monkeypatch.setattr(torch.cuda, "set_device", lambda device: current.update(device=device))
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: current["device"])
+    monkeypatch.setattr(faiss, "get_num_gpus", lambda: gpus)
+    monkeypatch.setattr(faiss, "StandardGpuResources", FakeGpuResources, raising=False)
+    to_gpu = lambda resources, device, index: copies.append(("one", device, resources)) or index  # noqa: E731
+    monkeypatch.setattr(faiss, "index_cpu_to_gpu", to_gpu, raising=False)
+    to_all = lambda index, **options: copies.append(("all",)) or index  # noqa: E731
+    monkeypatch.setattr(faiss, "index_cpu_to_all_gpus", to_all, raising=False)
+    monkeypatch.setattr(distributed, "rank_and_size", lambda: (rank, size))
+    if size > 1:
+        torch.cuda.set_device(rank)  # what `distributed.setup` does with LOCAL_RANK
+    return copies
+
+
+@pytest.mark.parametrize("rank", [0, 1, 2, 3])
+def test_a_rank_builds_its_index_once_on_its_own_gpu(monkeypatch, rank):
+    """Four ranks on four GPUs: rank r copies its index to GPU r alone (not to every GPU it sees,
+    which made 16 copies), with FAISS resources of its own kept beside the index."""
+    corpus = np.eye(6, dtype=np.float32)
+    copies = fake_gpus(monkeypatch, 4, rank, 4)
+    index = VectorIndex(corpus)
+    assert copies == [("one", rank, index.gpu_resources)] and isinstance(index.gpu_resources, FakeGpuResources)
+    assert index.search(corpus[[4]], 1)[1].tolist() == [[4]]
+
+
+def test_one_process_copies_its_index_to_every_gpu(monkeypatch):
+    copies = fake_gpus(monkeypatch, 4, 0, 1)
+    index = VectorIndex(np.eye(3, dtype=np.float32))
+    assert copies == [("all",)] and index.gpu_resources is None
+    assert fake_gpus(monkeypatch, 4, 1, 2) == [] and VectorIndex(np.eye(3), use_gpu=False).gpu_resources is None
+
+
+def test_a_rank_whose_gpu_faiss_does_not_see_is_told(monkeypatch):
+    fake_gpus(monkeypatch, 2, 3, 4)
+    with pytest.raises(RuntimeError, match="rank 3's GPU is 3, but FAISS sees 2 GPU"):
+        VectorIndex(np.eye(3, dtype=np.float32))

@@ -97,3 +97,25 @@ def test_each_worker_process_sees_only_its_own_gpu():
 def test_a_gpu_per_worker_is_checked():
     with pytest.raises(ValueError, match="2 workers need one GPU each, got 1"):
         run_parallel(where_am_i, [()], 2, 1, "where", progress=False, gpus=["0"])
+
+
+def test_four_processes_a_run_train_the_runs_one_after_the_other_with_the_default_workers(monkeypatch, capsys):
+    """`-p nproc_per_node 4` with notebook 04's `workers = 2`: capped to one worker (said once), not
+    refused; every run still to train goes to torchrun in turn, no worker process is started, and
+    runs read back are not launched."""
+    params = design_card_params().replace(nproc_per_node=4, batch_size=32, device="cpu")
+    gpus_seen(monkeypatch, 0)
+    launched = []
+    monkeypatch.setattr(dispatch.torchrun, "launch", lambda runner, config, job, progress: launched.append(job))
+    monkeypatch.setattr(dispatch, "run_parallel", lambda *a, **k: pytest.fail("worker processes beside torchrun"))
+    jobs = [(params, "d", system, 0) for system in ("single", "amer", "oracle")]
+    done = {("d", "amer", 0): {"read": "back"}}
+    results = dispatch.run_jobs(lambda *a, **k: None, jobs, lambda *job: done.get(job[1:]), 2, progress=False)
+    assert launched == [("d", "single", 0), ("d", "oracle", 0)]
+    assert results == [None, {"read": "back"}, None]  # the launched runs' results: none written by the stand-in
+    assert capsys.readouterr().out == (
+        "workers = 2 and nproc_per_node = 4: each run is trained by 4 processes together, one run at a time, "
+        "so 1 worker (set -p workers 1 to say so)\n"
+    )
+    dispatch.run_jobs(lambda *a, **k: None, jobs[1:2], lambda *job: done.get(job[1:]), 2, progress=False)
+    assert capsys.readouterr().out == ""  # nothing to train: nothing said

@@ -3,6 +3,7 @@ shards one process encodes."""
 
 import multiprocessing
 import os
+import signal
 import subprocess
 import sys
 
@@ -10,12 +11,24 @@ import numpy as np
 import pytest
 import torch
 import torch.distributed as dist
-from stand_ins import TRAIN_CONFIG, HashEncoder, documents, make_model, make_problem, state, tiny_synthetic_params
+from stand_ins import (
+    DIM,
+    TRAIN_CONFIG,
+    HashEncoder,
+    documents,
+    make_model,
+    make_problem,
+    state,
+    tiny_synthetic_params,
+)
 
 from amer_lib.core import distributed
+from amer_lib.core.backbones import load_backbone
 from amer_lib.core.loss import info_nce, matched_info_nce
+from amer_lib.core.model import AMERQueryEncoder
 from amer_lib.core.train import TrainConfig, train
 from amer_lib.data.benchmark import Benchmark
+from amer_lib.data.datasets import VectorData
 from amer_lib.data.encoders import encode_corpus
 from amer_lib.data.questions import MultiAnswerQuestion, write_questions
 from amer_lib.experiments.real_data import run_all
@@ -111,12 +124,25 @@ def test_two_ranks_train_what_one_process_trains(tmp_path, overrides):
     assert (tmp_path / "run" / "best.pt").exists() and (tmp_path / "run" / "checkpoint.pt").exists()
 
 
-def test_bad_process_counts_name_the_parameter():
+def test_bad_process_counts_name_the_parameter(monkeypatch):
     with pytest.raises(ValueError, match="batch_size 30 .* nproc_per_node = 4"):
         distributed.check_processes(4, 30, 1, "cpu")
-    with pytest.raises(ValueError, match="set workers = 1"):
-        distributed.check_processes(2, 32, 2, "cpu")
-    distributed.check_processes(1, 30, 2, "cpu")  # one process per run: anything goes
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    with pytest.raises(ValueError, match="nproc_per_node = 4 but torch sees 2 GPU"):
+        distributed.check_processes(4, 32, 1, "cuda")
+    assert distributed.check_processes(4, 32, 1, "cpu") == 1  # gloo ranks on the CPU need no GPU each
+
+
+def test_workers_beside_several_processes_a_run_become_one_and_say_so(capsys):
+    """Notebook 04's offline default `workers = 2` with `-p nproc_per_node 4` runs, one run at a time."""
+    assert distributed.check_processes(4, 32, 2, "cpu") == 1
+    assert capsys.readouterr().out == (
+        "workers = 2 and nproc_per_node = 4: each run is trained by 4 processes together, one run at a time, "
+        "so 1 worker (set -p workers 1 to say so)\n"
+    )
+    assert distributed.check_processes(4, 32, 1, "cpu") == 1  # said already: nothing printed
+    assert distributed.check_processes(1, 30, 2, "cpu") == 2  # one process per run: the workers asked for
+    assert capsys.readouterr().out == ""
 
 
 def test_main_outside_torchrun_says_how_to_start_it(tmp_path, monkeypatch):
@@ -201,6 +227,32 @@ def test_torchrun_trains_a_notebook02_setting(tmp_path):
             [h["val_loss"] for h in two["history"]], [h["val_loss"] for h in one["history"]], rtol=1e-4
         )
     assert synthetic_run_all(params, progress=False) == shared  # read back, not trained again
+
+
+def test_only_rank_zero_of_a_synthetic_setting_builds_the_index_it_alone_searches(monkeypatch, tmp_path):
+    """The other ranks train and return None: an index of theirs would hold the corpus and FAISS's
+    scratch memory on their GPUs for nothing."""
+    from amer_lib.experiments import synthetic
+
+    class Trained(Exception):  # rank 0 would go on to evaluate
+        pass
+
+    def train_on_task(*args, **kwargs):
+        if distributed.is_main():
+            raise Trained
+        return None, None
+
+    built = []
+    monkeypatch.setattr(synthetic, "VectorIndex", lambda corpus: built.append(len(corpus)))
+    monkeypatch.setattr(synthetic, "train_on_task", train_on_task)
+    monkeypatch.setattr(distributed, "rank_and_size", lambda: (1, 2))
+    params = tiny_synthetic_params(tmp_path, 1)
+    assert run_setting(params, "linear", "single", progress=False, device=torch.device("cpu")) is None
+    assert built == []
+    monkeypatch.setattr(distributed, "rank_and_size", lambda: (0, 2))
+    with pytest.raises(Trained):
+        run_setting(params, "linear", "single", progress=False, device=torch.device("cpu"))
+    assert built == [params.corpus_size]
 
 
 def test_a_failing_distributed_run_names_its_command(tmp_path, capsys):
@@ -317,3 +369,158 @@ def test_training_ranks_wait_for_rank_zeros_validation_past_torchs_ten_minutes(m
     with pytest.raises(Stop):
         torchrun.main([str(spec)])
     assert asked == [torchrun.RANK_TIMEOUT] and torchrun.RANK_TIMEOUT >= timedelta(hours=1)
+
+
+# ----- a run killed after a checkpoint and resumed on its ranks -----------------------------------
+class Crash(Exception):
+    pass
+
+
+class CrashingData(VectorData):
+    """Stops the process on the `crash_at`-th call for targets (one call per training step): raises
+    `Crash`, or with `kill` sends itself SIGKILL (no `finally`, no process group torn down)."""
+
+    def __init__(self, data, crash_at, kill):
+        super().__init__(data.inputs, data.target_vectors, data.mask)
+        self.calls, self.crash_at, self.kill = 0, crash_at, kill
+
+    def targets(self, indices):
+        self.calls += 1
+        if self.calls == self.crash_at:
+            if self.kill:
+                os.kill(os.getpid(), signal.SIGKILL)
+            raise Crash
+        return super().targets(indices)
+
+
+def dropout_model() -> AMERQueryEncoder:
+    """`make_model()` with attention dropout: every training step draws from each rank's random state."""
+    torch.manual_seed(0)
+    overrides = dict(hidden_size=16, intermediate_size=32, attention_dropout=0.2)
+    return AMERQueryEncoder(load_backbone("tiny", seed=0, config_overrides=overrides), DIM)
+
+
+def _resumable_rank(
+    rank: int, world: int, store: str, out: str, crash_at: int, kill: bool, checkpoint_seconds: float
+) -> None:
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world)
+    try:
+        data, pool = make_problem()
+        model = dropout_model()
+        # the ranks' random states part, as they do where each rank's prompts are padded to another
+        # length (a different number of dropout draws): here a different number of draws per rank
+        torch.rand(3 + rank)
+        data = CrashingData(data, crash_at, kill) if crash_at else data
+        config = TrainConfig(**{**TRAIN_CONFIG, "checkpoint_every": 4})
+        try:
+            result = train(  # resumes from run/checkpoint.pt where there is one
+                model,
+                data,
+                make_problem(seed=1)[0],
+                pool,
+                config,
+                run_dir=os.path.join(out, "run"),
+                progress=False,
+                checkpoint_seconds=checkpoint_seconds,
+            )
+        except Crash:
+            return
+        next_draws = torch.rand(8)  # what the rank's random state gives after training
+        torch.save(
+            {"state": state(model), "history": result.history, "next_draws": next_draws},
+            os.path.join(out, f"rank{rank}.pt"),
+        )
+    finally:
+        dist.destroy_process_group()
+
+
+def train_on_ranks(
+    folder, world: int, crash_at: int = 0, kill: bool = False, checkpoint_seconds: float = 600.0
+) -> list[dict] | None:
+    """`_resumable_rank` on `world` gloo ranks (a new process group each time); each rank's results,
+    None when the ranks were stopped in step `crash_at` (killed with SIGKILL where `kill`)."""
+    context = multiprocessing.get_context("spawn")
+    store = folder / f"store{len(list(folder.glob('store*')))}"
+    args = lambda r: (r, world, str(store), str(folder), crash_at, kill, checkpoint_seconds)  # noqa: E731
+    ranks = [context.Process(target=_resumable_rank, args=args(r)) for r in range(world)]
+    for process in ranks:
+        process.start()
+    for process in ranks:
+        process.join(300)
+    assert [p.exitcode for p in ranks] == [-signal.SIGKILL if crash_at and kill else 0] * world
+    paths = [folder / f"rank{r}.pt" for r in range(world)]
+    return None if crash_at else [torch.load(path, weights_only=False) for path in paths]
+
+
+@pytest.mark.parametrize(
+    ("world", "checkpoint_seconds", "kill", "saved_at"),
+    [
+        pytest.param(2, 600.0, False, 4, id="2-ranks-steps-raise", marks=pytest.mark.slow),  # 15-28 s, 2 shared cores
+        pytest.param(2, 0.0, True, 6, id="2-ranks-clock-sigkill", marks=pytest.mark.slow),  # 14-30 s
+        pytest.param(4, 0.0, True, 6, id="4-ranks-clock-sigkill", marks=pytest.mark.slow),  # 60-65 s
+    ],
+)
+def test_a_run_killed_after_a_checkpoint_resumes_every_ranks_random_states(
+    tmp_path, world, checkpoint_seconds, kill, saved_at
+):
+    """Stopped in step 7 (an exception, or SIGKILL) after a checkpoint (at step 4 by
+    `checkpoint_every`, or at step 6 by rank 0's clock, which the other ranks must follow), the
+    ranks resume and end byte for byte where the uninterrupted ranks end: the weights, the history
+    and each rank's next random draws. Each rank draws its own dropout masks, so a checkpoint of
+    rank 0's random states alone fails this (it did, at the commit before the ranks' own states)."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    uninterrupted = train_on_ranks(tmp_path / "a", world)
+    stopped = train_on_ranks(tmp_path / "b", world, crash_at=7, kill=kill, checkpoint_seconds=checkpoint_seconds)
+    assert stopped is None
+    checkpoint = torch.load(tmp_path / "b" / "run" / "checkpoint.pt", weights_only=True)
+    assert checkpoint["step"] == saved_at and len(checkpoint["rank_rng"]) == world
+    assert not any(torch.equal(checkpoint["rank_rng"][0]["rng"], s["rng"]) for s in checkpoint["rank_rng"][1:])
+    resumed = train_on_ranks(tmp_path / "b", world, checkpoint_seconds=checkpoint_seconds)
+    for rank, (one, other) in enumerate(zip(uninterrupted, resumed)):
+        assert one["state"].keys() == other["state"].keys()
+        for name, value in one["state"].items():
+            assert torch.equal(value, other["state"][name]), (rank, name)
+        assert one["history"] == other["history"], rank
+        assert torch.equal(one["next_draws"], other["next_draws"]), rank
+    # the ranks drew differently: rank 0's states restored on every rank would not have resumed them
+    assert not torch.equal(uninterrupted[0]["next_draws"], uninterrupted[1]["next_draws"])
+
+
+def test_a_checkpoint_of_another_number_of_ranks_resumes_the_ranks_it_holds_and_seeds_the_others(
+    monkeypatch, capsys, tmp_path
+):
+    """`nproc_per_node` is not part of the run key: a run killed on 2 ranks may resume on 3 or on 1.
+    Each rank the checkpoint holds takes its states back; a rank it does not hold draws from a seed
+    of its own (not rank 0's masks again); rank 0 says the run will not end as an uninterrupted one."""
+    from amer_lib.core import train as training
+
+    def states(seed):
+        torch.manual_seed(seed)
+        return {"rng": torch.get_rng_state(), "cuda_rng": None}
+
+    def draws_after_seed(seed):
+        torch.manual_seed(seed)
+        return torch.rand(4)
+
+    def resumed(checkpoint, rank, size):
+        monkeypatch.setattr(distributed, "rank_and_size", lambda: (rank, size))
+        torch.manual_seed(99)  # whatever state the rank had before: the checkpoint's must replace it
+        training._restore_rng_states(checkpoint, tmp_path / "checkpoint.pt", TrainConfig(**TRAIN_CONFIG))
+        return torch.rand(4)
+
+    two_ranks = {"rank_rng": [states(1), states(2)], "step": 6}
+    three = [resumed(two_ranks, rank, 3) for rank in range(3)]
+    assert torch.equal(three[0], draws_after_seed(1)) and torch.equal(three[1], draws_after_seed(2))
+    assert not any(torch.equal(three[2], draws) for draws in (*three[:2], draws_after_seed(99)))
+    assert torch.equal(resumed(two_ranks, 2, 3), three[2])  # the new seed is the same at every resume
+    assert capsys.readouterr().out == (
+        f"{tmp_path / 'checkpoint.pt'} holds the random states of 2 rank(s) and resumes on 3: rank(s) 2 draw from "
+        "new seeds, so the run will not end exactly where an uninterrupted run ends\n"
+    )
+    assert torch.equal(resumed(two_ranks, 0, 1), draws_after_seed(1))
+    assert "those of rank(s) 1 go unused" in capsys.readouterr().out
+    one_process = {"rng": states(2)["rng"], "cuda_rng": None, "step": 6}  # written before the ranks' own states
+    assert torch.equal(resumed(one_process, 0, 1), draws_after_seed(2))
+    assert capsys.readouterr().out == ""

@@ -38,6 +38,21 @@ def test_an_explicit_choice_overrides_the_recipe():
     assert resolved(backbone="minilm", finetune="lora").finetune == "lora"
 
 
+def test_auto_resolves_again_for_the_machine_a_run_is_for_and_an_explicit_value_is_kept(monkeypatch):
+    """`RealConfig.on_machine`, what the preflight without weights projects: here a machine
+    without a GPU."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    here = resolved(backbone="llama8b")
+    assert (here.finetune, here.mixed_precision) == ("lora", False)  # what runs here, and its runs' key
+    on_gpu = here.on_machine(gpu=True)
+    assert (on_gpu.finetune, on_gpu.mixed_precision) == ("lora", True) and here.on_machine(gpu=False) is here
+    asked = resolved(backbone="llama8b", finetune="full", mixed_precision=False)
+    assert asked.on_machine(gpu=True) is asked  # both given: kept wherever it runs
+    assert resolved(backbone="llama8b", mixed_precision=False).on_machine(gpu=True).mixed_precision is False
+    small = resolved().on_machine(gpu=True)  # MiniLM: full fine-tuning in float32 on any machine
+    assert (small.finetune, small.mixed_precision) == ("full", False)
+
+
 def test_the_paper_decoders_are_large_and_the_offline_backbones_are_not():
     assert [name for name in BACKBONES if is_large_backbone(name)] == ["llama1b", "llama3b", "llama8b", "qwen4b"]
     default = resolved()  # notebook 04's offline default: MiniLM fully fine-tuned in float32, as before
@@ -65,7 +80,8 @@ def test_the_preflight_prints_its_projection_on_the_cpu(tmp_path, capsys):
 
     plan = real_data.memory_preflight(params, Benchmark(params.prepared_dir), "wordnet_kinds")
     out = capsys.readouterr().out
-    assert out.startswith("memory preflight, wordnet_kinds:") and "GPU peak" in out and "host peak" in out
+    assert out.startswith("memory preflight, wordnet_kinds:\n  peak on the CPU ")  # device cpu: the CPU's run
+    assert f"peak on the CPU {plan.cpu_peak / 2**30:.1f} GiB" in out and "GPU peak" not in out
     assert plan.weights == 4 * sum(p.numel() for p in _minilm().parameters())  # float32, full fine-tuning
 
 
