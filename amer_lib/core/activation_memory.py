@@ -34,7 +34,7 @@ from amer_lib.progress import AmerWarning
 MEASURED = Path(__file__).with_name("activation_memory.json")  # written by benchmarks/bench_activation_memory.py
 MODES = ("lora_bf16", "lora_fp32", "full_bf16", "full_fp32")  # fine-tuning mode x precision
 PATHS = ("decode", "teacher")  # scheduled sampling step by step, or one teacher-forced pass
-PROMPT_TOKENS = 65  # the paper's prompts: the authors' instruction in the chat template and a question
+PROMPT_TOKENS = 65  # the authors' instruction (their code's; the paper states no prompt), chat template, a question
 FED_BACK = 9  # AmbigQA's largest target set (10) less one: the most positions a paper step decodes
 EMBEDDING_DIM = 1536  # the paper's target embeddings (inf-retriever-v1-1.5b)
 

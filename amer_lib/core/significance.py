@@ -143,6 +143,30 @@ def share(single, system, ceiling, n_resamples: int = 10_000, seed: int = 0) -> 
     )
 
 
+def p_floor(n_resamples: int, comparisons: int = 1, sides: int = 2) -> float:
+    """The smallest p a bootstrap of `n_resamples` resamples can resolve, `sides` / (n_resamples + 1)
+    (the observed sample counted as one more resample; a two-sided p doubles the one-sided), times
+    the `comparisons` a Holm correction multiplies the smallest p by, capped at 1. A p computed below
+    it (0 where no resample crossed zero) says only that p is at most the floor."""
+    if n_resamples < 1 or comparisons < 1 or sides not in (1, 2):
+        raise ValueError(
+            f"p_floor needs n_resamples >= 1, comparisons >= 1 and sides 1 or 2; got {n_resamples}, {comparisons}, "
+            f"{sides}"
+        )
+    return min(1.0, comparisons * sides / (n_resamples + 1))
+
+
+def p_text(p: float, n_resamples: int, comparisons: int = 1, sides: int = 2, digits: int = 4) -> str:
+    """`p` as a table prints it: with `digits` decimals, or "≤ floor" where it lies below `p_floor`
+    (the floor rounded up to two significant digits, so that the bound stays true)."""
+    floor = p_floor(n_resamples, comparisons, sides)
+    if p >= floor:
+        return f"{p:.{digits}f}"
+    decimals = max(0, 1 - int(np.floor(np.log10(floor))))  # two significant digits
+    rounded = np.ceil(floor * 10**decimals - 1e-9) / 10**decimals
+    return f"≤ {rounded:.{decimals}f}".rstrip("0").rstrip(".")
+
+
 def _pvalues(pvalues) -> np.ndarray:
     p = np.asarray(pvalues, dtype=float)
     if p.ndim != 1:

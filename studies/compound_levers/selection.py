@@ -1,5 +1,11 @@
-"""Issue 60: the compound levers chosen on the validation compounds, the chosen recipe read once on
-the test compounds over seven seeds, against the better of two decompositions.
+"""Issue 60: the compound levers ranked again on the validation compounds, and the kept recipe's test
+scores over seven seeds against the better of two decompositions.
+
+The kept recipe (the component term as a ranking distance at weight 10, with fresh compounds) was
+chosen comparing variants on the test compounds (`compound_levers.md`), and its seven-seed test
+scores were committed (7a7df97) before this script was written (d8039d5): what it adds is the check,
+made afterwards, that the validation split picks the same recipe, and the test scores with
+intervals over seeds and questions (`selection.md` tells the order of events).
 
 Every lever of `compound_levers.md` that ran on a GPU left its run files in the committed archives
 `benchmarks/device/compound_levers_{h100,h200,h200_distilled,h200_fresh}_runs.tar.gz` (read here
@@ -9,14 +15,15 @@ and the per-question test scores. This script
 
 1. ranks every AMER variant by its validation MRecall@100 at k = 2 and 3 (the aim's k), on the seeds
    every variant has (seed 0), then the leaders on all the seeds they share: the test scores are not
-   read for the choice;
-2. reads the test scores of the chosen recipe once, over all its seeds, against single-query, today's
+   read by this ranking (they had been read before it, in `compound_levers.md`);
+2. reads the test scores of the chosen recipe over all its seeds, against single-query, today's
    AMER, the trained decomposition oracle (the k = 1 single-query model on each component) and the
    teacher's decomposition (the off-the-shelf encoder that selected the benchmark, on each component,
    merged round-robin; seed-free, measured here on the CPU from the prepared benchmark);
 3. compares with `amer_lib.core.significance`: a paired bootstrap that resamples seeds and then
-   questions, two-sided p corrected by Holm across the table's comparisons, AMER's share of the
-   better ceiling's lead with its seed-and-question interval.
+   questions, two-sided p corrected by Holm across the table's comparisons (a p below what the
+   resamples resolve printed as at most `significance.p_floor`), AMER's share of the better
+   ceiling's lead with its seed-and-question interval.
 
 From the repository root, after notebook 03 has prepared the compound benchmark
 (params/03_real_data_prep/compound.yaml):
@@ -25,6 +32,7 @@ From the repository root, after notebook 03 has prepared the compound benchmark
 
 `--single-term-results` adds the scores of single-query trained with the same term (the variant
 `components_rank_10+fresh+single` of `compound_levers.py`, single-query alone) from its results folder.
+`--table-only` prints selection_table.md again from selection.json, reading no run file.
 """
 
 from __future__ import annotations
@@ -57,6 +65,7 @@ AIM = {"compound_k2": 0.75, "compound_k3": 0.50}
 NOTEBOOK = ROOT / "notebooks" / "04_real_data.ipynb"
 RECIPE = ROOT / "params" / "04_real_data" / "compound.yaml"
 TEACHER_FOLDER = ROOT / "results" / "studies" / "selection_teacher"  # ignored by git, as every run's files
+RESAMPLES = 10_000  # the bootstrap's resamples; the committed selection.json's p-values reproduce with it
 ORACLE, TEACHER = "decomposition_oracle", "teacher_decomposition"
 
 
@@ -219,6 +228,7 @@ def headline(runs: dict, chosen: str, prepared: Path, resamples: int) -> dict:
         "chosen": chosen,
         "comparisons": len(comparisons),
         "correction": "Holm across the table's comparisons",
+        "resamples": resamples,
         "rows": rows,
     }
 
@@ -245,8 +255,11 @@ def _system(r: dict, name: str) -> list[str]:
     return [f"{values['mean']:.2f}±{values['std']:.2f}", " / ".join(f"{v:.2f}" for v in values["by_seed"])]
 
 
-def table(result: dict) -> str:
-    """The study's tables: the validation choice, then the test headline."""
+def table(result: dict, resamples: int) -> str:
+    """The study's tables: the validation choice, then the test headline, its p-values from
+    `resamples` resamples (below the floor they resolve: "≤ floor", `significance.p_text`)."""
+    from amer_lib.core.significance import p_text
+
     selection, head = result["selection"], result["headline"]
     rows = {r["variant"]: r for r in result["validation"]}
     out = [f"Stage 1: validation MRecall@100 of the kept checkpoint, seeds {selection['stage1_seeds']}\n"]
@@ -257,10 +270,13 @@ def table(result: dict) -> str:
         out.append(_row(item["variant"], ", ".join(r["machine"]), *cells, f"{item['validation']:.2f}"))
     stage2 = "; ".join(f"{x['variant']} {x['validation']:.2f}" for x in selection["stage2"])
     out.append(f"\nStage 2, seeds {selection['stage2_seeds']}: {stage2}. Chosen: **{selection['chosen']}**.\n")
+    m = head["comparisons"]
     out.append(
-        f"Test, read once for {head['chosen']}: {head['rows'][0]['questions']} questions a k; ± the standard "
-        "deviation over seeds (ddof = 1); AMER minus each reference with its 95% interval and two-sided p, seeds "
-        f"and questions resampled; p corrected by {head['correction']} ({head['comparisons']} comparisons).\n"
+        f"Test, for {head['chosen']} (its scores read before this ranking: `selection.md`): "
+        f"{head['rows'][0]['questions']} questions a k; ± the standard deviation over seeds (ddof = 1); AMER minus "
+        f"each reference with its 95% interval and two-sided p, seeds and questions resampled ({resamples:,} "
+        f"resamples: below what they resolve p reads {p_text(0.0, resamples)}, and {p_text(0.0, resamples, m)} "
+        f"after the correction); p corrected by {head['correction']} ({m} comparisons).\n"
     )
     out += [_row("k", "system", "MRecall@100", "per seed", "AMER minus it", "p", "p, Holm"), _row(*["---"] * 7)]
     for r in head["rows"]:
@@ -272,7 +288,8 @@ def table(result: dict) -> str:
                 continue
             c = r[f"against_{name}"]
             versus = f"{c['delta']:+.2f} ({c['low']:+.2f} to {c['high']:+.2f})"
-            out.append(_row(r["dataset"][-1], label, *_system(r, name), versus, f"{c['p']:.4f}", f"{c['p_holm']:.4f}"))
+            p, holm = p_text(c["p"], resamples), p_text(c["p_holm"], resamples, m)
+            out.append(_row(r["dataset"][-1], label, *_system(r, name), versus, p, holm))
     out += ["", _row("k", "better ceiling", "share of its lead", "share of the trained oracle's lead", "aim")]
     out.append(_row(*["---"] * 5))
     for r in head["rows"]:
@@ -321,14 +338,24 @@ def main() -> None:
         default=ROOT / "results" / "prepared" / "compound",
         help="the prepared compound benchmark (notebook 03)",
     )
-    parser.add_argument("--resamples", type=int, default=10_000)
+    parser.add_argument("--resamples", type=int, default=RESAMPLES)
     parser.add_argument("--out", type=Path, default=HERE, help="where selection.json and selection_table.md go")
     parser.add_argument(
         "--single-term-results",
         type=Path,
         help="the results folder of the single-query-with-the-term pilot, to record its scores",
     )
+    parser.add_argument(
+        "--table-only", action="store_true", help="print selection_table.md again from selection.json, no run file read"
+    )
     args = parser.parse_args()
+    if args.table_only:
+        result = json.loads((args.out / "selection.json").read_text())
+        for row in result["validation"]:  # JSON keeps the seeds as strings
+            row |= {d: {int(seed): v for seed, v in row[d].items()} for d in DATASETS}
+        write_atomic(args.out / "selection_table.md", table(result, args.resamples))
+        print(table(result, args.resamples))
+        return
     runs = read_runs()
     validation = validation_table(runs)
     selection = select(validation)
@@ -340,8 +367,8 @@ def main() -> None:
     if args.single_term_results:
         result["single_with_term"] = single_with_term(args.single_term_results)
     write_atomic(args.out / "selection.json", json.dumps(result, indent=1, default=str) + "\n")
-    write_atomic(args.out / "selection_table.md", table(result))
-    print(table(result))
+    write_atomic(args.out / "selection_table.md", table(result, args.resamples))
+    print(table(result, args.resamples))
 
 
 if __name__ == "__main__":

@@ -254,24 +254,31 @@ def test_the_oracle_share_table_sets_todays_recipe_beside_the_kept_levers(tmp_pa
         "| 1 | 88.33 | 83.06 | 88.33 | 87.00 | 88.33 | - | - |",
         "| 2 | 26.78±1.99 | 41.94* | 28.00±1.00 | 53.00* | 58.94 | 47% | 81% |",
     ]
-    # the claim and its verdict read the better ceiling's share, per k; a table without it is refused
+    # the claim and its verdict read the better ceiling's share, per k, and say how many seeds' means it
+    # is (the folder's per-seed table: two seeds of AMER here); a table without the share is refused
+    seeds = [{"system": system, "seed": seed} for system in ("single", "amer") for seed in ("0", "1")]
     with pytest.raises(ValueError, match="without the column .*make figures-compound"):
-        _oracle_share(kept)
+        _oracle_share(kept, seeds)
     with pytest.raises(ValueError, match="made before the teacher's decomposition"):
-        _verdict_oracle_share(kept)
+        _verdict_oracle_share(kept, seeds)
     ceiling = [{**row, CEILING_SHARE: "", "better ceiling": ""} for row in kept]
     ceiling[1] |= {CEILING_SHARE: "-12%", "better ceiling": "off-the-shelf encoder"}  # k = 1: the teacher leads
     ceiling[4] |= {CEILING_SHARE: "67%", "better ceiling": "off-the-shelf encoder"}
-    assert _oracle_share(ceiling).endswith(
+    assert _oracle_share(ceiling, seeds).endswith(
         "87.00 / 53.00*; its share of the trained oracle's lead: 81%; of the better ceiling's, at k = 1 / 2 / 3: "
-        "-12% (off-the-shelf encoder) / 67% (off-the-shelf encoder)"
+        "-12% (off-the-shelf encoder) / 67% (off-the-shelf encoder); the shares of 2 seeds' means, without intervals"
     )
-    verdict = _verdict_oracle_share(ceiling)
-    assert verdict == "short of this repository's aim of 75% / 50% of the better ceiling's lead at k = 2 / 3"
-    ceiling[4] |= {CEILING_SHARE: "80%"}
-    assert _verdict_oracle_share(ceiling).startswith("short of")  # no k = 3 share: the aim is not met
-    met = ceiling + [{**ceiling[4], "k": "3", CEILING_SHARE: "50%", "better ceiling": "trained oracle"}]
-    assert _verdict_oracle_share(met).startswith("meets")
+    intervals = "(2 seeds' means, no interval; seven GPU seeds with intervals: `studies/compound_levers/selection.md`)"
+    assert _verdict_oracle_share(ceiling, seeds) == (
+        "this repository's aim, the better ceiling's lead AMER closes, k by k: k = 2: 67%, short of 75%; "
+        f"k = 3: no share to judge against 50% {intervals}"
+    )
+    ceiling[4] |= {CEILING_SHARE: "75%"}
+    met = ceiling + [{**ceiling[4], "k": "3", CEILING_SHARE: "49%", "better ceiling": "trained oracle"}]
+    assert _verdict_oracle_share(met, seeds) == (
+        "this repository's aim, the better ceiling's lead AMER closes, k by k: k = 2: 75%, meets 75%; "
+        f"k = 3: 49%, short of 50% {intervals}"
+    )
     # rows matched by k and system, values without their marks: one table holds the teacher's
     # decomposition, and each marks the oracle against its own single-query
     newer = write(COMPOUND, ["83.06", "41.94*"], ["", "47%"])
