@@ -881,7 +881,7 @@ def test_the_lower_rate_on_the_cpu_quotes_its_json():
         rows[("today", "3")],
     )
     assert low1["seeds"] == low3["seeds"] == [0, 1, 2] and low1["p_ahead"] < 1e-4
-    assert f"AMER {cell(low1)} against today's {cell(today1)} (p < 0.0001 that it is ahead)" in text
+    assert f"AMER {cell(low1)} against today's {cell(today1)} (p ≤ 0.0001 that it is ahead)" in text
     assert f"single-query {cell(low1, 'single')} against {cell(today1, 'single')}" in text
     gaps = [r["single_mean"] - r["amer_mean"] for r in (low1, today1)]
     assert f"AMER is {gaps[0]:.2f} points behind single-query instead of {gaps[1]:.2f}" in text
@@ -930,7 +930,7 @@ def test_the_first_vector_levers_quote_their_json():
         f"its first vector alone {alone('single_step', '1', 'n1'):.2f} (from 78.94) and both "
         f"{alone('single_step', '1', 'n2'):.2f}" in text
     )
-    assert f"AMER {cell(first)} against today's {cell(today)} (p < 0.0001 that it is ahead)" in text
+    assert f"AMER {cell(first)} against today's {cell(today)} (p ≤ 0.0001 that it is ahead)" in text
     assert f"single-query's {cell(first, 'single')} (p = {first['p_behind_single']:.2f} that it is behind" in text
     assert (
         f"its first vector alone {alone('first_single', '1', 'n1'):.2f}, both {alone('first_single', '1', 'n2'):.2f}"
@@ -940,7 +940,7 @@ def test_the_first_vector_levers_quote_their_json():
         k2, k3 = rows[(variant, "2")], rows[(variant, "3")]
         assert k2["seeds"] == k3["seeds"] == [0] and max(k2["p_behind"], k3["p_behind"]) < 1e-4
         assert (
-            f"{k2['amer_mean']:.2f} and {k3['amer_mean']:.2f} against today's 44.33 and 16.33 (p < 0.0001 behind both"
+            f"{k2['amer_mean']:.2f} and {k3['amer_mean']:.2f} against today's 44.33 and 16.33 (p ≤ 0.0001 behind both"
             in text
         )
     k2, k3 = rows[("first_single", "2")], rows[("first_single", "3")]
@@ -1023,7 +1023,7 @@ def test_the_component_term_quotes_its_json():
     assert all(r["seeds"] == [0, 1] for w in (w1, w10, w100) for r in w.values())
     assert w10["1"]["p_ahead"] < 1e-4 and w10["1"]["p_behind_single"] > 0.99
     assert (
-        f"AMER {cell(w10['1'])} against today's {w10['1']['against_amer_mean']:.2f} on the same seeds (p < 0.0001 "
+        f"AMER {cell(w10['1'])} against today's {w10['1']['against_amer_mean']:.2f} on the same seeds (p ≤ 0.0001 "
         f"ahead) and single-query's {w10['1']['single_mean']:.2f} ± {w10['1']['single_std']:.2f} (p = "
         f"{w10['1']['p_behind_single']:.4f} that AMER is behind single-query" in text
     )
@@ -1097,11 +1097,11 @@ def test_the_ranking_distance_quotes_its_json():
     share = lambda row: f"{100 * row['oracle_share']:.0f}%"  # noqa: E731
     assert max(rank[k]["p_ahead"] for k in "123") < 1e-4
     assert (
-        f"AMER {cell(rank['2'])} against today's {cell(today['2'])} (p < 0.0001 that it is ahead), a share of "
+        f"AMER {cell(rank['2'])} against today's {cell(today['2'])} (p ≤ 0.0001 that it is ahead), a share of "
         f"the oracle's lead of {share(rank['2'])} against {share(today['2'])}" in text
     )
     assert (
-        f"{cell(rank['3'])} against {cell(today['3'])} (p < 0.0001), a share of {share(rank['3'])} against "
+        f"{cell(rank['3'])} against {cell(today['3'])} (p ≤ 0.0001), a share of {share(rank['3'])} against "
         f"{share(today['3'])}, and the seed-to-seed spread falls from {today['3']['amer_std']:.2f} to "
         f"{rank['3']['amer_std']:.2f}" in text
     )
@@ -1109,7 +1109,7 @@ def test_the_ranking_distance_quotes_its_json():
         f"{cell(rank['1'])} against single-query's {rank['1']['single_mean']:.2f} ± {rank['1']['single_std']:.2f} "
         f"(p = {rank['1']['p_behind_single']:.2f} that AMER is behind single-query" in text
     )
-    assert f"and today's {today['1']['amer_mean']:.2f} (p < 0.0001 ahead)" in text
+    assert f"and today's {today['1']['amer_mean']:.2f} (p ≤ 0.0001 ahead)" in text
     assert f"stands at {share(rank['2'])} / {share(rank['3'])} against the aim's 75% / 50%" in text
     assert f"from {share(today['2'])} / {share(today['3'])} to {share(rank['2'])} / {share(rank['3'])}" in text
     pilot = {
@@ -1132,10 +1132,17 @@ def test_the_ranking_distance_quotes_its_json():
     assert f"for {v['n1']:.2f}% of the questions (today {t['n1']:.2f}%), two vectors give {v['n2']:.2f}" in text
     assert v["median_repeat_cosine"][2] == 0.999
     r3, r10 = pilot[("components_rank_3", "2")], pilot[("components_rank_10", "2")]
+    from amer_lib.core.significance import p_text
+
+    def one_sided(p: float) -> str:
+        """A one-sided p of 10,000 resamples as the record prints it: "= 0.0123", or "≤ 0.0001" at the floor."""
+        text = p_text(p, 10_000, sides=1)
+        return text if text.startswith("≤") else f"= {text}"
+
     assert (
         f"against today's {r3['against_amer_mean']:.2f}): weight 3 gives {r3['amer_mean']:.2f} (share {share(r3)}, "
-        f"p = {r3['p_ahead']:.4f} that it is ahead of today's), weight 10 {r10['amer_mean']:.2f} (share "
-        f"{share(r10)}, p = {r10['p_ahead']:.4f}), weight 1 {p_rank['amer_mean']:.2f} ({share(p_rank)})" in text
+        f"p {one_sided(r3['p_ahead'])} that it is ahead of today's), weight 10 {r10['amer_mean']:.2f} (share "
+        f"{share(r10)}, p {one_sided(r10['p_ahead'])}), weight 1 {p_rank['amer_mean']:.2f} ({share(p_rank)})" in text
     )
     assert all(vectors[w]["reproduces_run"] for w in ("components_rank_3", "components_rank_10"))
 
@@ -1161,16 +1168,16 @@ def test_the_kept_lever_over_seven_seeds_quotes_its_json():
     assert (
         f"**k = 1**: {cell(kept['1'])} against single-query's {kept['1']['single_mean']:.2f} ± "
         f"{kept['1']['single_std']:.2f} (p = {kept['1']['p_behind_single']:.2f} that AMER is behind single-query: "
-        f"no evidence that it is) and today's {today['1']['amer_mean']:.2f} (p < 0.0001 ahead)" in text
+        f"no evidence that it is) and today's {today['1']['amer_mean']:.2f} (p ≤ 0.0001 ahead)" in text
     )
     assert kept["1"]["p_behind_single"] > 0.5
     assert (
-        f"**k = 2**: {cell(kept['2'])} against today's {cell(today['2'])} (p < 0.0001 that it is ahead), a "
+        f"**k = 2**: {cell(kept['2'])} against today's {cell(today['2'])} (p ≤ 0.0001 that it is ahead), a "
         f"share of the oracle's lead of {share(kept['2'])} against {share(today['2'])}" in text
     )
     assert kept["2"]["oracle_share_low"] < 0.75 < kept["2"]["oracle_share"]
     assert (
-        f"**k = 3**: {cell(kept['3'])} against {cell(today['3'])} (p < 0.0001), a share of {share(kept['3'])} "
+        f"**k = 3**: {cell(kept['3'])} against {cell(today['3'])} (p ≤ 0.0001), a share of {share(kept['3'])} "
         f"against {share(today['3'])}: short of the aim's 50%" in text
     )
     assert kept["3"]["oracle_share"] < 0.5 < kept["3"]["oracle_share_high"]
@@ -1214,7 +1221,7 @@ def test_fresh_compounds_on_the_term_quote_their_json_and_runs():
         f"**k = 2**: {cell(fresh['2'])} against the term's {cell(term['2'])} (p = {fresh['2']['p_behind']:.2f}" in text
     )
     assert fresh["2"]["p_behind"] > 0.05 and fresh["3"]["p_ahead"] < 1e-4
-    assert f"**k = 3**: {cell(fresh['3'])} against {cell(term['3'])} (p < 0.0001 that it is ahead" in text
+    assert f"**k = 3**: {cell(fresh['3'])} against {cell(term['3'])} (p ≤ 0.0001 that it is ahead" in text
     archives = {"term": "compound_levers_h200_distilled_runs", "fresh": "compound_levers_h200_fresh_runs"}
     variants = {"term": "components_rank_10", "fresh": "components_rank_10+fresh"}
     runs = {}  # (name, k) -> the seven seeds' AMER run files
@@ -1342,19 +1349,19 @@ def test_the_kept_recipe_against_todays_on_the_cpu_quotes_its_json():
     share = lambda r: f"{pct(r['oracle_share'])}% ({pct(r['oracle_share_low'])}-{pct(r['oracle_share_high'])}%)"  # noqa: E731
     one = kept["1"]
     assert (
-        f"k = 1: {one['amer_mean']:.2f} against today's {today['1']['amer_mean']:.2f} (p < 0.0001 ahead); p = "
+        f"k = 1: {one['amer_mean']:.2f} against today's {today['1']['amer_mean']:.2f} (p ≤ 0.0001 ahead); p = "
         f"{one['p_behind_single']:.2f} that it is behind single-query's {one['single_mean']:.2f}" in text
     )
     assert one["p_behind_single"] > 0.5
     two, three = kept["2"], kept["3"]
     assert (
-        f"k = 2: {two['amer_mean']:.2f} against {today['2']['amer_mean']:.2f} (p < 0.0001); single-query "
+        f"k = 2: {two['amer_mean']:.2f} against {today['2']['amer_mean']:.2f} (p ≤ 0.0001); single-query "
         f"{two['single_mean']:.2f} (today's {today['2']['single_mean']:.2f}), the oracle "
         f"{two['decomposition_oracle_mean']:.2f}: {share(two)} of the oracle's lead, today's {share(today['2'])}"
         in text
     )
     assert (
-        f"k = 3: {three['amer_mean']:.2f} against {today['3']['amer_mean']:.2f} (p < 0.0001); single-query "
+        f"k = 3: {three['amer_mean']:.2f} against {today['3']['amer_mean']:.2f} (p ≤ 0.0001); single-query "
         f"{three['single_mean']:.2f}, the oracle {three['decomposition_oracle_mean']:.2f}: {share(three)}, "
         f"today's {share(today['3'])}" in text
     )
