@@ -188,7 +188,7 @@ def test_your_own_data_with_answer_questions_trains_with_the_component_term(tmp_
     prepared = tmp_path / "results" / "prepared" / "kinds_mine"
     kept = {
         q.qid: q.answer_questions
-        for name in ("train", "test")
+        for name in ("train", "validation", "test")  # validation: no component question shared with training
         for q in read_questions(prepared / f"kinds_mine_{name}.jsonl")
     }
     assert kept == {r["qid"]: r.get("answer_questions") for r in questions}

@@ -5,10 +5,12 @@ notebook 03's config."""
 
 from __future__ import annotations
 
+import heapq
 import json
 import os
 import re
 import shutil
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -52,7 +54,7 @@ from amer_lib.data.questions import (
     write_questions,
 )
 from amer_lib.io import FIGURES_HELP, open_text, require_writable, write_json
-from amer_lib.progress import tqdm
+from amer_lib.progress import AmerWarning, tqdm
 
 # the offline WordNet benchmark, the paper's data from its files, or a dataset of your own (questions + corpus)
 SOURCES = ("wordnet", "paper", "files", "compound")
@@ -66,6 +68,10 @@ NQ_OPEN_FILES = ("nqopen-dev.json", "nqopen-test.json")
 # term reads: in the recipes of the benchmarks that can hold them, so that one prepared before is
 # refused by `existing` and prepared again rather than read without them
 ANSWER_QUESTIONS = "kept"
+# A dataset of your own whose questions carry answer_questions gets a validation split of its own
+# (`component_validation`): in its recipe, so that one prepared before (validation drawn at training
+# time from questions whose components training also sees) is refused and prepared again
+HELD_OUT_COMPONENTS = "components held out"
 MAX_AUTO_QUERIES = 8  # a dataset of your own: n defaults to its median answer count, at most this
 DATASET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")  # it names files and runs
 
@@ -359,6 +365,86 @@ def split_questions(
     }
 
 
+def question_components(question: MultiAnswerQuestion) -> frozenset[str]:
+    """The component questions of a question: its distinct `answer_questions`, or the question itself
+    when it has none (as the component term reads them, `component_texts`)."""
+    return frozenset(question.answer_questions or [question.question])
+
+
+def component_validation(
+    questions: list[MultiAnswerQuestion], seed: int = 0, fraction: float = VALIDATION_FRACTION
+) -> tuple[dict[str, list[MultiAnswerQuestion]], dict]:
+    """Training questions split into a training and a validation split that share no component
+    question (`question_components`), as the compound benchmark holds its validation components
+    out (`compound.hold_out`): validation then measures what test measures, components never
+    trained on, where a random 10% of compounds would reuse components training sees.
+
+    The rule, checkable from the files: a validation question's every component is held out, and
+    no training question has a held-out component. The questions that mix held-out and kept
+    components are in neither split. Drawn greedily, seeded: the first draw is a random question
+    (`seed`), each next one the question with the fewest components not yet held out (ties in the
+    seeded order), so that validation grows where components are already held and costs training
+    few questions; every question whose components are then all held out joins validation. Once
+    validation holds `validation_size` of the questions (the 10% of today's split) only draws that
+    take no further question from training are made (they complete questions already out of it); a
+    draw that would leave training fewer than the questions without that 10% and as many again
+    (80%) is skipped. With components shared widely (a few hundred components in thousands of
+    compounds) it draws fewer, and the report says how many; none at all is an error. Returns the
+    splits (each in the input's order) and the report: `wanted`, `drawn`, `left_out` (questions in
+    neither split), `train`."""
+    parts = [question_components(q) for q in questions]
+    n, wanted = len(questions), validation_size(len(questions), fraction)
+    if n < 2:
+        raise ValueError(f"{n} training question(s) cannot be split into a training and a validation set")
+    floor = max(1, n - 2 * wanted)
+    rank = np.random.default_rng(seed).permutation(n).tolist()
+    asked_by: dict[str, list[int]] = {}
+    for i, part in enumerate(parts):
+        for component in part:
+            asked_by.setdefault(component, []).append(i)
+    remaining = [len(part) for part in parts]  # components of each question not yet held out
+    held: set[str] = set()
+    out: set[int] = set()  # questions with a held-out component: not in training
+    validation: set[int] = set()  # questions whose every component is held out
+    queue = [(remaining[i], rank[i], i) for i in range(n)]
+    heapq.heapify(queue)
+    while queue:
+        count, _, i = heapq.heappop(queue)
+        if count != remaining[i] or i in validation:
+            continue  # an entry made stale by a later hold-out
+        new = [c for c in parts[i] if c not in held]
+        leaving = {j for c in new for j in asked_by[c]} - out
+        if (len(validation) >= wanted and leaving) or n - len(out) - len(leaving) < floor:
+            continue
+        for component in new:
+            held.add(component)
+            for j in asked_by[component]:
+                remaining[j] -= 1
+                out.add(j)
+                if remaining[j] == 0:
+                    validation.add(j)
+                else:
+                    heapq.heappush(queue, (remaining[j], rank[j], j))
+    if not validation:
+        raise ValueError(
+            f"no validation question can be drawn from the {n} training questions without taking more than "
+            f"{n - floor} of them from training: every question shares a component question (answer_questions) "
+            "with too many others. Give more questions whose components are not all shared, or questions "
+            "without answer_questions (validation is then 10% of them, drawn at training time)"
+        )
+    splits = {
+        "train": [q for i, q in enumerate(questions) if i not in out],
+        "validation": [q for i, q in enumerate(questions) if i in validation],
+    }
+    report = {
+        "wanted": wanted,
+        "drawn": len(validation),
+        "left_out": len(out) - len(validation),
+        "train": len(splits["train"]),
+    }
+    return splits, report
+
+
 def default_n_queries(questions: list[MultiAnswerQuestion]) -> int:
     """The median number of answers per question (rounded up), at most `MAX_AUTO_QUERIES`."""
     return int(min(MAX_AUTO_QUERIES, np.ceil(np.median([len(q.answers) for q in questions]))))
@@ -380,7 +466,11 @@ def prepare_files(
     question per answer, which the prepared files keep) over a TSV or BEIR corpus.
 
     Test questions come from `test_questions_path` when given, else a seeded `test_fraction` of
-    the questions (`split_questions`). `n_queries` is the number of query vectors AMER generates
+    the questions (`split_questions`). Where the questions carry `answer_questions`, the training
+    questions are split again into training and validation questions that share no component
+    question (`component_validation`, seeded, its count printed and kept in the manifest), which
+    every run then validates on; without them a run draws 10% of the training questions at
+    training time, as before. `n_queries` is the number of query vectors AMER generates
     for the dataset (0: `default_n_queries` of the training questions). `use_titles = False`
     leaves the corpus titles out of what the document encoder and BM25 see (a title that names
     the answer makes retrieval lexical). Every problem is reported with its file and line."""
@@ -402,6 +492,8 @@ def prepare_files(
         "use_titles": use_titles,
         "answer_questions": ANSWER_QUESTIONS,
     }
+    if _has_answer_questions(questions_path):
+        recipe["validation"] = HELD_OUT_COMPONENTS
     if (found := existing(directory, recipe)) is not None:
         return found
     if not Path(corpus_path).is_file():
@@ -424,13 +516,38 @@ def prepare_files(
     else:
         splits = split_questions(questions, test_fraction, seed)
     n = n_queries or default_n_queries(splits["train"])
-    return write_benchmark(
-        Path(directory),
-        {dataset: splits},
-        Path(corpus_path).resolve(),
-        len(corpus),
-        {"recipe": recipe, "n_queries": {dataset: n}, "use_titles": use_titles},
+    extra = {"recipe": recipe, "n_queries": {dataset: n}, "use_titles": use_titles}
+    if "validation" in recipe:
+        held, report = component_validation(splits["train"], seed)
+        splits = {"train": held["train"], "validation": held["validation"], "test": splits["test"]}
+        extra["validation"] = {dataset: report}
+        _say_validation(dataset, report)
+    return write_benchmark(Path(directory), {dataset: splits}, Path(corpus_path).resolve(), len(corpus), extra)
+
+
+def _has_answer_questions(path: str | Path) -> bool:
+    """Whether any question of the file at `path` has `answer_questions` (False when there is no file:
+    `_checked_questions` names that problem)."""
+    return Path(path).is_file() and any(q.answer_questions for q in read_questions(path))
+
+
+def _say_validation(dataset: str, report: dict) -> None:
+    """Notebook 03's line on the validation split `component_validation` drew, and a warning when it
+    is short of the 10% wanted."""
+    print(
+        f"{dataset}: {report['drawn']} validation question(s) drawn whose component questions no training "
+        f"question has ({report['wanted']} wanted, 10% of the training questions); {report['left_out']} "
+        f"question(s) that share a component with both splits left out; {report['train']} to train on",
+        flush=True,
     )
+    if report["drawn"] < report["wanted"]:
+        warnings.warn(
+            f"{dataset}: only {report['drawn']} of the {report['wanted']} validation questions wanted could be "
+            "drawn without a component question training sees (more would take over 20% of the questions from "
+            "training); checkpoint selection reads these few",
+            AmerWarning,
+            stacklevel=2,
+        )
 
 
 def _checked_questions(path: str | Path, corpus: Corpus, corpus_path: str | Path) -> list[MultiAnswerQuestion]:
