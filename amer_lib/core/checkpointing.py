@@ -16,6 +16,7 @@ for its pass, and the backward pass runs after it has returned).
 from __future__ import annotations
 
 import contextlib
+import weakref
 from functools import partial
 
 import torch
@@ -66,6 +67,17 @@ def _layer_index(layer: torch.nn.Module) -> int:
     return next(module.layer_idx for module in layer.modules() if isinstance(getattr(module, "layer_idx", None), int))
 
 
+_ADAPTERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # a layer's peft adapters, found once
+
+
+def _adapters_of(layer: torch.nn.Module) -> list[torch.nn.Module]:
+    """`adapter_layers(layer)`, looked up once a layer: `_checkpointed` runs at every layer and decoded
+    position, where walking the layer's modules each time is Python work on the step's launch path."""
+    if layer not in _ADAPTERS:
+        _ADAPTERS[layer] = adapter_layers(layer)
+    return _ADAPTERS[layer]
+
+
 def _checkpointed(function: partial, *args):
     """A decoder layer's forward (`function`, Hugging Face's partial of it with its keyword
     arguments) run under torch's non-reentrant checkpoint; a `ReplayCache` among the arguments is
@@ -73,7 +85,7 @@ def _checkpointed(function: partial, *args):
     they have now."""
     cache = function.keywords.get("cache", function.keywords.get("past_key_values"))
     layer = _layer_of(function)
-    adapters = adapter_layers(layer)
+    adapters = _adapters_of(layer)
     casts = [adapter.cast_input_dtype_enabled for adapter in adapters]
     if not isinstance(cache, ReplayCache):
         contexts = lambda: (contextlib.nullcontext(), adapter_input_casts(adapters, casts))

@@ -225,10 +225,11 @@ def _projection(
         corpus_size=corpus,
         processes_per_gpu=1,  # runs.dispatch.training_workers: one training per GPU
     )
-    projected = memory.plan_for(run.backbone, work)
     if machine.device is not None:  # this machine's GPU: stop with the settings that fit when it does not
         properties = torch.cuda.get_device_properties(machine.device)
-        memory.check(describe(run.backbone), work, properties.total_memory, properties.name)
+        projected = memory.check(describe(run.backbone), work, properties.total_memory, properties.name)
+    else:
+        projected = memory.plan_for(run.backbone, work)
     if progress:
         print(f"memory preflight, {dataset}:", *projected.lines(machine.gpu), sep="\n  ")
     return projected

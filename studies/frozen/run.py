@@ -28,7 +28,6 @@ checked, and the metric's mean per dataset, system and seed as the notebook's ru
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import subprocess
@@ -43,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # run as a script from the repository root, as every study is
     sys.path.insert(0, str(ROOT))
 
+from amer_lib.core.packaged import sha256_of  # noqa: E402
 from amer_lib.io import write_json  # noqa: E402
 
 SPLITS = ("validation", "test")
@@ -116,14 +116,6 @@ def _git_or_nothing(root: Path, *args: str) -> str:
         return ""
 
 
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def data_state(root: Path, name: str, recipe: dict) -> dict:
     """One data file's sha256 and whether it was made after the recipe's commit (`after`): by git
     when the file is tracked (its first commit a strict descendant of the recipe's), else by its
@@ -131,7 +123,7 @@ def data_state(root: Path, name: str, recipe: dict) -> dict:
     path = root / name
     if not path.is_file():
         raise FileNotFoundError(f"data file {name} (the recipe's data, from the repository root {root}) does not exist")
-    state = {"path": name, "sha256": sha256(path)}
+    state = {"path": name, "sha256": sha256_of(path)}
     inside = path.resolve().is_relative_to(root.resolve())
     added = _git_or_nothing(root, "log", "--diff-filter=A", "--format=%H", "--", name).splitlines() if inside else []
     if added:
