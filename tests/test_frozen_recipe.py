@@ -180,3 +180,17 @@ def test_the_validation_view_holds_no_test_question(tmp_path):
     in_view = {json.loads(line)["qid"] for path in view.glob("*.jsonl") for line in path.read_text().splitlines()}
     assert len(test_ids) == 4 and in_view.isdisjoint(test_ids) and len(in_view) == 16
     assert seen.corpus_path.resolve() == (tmp_path / "corpus.tsv").resolve()
+
+
+def test_scores_read_seeded_and_seed_free_runs(tmp_path):
+    """`read_scores`: the metric's mean x 100 per run file, a seed-free run (the teacher's
+    decomposition) under `none`, a JSON that is not a run file skipped."""
+    from amer_lib.io import write_json
+
+    write_json(tmp_path / "d_amer_seed3.json", {"dataset": "d", "system": "amer", "seed": 3, "mrecall": [1, 0, 0, 1]})
+    write_json(
+        tmp_path / "d_teacher_decomposition.json",
+        {"dataset": "d", "system": "teacher_decomposition", "seed": None, "mrecall": [1, 1, 1, 0]},
+    )  # noqa: E501
+    write_json(tmp_path / "compound_rows.json", [{"dataset": "d"}])
+    assert frozen.read_scores(tmp_path, "mrecall") == {"d/amer/3": 50.0, "d/teacher_decomposition/none": 75.0}

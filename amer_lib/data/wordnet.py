@@ -92,7 +92,8 @@ def read_noun_senses(wordnet_dir: str | Path) -> dict[str, list[str]]:
     return senses
 
 
-def _split(qid: str) -> str:
+def split_of(qid: str) -> str:
+    """A question's split, by its qid's hash: `TEST_PERCENT` in 100 go to test, the same on any machine."""
     bucket = int(hashlib.sha256(qid.encode()).hexdigest(), 16) % 100
     return "test" if bucket < TEST_PERCENT else "train"
 
@@ -131,7 +132,7 @@ def derive(wordnet_dir: str | Path, out_dir: str | Path = SHIPPED) -> dict[str, 
     counts = {"corpus": len(synsets)}
     for kind, questions in (("senses", sense_questions(synsets, senses)), ("kinds", kind_questions(synsets, senses))):
         for split in SPLITS:
-            chosen = sorted((q for q in questions if _split(q.qid) == split), key=lambda q: q.qid)
+            chosen = sorted((q for q in questions if split_of(q.qid) == split), key=lambda q: q.qid)
             _write_gz(
                 out_dir / f"{kind}_{split}.jsonl.gz",
                 "".join(json.dumps(q.to_json(), ensure_ascii=False) + "\n" for q in chosen),

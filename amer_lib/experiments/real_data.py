@@ -570,10 +570,21 @@ def _decomposition_result(
     return context.write_result(params, dataset, system, seed, test, ranked, label=label, n_queries=queries.shape[1])
 
 
-def _components(questions: list) -> list[list]:
-    """Each compound question's component questions, in its answers' order."""
-    by_qid = compound.component_questions()
-    return [[by_qid[qid] for qid in compound.components_of(q)] for q in questions]
+def _components(questions: list[MultiAnswerQuestion]) -> list[list[MultiAnswerQuestion]]:
+    """Each compound question's components in its answers' order, as questions of their own: the
+    answers that share an `answer_questions` entry, under that text (for the compound benchmark,
+    exactly its WordNet component questions; for a dataset of your own, what its file gives)."""
+    parts = []
+    for question in questions:
+        groups: dict[str, list[int]] = {}
+        for i, text in enumerate(question.answer_questions):
+            groups.setdefault(text, []).append(i)
+        answers, targets = question.answers, question.targets
+        parts.append([
+            MultiAnswerQuestion(f"{question.qid}#{c}", text, [answers[i] for i in rows], [targets[i] for i in rows])
+            for c, (text, rows) in enumerate(groups.items())
+        ])  # fmt: skip
+    return parts
 
 
 def served_components(lists: np.ndarray, components: list[list[set[int]]]) -> list[tuple[int, int]]:
@@ -619,8 +630,28 @@ def vector_roles(params: RealConfig, dataset: str, seed: int) -> dict:
     }
 
 
-def compound_datasets(params: RealConfig) -> list[str]:
-    return [d for d in params.datasets if compound.components_in(d) is not None]
+def compound_datasets(params: RealConfig) -> dict[str, int]:
+    """The datasets whose test questions are compounds, with their k: the compound benchmark's
+    (`compound_k<k>`), and a dataset of your own whose every test question carries
+    `answer_questions` naming the same number of component questions, 2 or more (the FOLDOC
+    replication, `amer_lib.data.foldoc`): for those the teacher's decomposition is run as for the
+    compound benchmark (the trained oracle needs the compound benchmark's `compound_k1`)."""
+    found, benchmark = {}, None
+    for dataset in params.datasets:
+        k = compound.components_in(dataset)
+        if k is None:
+            benchmark = benchmark or Benchmark(params.prepared_dir)
+            k = components_per_question(benchmark.questions(dataset, "test"))
+        if k is not None:
+            found[dataset] = k
+    return found
+
+
+def components_per_question(questions: list[MultiAnswerQuestion]) -> int | None:
+    """The number of component questions every one of `questions` has (distinct `answer_questions`),
+    when it is the same for all and at least 2; None otherwise."""
+    counts = {len(set(q.answer_questions)) if q.answer_questions else 1 for q in questions}
+    return counts.pop() if len(counts) == 1 and min(counts) >= 2 else None
 
 
 def oracle_comparison(params: RealConfig, results: list[dict], n_resamples: int) -> list[dict]:
@@ -646,7 +677,7 @@ def oracle_comparison(params: RealConfig, results: list[dict], n_resamples: int)
     by_metric = {metric: summary(runs, n_resamples, metric=metric) for metric in METRICS}
     rows = []
     for i, base in enumerate(by_metric["mrecall"]):
-        row = {"dataset": base["dataset"], "k": compound.components_in(base["dataset"]), "system": base["system"]}
+        row = {"dataset": base["dataset"], "k": datasets[base["dataset"]], "system": base["system"]}
         row["seeds"] = base["seeds"]
         for metric, summaries in by_metric.items():
             found = summaries[i]
@@ -695,11 +726,11 @@ def _row(rows: list[dict], dataset: str, system: str) -> dict:
 def vector_role_table(params: RealConfig) -> list[dict]:
     """`vector_roles` of each compound dataset with k >= 2, averaged over the seeds."""
     rows = []
-    for dataset in compound_datasets(params):
-        if compound.components_in(dataset) < 2:
+    for dataset, k in compound_datasets(params).items():
+        if k < 2:
             continue
         per_seed = [vector_roles(params, dataset, seed) for seed in params.seeds]
-        row = {"dataset": dataset, "k": compound.components_in(dataset), "seeds": len(per_seed)}
+        row = {"dataset": dataset, "k": k, "seeds": len(per_seed)}
         row |= {key: float(np.mean([r[key] for r in per_seed])) for key in per_seed[0] if key != "dataset"}
         rows.append(row)
     return rows

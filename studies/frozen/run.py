@@ -244,14 +244,18 @@ def notebook_scores(recipe: dict, split: str, folder: Path) -> dict:
 
 def read_scores(results: Path, metric: str) -> dict:
     """`metric`'s mean (x 100) over the questions of each run file in `results` (notebook 04's
-    `<dataset>_<system>_seed<n>.json`), keyed `dataset/system/seed`."""
+    `<dataset>_<system>_seed<n>.json`, and a seed-free run's `<dataset>_<system>.json`, such as the
+    teacher's decomposition, keyed `.../none`), keyed `dataset/system/seed`."""
     scores = {}
-    for path in sorted(results.glob("*_seed*.json")):
+    for path in sorted(results.glob("*.json")):
         run = json.loads(path.read_text())
+        if not isinstance(run, dict) or "system" not in run or "seed" not in run:
+            continue  # not a run file (a summary, a table)
         if metric not in run:
             raise KeyError(f"{path} has no {metric!r}; a run file's metrics: mrecall, recall, mrecall_10, ...")
         values = run[metric]
-        scores[f"{run['dataset']}/{run['system']}/{run['seed']}"] = 100 * sum(values) / len(values)
+        seed = "none" if run["seed"] is None else run["seed"]
+        scores[f"{run['dataset']}/{run['system']}/{seed}"] = 100 * sum(values) / len(values)
     return scores
 
 

@@ -333,7 +333,11 @@ def test_the_oracle_comparison_reads_each_metric_and_amers_share_of_the_oracles_
         scored("compound_k2", "amer", 1, [1, 0, 1, 0], [1, 0.5, 1, 0], [0, 0, 0, 0]),
         scored("wordnet_kinds", "single", 0, [1, 1, 1, 1], [1, 1, 1, 1], [1, 1, 1, 1]),  # not a compound
     ]
-    params = SimpleNamespace(datasets=["compound_k1", "compound_k2", "wordnet_kinds"], seeds=[0, 1])
+    plain = [MultiAnswerQuestion("kinds:q", "What?", [["a"], ["b"]], [["1"], ["2"]])]  # no answer_questions
+    monkeypatch.setattr(experiment, "Benchmark", lambda folder: SimpleNamespace(questions=lambda dataset, split: plain))
+    params = SimpleNamespace(
+        datasets=["compound_k1", "compound_k2", "wordnet_kinds"], seeds=[0, 1], prepared_dir="prepared"
+    )
     rows = experiment.oracle_comparison(params, results, n_resamples=200)
     assert [(r["k"], r["system"]) for r in rows] == [
         (k, s) for k in (1, 2) for s in ("single", "amer", experiment.ORACLE, experiment.TEACHER)
