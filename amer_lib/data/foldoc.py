@@ -27,7 +27,9 @@ a component with training. From the repository root (3 min on 2 cores, most of i
 from __future__ import annotations
 
 import argparse
+import csv
 import gzip
+import io
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -156,8 +158,13 @@ def named(question: MultiAnswerQuestion, k: int) -> MultiAnswerQuestion:
 
 
 def write_corpus(path: Path, documents: list[tuple[str, str]]) -> None:
-    """The corpus as TSV `id<TAB>text<TAB>title` with the header, titles empty."""
-    write_text(path, "id\ttext\ttitle\n" + "".join(f"{i}\t{text}\t\n" for i, text in documents))
+    """The corpus as TSV `id<TAB>text<TAB>title` with the header, titles empty, a text that starts
+    with a quote quoted as the reader (`csv`, `corpus.iter_documents`) expects."""
+    rows = io.StringIO()
+    writer = csv.writer(rows, delimiter="\t", lineterminator="\n")
+    writer.writerow(["id", "text", "title"])
+    writer.writerows([i, text, ""] for i, text in documents)
+    write_text(path, rows.getvalue())
 
 
 def build(

@@ -105,6 +105,14 @@ def test_a_split_without_components_is_named(tmp_path):
         foldoc.build(FIXTURE, tmp_path / "out", depth=0, ks=(2,), max_answers=10, progress=False)
 
 
+def test_corpus_texts_with_quotes_and_tabs_read_back(tmp_path):
+    documents = [("f1", '"Daemon" is how it is spelled.'), ("f2", 'He said "no".'), ("f3", "plain")]
+    foldoc.write_corpus(tmp_path / "corpus.tsv", documents)
+    assert [(d.id, d.text, d.title) for d in iter_documents(tmp_path / "corpus.tsv")] == [
+        (i, t, "") for i, t in documents
+    ]
+
+
 def test_missing_dictionary_names_the_package(tmp_path):
     with pytest.raises(FileNotFoundError, match="dict-foldoc"):
         foldoc.read_dictd(tmp_path)
