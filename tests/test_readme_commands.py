@@ -1,6 +1,7 @@
-"""Every papermill, ir_measures, export and search command the README shows, and its Python block, run
-as typed from the repository root (its output notebooks and folders moved to a temporary one, and
-tiny sizes added with a last `-f` file, which the command's own `-p` values still override).
+"""Every papermill, ir_measures, export and search command the README and docs/ show (docs/usage.md holds
+the notebooks' examples), and the README's Python block, run as typed from the repository root (its
+output notebooks and folders moved to a temporary one, and tiny sizes added with a last `-f` file,
+which the command's own `-p` values still override).
 Commands that need a paper-scale backbone must stop at once with what to fetch. Not run here: `make
 test` (CI runs it), `make figures` (hours of CPU; run before each commit of figures/), pip / conda
 set-up lines, the hand-started torchrun trainings and encodings (tests/runs/test_distributed.py runs

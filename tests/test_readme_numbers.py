@@ -14,6 +14,14 @@ LEVERS = ROOT / "studies" / "compound_levers"  # issue 43's lever study: its rec
 README = documentation()  # the README and docs/: every number quoted there
 
 
+def in_words() -> str:
+    """docs/results.md's "What reproduces, in words" (the prose the README's verdict table once had below
+    it), whitespace collapsed."""
+    page = (ROOT / "docs" / "results.md").read_text()
+    start = page.index("## What reproduces, in words")
+    return " ".join(page[start : page.index("\n## ", start)].split())
+
+
 def provenance_commit(folder: str) -> str:
     """The short commit a figures folder was made at (its provenance.json)."""
     return json.loads((ROOT / "figures" / folder / "provenance.json").read_text())["commit"][:7]
@@ -289,6 +297,10 @@ def test_mlp_sweep_prose_is_figures_mlp_sweep():
     assert f"AMER falls with d at this budget ({amer3[0]:.1f}, {amer3[1]:.1f}, {amer3[2]:.1f}%)" in quoted
     bug = [at10(d, depth, "single", "linear") for d in dims for depth in (2, 3)]
     assert all(value == 0 for value in bug) and "gives 0.0% in every cell" in quoted
+    # the verdicts in words: the paper's MLP at each d, the authors' three-weight MLP nowhere
+    words = in_words()
+    assert f"({min(single2):.1f}-{max(single2):.1f}% MRecall@10 at d = 128 / 512 / 1024)" in words
+    assert "on the authors' code's 3-weight MLP it finds none" in words
 
 
 def test_ivfpq_sweep_prose_is_figures_ivfpq_sweep():
@@ -1465,7 +1477,7 @@ def test_the_kept_levers_section_quotes_figures_and_the_study():
     today_rows = figure_rows(COMPOUND)
     assert f"term closes {share(kept_rows)} of the trained oracle's MRecall@100 lead" in page
     assert f"(today's recipe: {share(today_rows)})" in page
-    readme = " ".join((ROOT / "README.md").read_text().split())
+    readme = in_words()
     n_seeds = len({r["seed"] for r in figure_rows(f"04_real_data_compound_distilled/per_seed_{COMPOUND_RUNS}.csv")})
     assert (
         f"to {share(kept_rows)} of the trained oracle's lead at k = 2 / 3 ({n_seeds} CPU seeds, no intervals), "
@@ -1599,8 +1611,8 @@ def test_the_kept_levers_section_quotes_figures_and_the_study():
 
 
 def test_the_asymmetric_supervision_and_the_teachers_ceiling_quote_their_files():
-    """Issue 60: the README and docs/results.md quote the teacher's decomposition (the off-the-shelf
-    MiniLM on each component: figures/04_real_data_compound_distilled's row, which
+    """Issue 60: docs/results.md's verdicts in words and its kept-levers section quote the teacher's
+    decomposition (the off-the-shelf MiniLM on each component: figures/04_real_data_compound_distilled's row, which
     studies/teacher_decomposition/teacher_decomposition.json and the lever study's pilot and prose agree
     with) beside that folder's trained oracle, AMER's share of the better ceiling (its column, checked
     against the arithmetic),
@@ -1612,7 +1624,7 @@ def test_the_asymmetric_supervision_and_the_teachers_ceiling_quote_their_files()
     from amer_lib.report.results_page import CEILING_SHARE, COMPOUND_DISTILLED, SHARE
     from amer_lib.report.tables import COMPOUND_SYSTEMS
 
-    readme = " ".join((ROOT / "README.md").read_text().split())
+    readme = in_words()  # the README's verdicts told as prose
     page = " ".join(README[README.index("### The kept levers: AMER toward the oracle") :].split())
     study = " ".join((ROOT / "studies" / "compound_levers" / "compound_levers.md").read_text().split())
     table = figure_rows(COMPOUND_DISTILLED)
@@ -1660,7 +1672,7 @@ def test_the_asymmetric_supervision_and_the_teachers_ceiling_quote_their_files()
     alone = pilot["today", "compound_k1"]
     assert both["seeds"] == [0] and alone["single_mean"] < both["single_mean"]
     given = f"single-query reached {both['single_mean']:.2f} against AMER's {both['amer_mean']:.2f}"
-    assert given in page  # the cosine form's pilot; the README quotes the kept ranking form's (test_selection_story)
+    assert given in page  # the cosine form's pilot; the words quote the kept ranking form's (test_selection_story)
     assert given not in readme
     assert (
         f"level with single-query at k = 1 ({mean('1', 'AMER'):.2f} against {mean('1', 'Single-Query'):.2f})" in readme

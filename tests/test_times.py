@@ -222,10 +222,11 @@ def test_the_notebooks_markdown_quotes_no_unmeasured_time():
 
 
 def test_the_start_here_quotes_the_measured_times():
-    start = one_line(README[README.index("## Start here") : README.index("## What reproduces")])
+    begin = README.index("## Start here")
+    start = one_line(README[begin : README.index("\n## ", begin)])
     assert f"`make install` ({minutes('make install')})" in start
     assert f"{minutes('notebook 01 first use')} on first use on {cores('notebook 01 first use')}" in start
-    assert f"{round(STEPS['notebook 01']['seconds'])} s after;" in start
+    assert f"{round(STEPS['notebook 01']['seconds'])} s after)" in start
     own = (STEPS["own data: notebook 03"]["seconds"], STEPS["own data: notebook 04"]["seconds"])
     assert f"({round(own[0])} s and {round(own[1] / 60)} min, idle cores)" in start
     assert "`benchmarks/times.json`" in start

@@ -33,9 +33,104 @@ def test_the_pages_are_read_from_the_figures_they_name():
     assert len(gains) == 4 and " / ".join(gains) in readme  # Table 2's AMER row, as the verdict quotes it
 
 
+def verdict_rows(readme: str) -> list[list[str]]:
+    """The cells of the README's verdict table, row by row (the header and its rule left out)."""
+    block = readme[readme.index("<!-- begin verdicts") : readme.index("<!-- end verdicts -->")]
+    lines = [line for line in block.splitlines() if line.startswith("|")][2:]
+    return [[cell.strip() for cell in line.strip("|").split("|")] for line in lines]
+
+
+def words(cell: str) -> int:
+    """The words a reader sees in a cell: a link counts by its text, not its address; a token of
+    punctuation alone (/, →, =, <) is not a word."""
+    shown = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", cell)
+    return sum(any(ch.isalnum() for ch in token) for token in shown.split())
+
+
+def test_words_count_what_a_reader_sees():
+    assert words("k = 1 / 2 / 3: AMER 82.94") == 6
+    assert words("[Off-the-shelf retrievers (Figure 1)](figures/RESULTS.md#off-the-shelf-retrievers-figure-1)") == 4
+    assert words("56.7% → 2.0%; p < 0.05") == 4
+
+
+def test_every_cell_of_the_verdict_table_is_short():
+    """One claim, the paper's number and ours per cell: at most 20 words each (stds, marks, legends and
+    shares are on the results page)."""
+    rows = verdict_rows((ROOT / "README.md").read_text())
+    from amer_lib.report.results_page import CLAIMS
+
+    assert len(rows) == len(CLAIMS) and all(len(row) == 5 for row in rows)
+    long = [(cell, words(cell)) for row in rows for cell in row if words(cell) > 20]
+    assert not long, long
+    assert not any("±" in cell for row in rows for cell in row)  # the stds are on the results page
+
+
+def github_anchor(heading: str) -> str:
+    """GitHub's anchor of a heading, written out: lower case; punctuation dropped (letters, digits,
+    spaces, hyphens and underscores kept); every space a hyphen."""
+    kept = "".join(ch for ch in heading.lower() if ch.isalnum() or ch in " -_")
+    return kept.replace(" ", "-")
+
+
+def test_each_verdict_row_links_its_section_of_the_results_page():
+    """Each row's claim links figures/RESULTS.md at the anchor of a heading there that is the claim,
+    once on the page; the section holds the claim's numbers in full (stds, marks, legend)."""
+    from amer_lib.report.results_page import anchor
+
+    assert anchor("A question's targets are closer than random documents (Figure 6)") == (
+        "a-questions-targets-are-closer-than-random-documents-figure-6"
+    )
+    assert anchor("Beyond the paper: AMER, fresh compounds") == "beyond-the-paper-amer-fresh-compounds"
+    page = (ROOT / "figures" / "RESULTS.md").read_text()
+    headings = [line.lstrip("#").strip() for line in page.splitlines() if line.startswith("#")]
+    anchors = [github_anchor(h) for h in headings]
+    from amer_lib.report.results_page import CLAIMS
+
+    sections = {}
+    for [claim, *_] in verdict_rows((ROOT / "README.md").read_text()):
+        text, target = re.fullmatch(r"\[(.+)\]\((.+)\)", claim).groups()
+        path, fragment = target.split("#")
+        assert path == "figures/RESULTS.md" and anchors.count(fragment) == 1, claim
+        assert headings[anchors.index(fragment)] == text
+        start = page.index(f"### {text}\n")
+        sections[text] = page[start : page.index("\n#", start + 1)]
+    assert len(sections) == len(CLAIMS)
+    compound = next(body for text, body in sections.items() if "spread as a dial" in text)
+    assert "26.78±1.99" in compound and "43.39±1.59*" in compound and "Holm-corrected" in compound
+    kept = next(body for text, body in sections.items() if "kept levers" in text)
+    assert "53.06±1.19*" in kept and "its share of the trained oracle's lead: 80% / 56%" in kept
+    assert "seven GPU seeds with intervals" in kept and "± the population std over seeds" in kept
+    single = next(body for text, body in sections.items() if "linear map" in text)
+    assert "the authors' code's 3-weight MLP: 0.0 / 0.0 / 0.0% at d = 128 / 512 / 1024" in single
+
+
+def test_the_prose_under_the_verdicts_says_what_the_files_say():
+    """Where AMER stands against single-query on the compound questions is the oracle table's marks (k = 1
+    behind, k = 2 and 3 ahead), in the README and in docs/results.md's verdicts in words; the seven GPU
+    seeds are the selection's (its shares and intervals: tests/test_lever_study.py)."""
+    import csv
+    import json
+
+    from amer_lib.core.significance import AHEAD, BEHIND
+    from amer_lib.report.results_page import COMPOUND
+
+    with open(ROOT / "figures" / COMPOUND, newline="") as f:
+        marks = [row["MRecall@100"][-1] for row in csv.DictReader(f) if row["System"] == "AMER"]
+    assert marks == [BEHIND, AHEAD, AHEAD]
+    standing = "AMER is behind single-query with one group of targets and ahead with two and three"
+    results = (ROOT / "docs" / "results.md").read_text()
+    for page in ((ROOT / "README.md").read_text(), results[results.index("## What reproduces, in words") :]):
+        assert standing in " ".join(page.split())
+    selection = json.loads((ROOT / "studies" / "compound_levers" / "selection.json").read_text())
+    assert all(row["seeds"] == list(range(7)) for row in selection["headline"]["rows"])
+    assert "over seven GPU seeds the kept recipe reaches" in " ".join((ROOT / "README.md").read_text().split())
+
+
 def test_the_readme_is_short_and_every_file_it_names_exists():
     readme = (ROOT / "README.md").read_text()
-    assert len(readme.splitlines()) <= 200
+    assert len(readme.splitlines()) <= 150
+    under = readme[readme.index("<!-- end verdicts -->") : readme.index("\n## ", readme.index("<!-- end verdicts"))]
+    assert 0 < len([line for line in under.splitlines()[1:] if line.strip()]) <= 5  # the prose under the table
     named = set(re.findall(r"\(((?:figures|docs)/[^)\s]+\.(?:png|md))\)", readme))
     named |= set(re.findall(r"`((?:docs|figures|benchmarks|tests/fixtures)/[^`\s*<>]+)`", readme))
     assert len(named) >= 8
@@ -44,13 +139,14 @@ def test_the_readme_is_short_and_every_file_it_names_exists():
 
 
 def test_the_readmes_gpu_costs_are_the_cost_tables():
-    """The costs the README's recipe quotes are rows of docs/paper_scale.md's table (whose arithmetic
-    is there)."""
+    """The costs the README's recipe and docs/usage.md's notebooks quote are rows of docs/paper_scale.md's
+    table (whose arithmetic is there)."""
     readme = " ".join((ROOT / "README.md").read_text().split())
+    usage = " ".join((ROOT / "docs" / "usage.md").read_text().split())
     table = (ROOT / "docs" / "paper_scale.md").read_text()
     assert "corpus encoded in 2.1 h on four GPUs" in readme and "8.3 h on one GPU, 2.1 h on four" in table
     assert "4.7 h for AmbigQA and 7.6 h for QAMPARI" in readme and "Llama-8B AmbigQA 4.7 h, QAMPARI 7.6 h" in table
-    assert "12 runs *projected* at 20-30 minutes on an H100" in readme and "12 runs x 300 steps x 0.17 s" in table
+    assert "12 runs *projected* at 20-30 minutes on an H100" in usage and "12 runs x 300 steps x 0.17 s" in table
     assert "about 15 min" in table and "about 20-30 min in all" in table  # at the compute; with the launch term
     launches = "(7.3-12.3 h and 10.2-16.6 h if kernel launches bound"
     assert launches in readme and "AmbigQA 3 x 1.7-3.3 h + 3 x 47 min = 7.3-12.3 h" in table
@@ -93,7 +189,13 @@ def test_the_single_query_verdict_reads_every_d_and_depth_of_the_mlp_sweep():
     """Hand-made rows: notebook 02's single-query at 0% on Linear; the sweep's 2-layer MLP above the
     paper's 21% at some d or every d, its 3-weight MLP below it everywhere; Figure 1's verdict names
     the retrievers that ran."""
-    from amer_lib.report.results_page import _single_query, _verdict_failure, _verdict_single_query
+    from amer_lib.report.results_page import (
+        _single_query,
+        _single_query_short,
+        _verdict_failure,
+        _verdict_single_query,
+        _verdict_single_query_short,
+    )
 
     results = [{"transform": t, "system": "single", "mrecall@10": v} for t, v in (("linear", 0.0), ("mlp", 0.87))]
 
@@ -113,6 +215,26 @@ def test_the_single_query_verdict_reads_every_d_and_depth_of_the_mlp_sweep():
     assert "the paper's 2-layer MLP: 87.0 / 99.9 / 99.8% at d = 128 / 512 / 1024" in _single_query(results, every)
     some = _verdict_single_query(results, sweep({"128": 15.0, "512": 40.0}))
     assert "not for the paper's 2-layer MLP targets at d = 512;" in some and "every d" not in some.split(";")[1]
+    # the README's cells: the paper's depth only, over notebook 02's MLP settings and the sweep's d
+    assert (
+        _single_query_short(results, every)
+        == "Linear at most 0.0%; the paper's 2-layer MLP 87.0-99.9% (d = 128 / 512 / 1024)"
+    )
+    assert _verdict_single_query_short(results, every) == (
+        "reproduces for linear targets; not for the paper's 2-layer MLP at d = 128 / 512 / 1024, every d swept"
+    )
+    low = [{"transform": "mlp", "system": "single", "mrecall@10": 0.05}] + results[:1]
+    assert _single_query_short(low, sweep({"128": 15.0, "512": 40.0})) == (
+        "Linear at most 0.0%; the paper's 2-layer MLP 5.0-40.0% (d = 128 / 512)"
+    )
+    assert _verdict_single_query_short(results, sweep({"128": 15.0, "512": 40.0})) == (
+        "reproduces for linear targets; not for the paper's 2-layer MLP at d = 512"
+    )
+    assert _verdict_single_query_short(results, sweep({"128": 15.0})) == (
+        "reproduces for linear and the paper's 2-layer MLP targets"
+    )
+    failing = [{"transform": "linear", "system": "single", "mrecall@10": 0.5}, *results[1:]]
+    assert _verdict_single_query_short(failing, every) == "does not reproduce"
     trends = [
         {"dataset": d, "retriever": r, "nearest": "50", "farthest": "5"}
         for d in ("senses", "kinds")
@@ -224,7 +346,9 @@ def test_the_oracle_share_table_sets_todays_recipe_beside_the_kept_levers(tmp_pa
         COMPOUND_DISTILLED,
         SHARE,
         _oracle_share,
+        _oracle_share_short,
         _verdict_oracle_share,
+        _verdict_oracle_share_short,
         oracle_share_table,
     )
 
@@ -273,12 +397,21 @@ def test_the_oracle_share_table_sets_todays_recipe_beside_the_kept_levers(tmp_pa
         "this repository's aim, the better ceiling's lead AMER closes, k by k: k = 2: 67%, short of 75%; "
         f"k = 3: no share to judge against 50% {intervals}"
     )
+    assert (
+        _oracle_share_short(ceiling, seeds)
+        == "MRecall@100 87.00 / 53.00 (k = 1 / 2); 67% of the better ceiling's lead (k = 2)"
+    )
+    assert _verdict_oracle_share_short(ceiling, seeds) == (
+        "k = 2: 67%, short of 75%; k = 3: no share to judge against 50% (this repository's aims; 2 seeds' means, "
+        "no interval)"
+    )
     ceiling[4] |= {CEILING_SHARE: "75%"}
     met = ceiling + [{**ceiling[4], "k": "3", CEILING_SHARE: "49%", "better ceiling": "trained oracle"}]
     assert _verdict_oracle_share(met, seeds) == (
         "this repository's aim, the better ceiling's lead AMER closes, k by k: k = 2: 75%, meets 75%; "
         f"k = 3: 49%, short of 50% {intervals}"
     )
+    assert _verdict_oracle_share_short(met, seeds).startswith("k = 2: 75%, meets 75%; k = 3: 49%, short of 50% (")
     # rows matched by k and system, values without their marks: one table holds the teacher's
     # decomposition, and each marks the oracle against its own single-query
     newer = write(COMPOUND, ["83.06", "41.94*"], ["", "47%"])
@@ -297,7 +430,7 @@ def test_the_oracle_share_table_sets_todays_recipe_beside_the_kept_levers(tmp_pa
 def test_the_compound_claim_says_what_its_table_marks_mean():
     """A table made since the teacher's decomposition (it has the better ceiling's share) marks
     ahead and behind after Holm's correction, and the claim says so; an earlier one is refused."""
-    from amer_lib.report.results_page import CEILING_SHARE, _compound
+    from amer_lib.report.results_page import CEILING_SHARE, _compound, _compound_short, _verdict_compound_short
 
     rows = [
         {"System": "Single-Query", "k": "1", "MRecall@100": "88.33±0.41"},
@@ -311,3 +444,19 @@ def test_the_compound_claim_says_what_its_table_marks_mean():
         "(* / † ahead of / behind Single-Query, two-sided p < 0.05 Holm-corrected across the table's comparisons, "
         "over seeds and questions; ± the population std over seeds)"
     )
+    # the README's cells: no std, no mark; where AMER stands, k by k, as the marks say
+    rows += [
+        {"System": "Single-Query", "k": "2", "MRecall@100": "26.78±1.99", CEILING_SHARE: ""},
+        {"System": "AMER", "k": "2", "MRecall@100": "43.39±1.59*", CEILING_SHARE: "52%"},
+        {"System": "Single-Query", "k": "3", "MRecall@100": "4.61±0.31", CEILING_SHARE: ""},
+        {"System": "AMER", "k": "3", "MRecall@100": "5.00±2.39", CEILING_SHARE: "5%"},
+        {"System": "Decomposition oracle", "k": "3", "MRecall@100": "40.17±1.52*", CEILING_SHARE: ""},
+    ]
+    assert _compound_short(rows) == (
+        "k = 1 / 2 / 3: AMER 83.17 / 43.39 / 5.00, single-query 88.33 / 26.78 / 4.61 (MRecall@100, compound questions)"
+    )
+    assert _verdict_compound_short(rows) == (
+        "AMER behind at k = 1, ahead at k = 2, level at k = 3 (Holm p < 0.05); not the paper's data"
+    )
+    with pytest.raises(ValueError, match="made before the teacher's decomposition"):
+        _verdict_compound_short([{key: value for key, value in row.items() if key != CEILING_SHARE} for row in rows])
