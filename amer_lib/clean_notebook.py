@@ -10,7 +10,9 @@ through unchanged. `make install` sets both up (`--install`):
   whose save hook writes a notebook of this repository's notebooks/ folder without its outputs, so
   `git status` stays clean (the open tab keeps them on screen). A JupyterLab started with
   AMER_KEEP_OUTPUTS=1 saves them; `jupyter server extension disable amer_lib.clean_notebook`
-  turns the hook off.
+  turns the hook off. The extension also serves those notebooks with the kernel metadata their
+  kernel will report (`as_the_kernel_reports`): JupyterLab writes it in when the kernel starts and
+  would otherwise mark every notebook modified on opening it.
 - git's clean filter (`.gitattributes`) stores any notebook without its outputs, whatever saved
   it, so `git diff` shows source edits only (git status still lists a notebook whose file size
   changed, until `git add`). `git config filter.notebook-outputs.clean cat` turns it off in a
@@ -25,6 +27,7 @@ without the virtual environment and without importing amer_lib (and torch).
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import subprocess
@@ -50,6 +53,8 @@ def clean(notebook: dict) -> dict:
         cell["metadata"] = {"tags": tags} if tags else {}
         if isinstance(cell.get("source"), str):  # nbformat writes a source as its lines
             cell["source"] = cell["source"].splitlines(keepends=True)
+        if cell.get("attachments"):  # and an attachment's text as its lines (nbformat.v4.rwbase.split_lines)
+            cell["attachments"] = {name: _split_text(bundle) for name, bundle in cell["attachments"].items()}
         if cell["cell_type"] == "code":
             cell["outputs"] = []
             cell["execution_count"] = None
@@ -65,19 +70,95 @@ def clean(notebook: dict) -> dict:
     return {**notebook, "cells": cells, "metadata": metadata}
 
 
+SPLIT_TYPES = ("application/javascript", "image/svg+xml")  # besides text/*: the types nbformat writes as lines
+
+
+def _split_text(bundle: dict) -> dict:
+    """A mime bundle with each text value as its lines, as nbformat writes it (base64 data stays one string)."""
+    split = lambda kind, value: isinstance(value, str) and (kind.startswith("text/") or kind in SPLIT_TYPES)
+    return {kind: value.splitlines(keepends=True) if split(kind, value) else value for kind, value in bundle.items()}
+
+
 def dumps(notebook: dict) -> str:
-    """A notebook as Jupyter (nbformat) writes it, and as the committed notebooks are."""
-    return json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    """A notebook as Jupyter writes it, and as the committed notebooks are: nbformat's JSON layout
+    (one-space indent, sorted keys, `": "` and `","`, non-ASCII as it is), and the newline its
+    `nbformat.write` ends a file with (Jupyter server saves through it); tests/test_clean_notebook.py
+    checks that nbformat writes the same bytes."""
+    return json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False, separators=(",", ": ")) + "\n"
+
+
+def _ours(path: str, contents_manager) -> bool:
+    """Whether `path` (the contents manager's) is a notebook of the repository's notebooks/ folder
+    (a folder beside an amer_lib holding this file, in any checkout)."""
+    file = Path(contents_manager.root_dir, path.lstrip("/")).resolve()
+    return file.parent.name == "notebooks" and (file.parent.parent / "amer_lib" / Path(__file__).name).is_file()
 
 
 def jupyter_hook(model: dict, path: str, contents_manager, **kwargs) -> None:
-    """Jupyter server's pre-save hook: a notebook of the repository's notebooks/ folder (a folder
-    beside an amer_lib holding this file, in any checkout) is saved without its outputs."""
+    """Jupyter server's pre-save hook: a notebook of the repository's notebooks/ folder is saved
+    without its outputs."""
     if model.get("type") != "notebook" or os.environ.get(KEEP_OUTPUTS, "0") not in ("", "0"):
         return
-    file = Path(contents_manager.root_dir, path.lstrip("/")).resolve()
-    if file.parent.name == "notebooks" and (file.parent.parent / "amer_lib" / Path(__file__).name).is_file():
+    if _ours(path, contents_manager):
         model["content"] = clean(model["content"])
+
+
+def as_the_kernel_reports(notebook: dict, kernel_specs) -> dict:
+    """`notebook` (changed in place) with the metadata JupyterLab writes into a notebook when its
+    kernel starts: the kernel's name, display name and language (its kernel spec, from
+    `kernel_specs`, a KernelSpecManager), and, for an ipykernel that runs this Python, the
+    `language_info` it replies with. JupyterLab's notebook panel sets both (`_updateSpec`,
+    `_updateLanguage`) and marks the notebook modified when either differs from what the file held;
+    the committed form (`clean`) cannot hold them, as they are the machine's (its ipykernel's display
+    name, its Python's version). Served filled in, the notebook opens unmodified, and the save hook
+    gives the committed form back. A kernel this machine has no spec for, or one that runs another
+    Python, is left as it is."""
+    metadata = notebook.get("metadata", {})
+    name = metadata.get("kernelspec", {}).get("name")
+    try:
+        spec = kernel_specs.get_kernel_spec(name) if name else None
+    except KeyError:  # jupyter_client's NoSuchKernel: JupyterLab asks which kernel, a change anyway
+        spec = None
+    if spec is None:
+        return notebook
+    metadata["kernelspec"] = {"name": name, "display_name": spec.display_name, "language": spec.language}
+    if _runs_this_python(spec.argv):
+        from ipykernel.ipkernel import IPythonKernel
+
+        metadata["language_info"] = json.loads(json.dumps(IPythonKernel.language_info))
+    return notebook
+
+
+def _runs_this_python(argv: list[str]) -> bool:
+    """Whether a kernel spec's command is an ipykernel run by this Python (jupyter_client runs a
+    spec's `python`, `python3` or `python3.X` as the server's own interpreter)."""
+    if len(argv) < 3 or not any("ipykernel" in word for word in argv[1:3]):
+        return False
+    names = {"python", f"python{sys.version_info[0]}", "python{}.{}".format(*sys.version_info[:2])}
+    return argv[0] in names or Path(argv[0]).resolve() == Path(sys.executable).resolve()
+
+
+def _serve_as_the_kernel_reports(contents_manager, kernel_specs) -> None:
+    """The contents manager's `get` gives a notebook of the repository's notebooks/ folder with the
+    metadata its kernel will report (`as_the_kernel_reports`); Jupyter server has no hook for that."""
+    get = contents_manager.get
+
+    def filled(model: dict, path: str) -> dict:
+        if model.get("type") == "notebook" and model.get("content") and _ours(path, contents_manager):
+            as_the_kernel_reports(model["content"], kernel_specs)
+        return model
+
+    if inspect.iscoroutinefunction(get):  # jupyter server's default manager is asynchronous
+
+        async def served(path: str, *args, **kwargs) -> dict:
+            return filled(await get(path, *args, **kwargs), path)
+
+    else:
+
+        def served(path: str, *args, **kwargs) -> dict:
+            return filled(get(path, *args, **kwargs), path)
+
+    contents_manager.get = served
 
 
 def _jupyter_server_extension_points() -> list[dict]:
@@ -85,8 +166,15 @@ def _jupyter_server_extension_points() -> list[dict]:
 
 
 def _load_jupyter_server_extension(server_app) -> None:
-    """Jupyter server loads the extension: the save hook joins any others."""
+    """Jupyter server loads the extension: the save hook joins any others, and this repository's
+    notebooks are served with their kernel's metadata (so JupyterLab opens them unmodified)."""
     server_app.contents_manager.register_pre_save_hook(jupyter_hook)
+    kernel_specs = getattr(server_app, "kernel_spec_manager", None)
+    if kernel_specs is None:  # a server without one (a test's stand-in): this environment's
+        from jupyter_client.kernelspec import KernelSpecManager
+
+        kernel_specs = KernelSpecManager()
+    _serve_as_the_kernel_reports(server_app.contents_manager, kernel_specs)
 
 
 def install(root: Path = ROOT, jupyter_config: Path | None = None) -> list[str]:

@@ -25,6 +25,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
+from amer_lib.clean_notebook import dumps as notebook_json
 from amer_lib.core.backbones import BackboneUnavailableError, require_weights
 from amer_lib.core.config import Config, did_you_mean, read_parameter_file
 from amer_lib.core.device import DeviceUnavailableError, resolve_device
@@ -142,7 +143,7 @@ def write_parameters_cells(notebooks_dir: Path) -> list[Path]:
         text = parameters_cell(notebook)
         if "".join(cell["source"]) != text:
             cell["source"] = text.splitlines(keepends=True)
-            write_text(path, json.dumps(document, indent=1, ensure_ascii=False) + "\n")  # atomic
+            write_text(path, notebook_json(document))  # atomic, in the layout Jupyter writes
             changed.append(path)
     return changed
 
@@ -202,18 +203,36 @@ def from_files(notebook_path: str | Path, *yaml_files: str | Path) -> Config:
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 
-def snapshot(namespace: dict) -> set[str]:
-    """Names present before the parameters cell (call it in the cell above). The notebook's paths
-    are relative to `notebooks/`: the kernel moves there, so that `papermill notebooks/X.ipynb
+def parameter_names(notebook: str | None = None) -> set[str]:
+    """The names a parameters cell may assign: the notebook's config fields and `study_levers`
+    (every notebook's, without `notebook`)."""
+    configs = [CONFIGS[notebook]] if notebook else CONFIGS.values()
+    return {STUDY_LEVERS, *(field.name for config in configs for field in dataclasses.fields(config))}
+
+
+def snapshot(namespace: dict, notebook: str | None = None) -> set[str]:
+    """Names present before the parameters cell (call it in the cell above), once the names a
+    parameters cell assigns (`parameter_names`: the notebook's, or every notebook's) are removed
+    from `namespace`: a second Run All in the same kernel finds there what its previous pass left,
+    so without this `collect` would see no parameter as new, and a parameter deleted from the cell
+    since would keep its old value. The notebooks define none of those names above the parameters
+    cell (tests/test_run_twice.py checks). The notebook's paths are relative to `notebooks/`: the
+    kernel moves there (again, harmlessly, on a second pass), so that `papermill notebooks/X.ipynb
     out.ipynb ...` runs as typed from the repository root (as with `--cwd notebooks`)."""
     if NOTEBOOKS.is_dir():
         os.chdir(NOTEBOOKS)
+    if notebook is not None and notebook not in CONFIGS:
+        raise KeyError(f"unknown notebook {notebook!r}; valid: {', '.join(CONFIGS)}")
+    for name in parameter_names(notebook) & set(namespace):
+        del namespace[name]
     return set(namespace)
 
 
 def collect(notebook: str, namespace: dict, before: set[str]) -> Config:
     """The notebook's config of the parameters defined since `before` (a list or mapping papermill's
-    `-p` passed as text is read as YAML, and the notebook's own name for it then holds what was read)."""
+    `-p` passed as text is read as YAML, and the notebook's own name for it then holds what was read).
+    With `before` from `snapshot`, that is what the parameters cell (and papermill's cell after it)
+    assigned in this pass: a parameter it no longer assigns is missing, as on a first pass."""
     names = [n for n in namespace if n not in before and not n.startswith("_")]
     if notebook not in CONFIGS:
         raise KeyError(f"unknown notebook {notebook!r}; valid: {', '.join(CONFIGS)}")

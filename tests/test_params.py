@@ -1,4 +1,6 @@
+import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 from conftest import ROOT
@@ -11,7 +13,9 @@ from amer_lib.params import (
     from_files,
     main,
     notebook_defaults,
+    parameter_names,
     parameters_cell,
+    snapshot,
     validate,
 )
 from amer_lib.runs.configs import SyntheticConfig
@@ -117,6 +121,55 @@ def test_collect_takes_only_names_defined_after_the_snapshot():
     assert collect("02_synthetic", namespace, before).as_dict() == defaults()
 
 
+def run_all(namespace: dict, notebook: str, cell: dict):
+    """One Run All's parameter handling as a notebook does it, in a kernel's `namespace`: the imports
+    cell's snapshot, the parameters cell's assignments (`cell`), the collect, the cells after it."""
+    before = snapshot(namespace)
+    namespace.update(cell)
+    config = collect(notebook, namespace, before)
+    namespace.update(params=config, figures="a later cell's variable")
+    return config
+
+
+def test_a_second_run_all_in_the_same_namespace_takes_the_cells_values_now(monkeypatch):
+    """Run All, edit the parameters cell, Run All again (JupyterLab's one kernel): the second pass
+    takes the edited value, and a line deleted since is missing as on a first pass (a KeyError
+    naming it), not kept from the pass before; the names above the parameters cell survive."""
+    monkeypatch.chdir(ROOT)  # snapshot moves to notebooks/: restored after the test
+    namespace = {"np": object(), "_before": set()}
+    assert run_all(namespace, "02_synthetic", defaults()).steps == 1
+    assert run_all(namespace, "02_synthetic", {**defaults(), "steps": 7}).steps == 7
+    assert run_all(namespace, "02_synthetic", defaults()).steps == 1
+    without_steps = {k: v for k, v in defaults().items() if k != "steps"}
+    with pytest.raises(KeyError, match=r"missing parameter\(s\) \['steps'\] for notebook 02_synthetic"):
+        run_all(namespace, "02_synthetic", without_steps)
+    assert "steps" not in namespace and "np" in namespace and "params" in namespace
+    assert Path.cwd() == ROOT / "notebooks"  # twice: still there
+
+
+def test_a_parameter_with_a_default_if_absent_deleted_before_a_second_pass_takes_its_default(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    namespace = {}
+    assert run_all(namespace, "04_real_data", real_defaults(component_weight=0.5)).component_weight == 0.5
+    cell = {k: v for k, v in real_defaults().items() if k != "component_weight"}
+    assert run_all(namespace, "04_real_data", cell).component_weight == 0.0  # the config's default, not 0.5
+    with pytest.raises(KeyError, match=r"unknown parameter\(s\) \['figure_dir'\]"):  # a typo still fails
+        run_all(namespace, "04_real_data", {**real_defaults(), "figure_dir": "x"})
+
+
+def test_snapshot_removes_only_parameter_names_of_the_notebook_it_is_given(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    namespace = {"seeds": [4], "steps": 3, "datasets": ["a"], "study_levers": {}, "pd": object()}
+    before = snapshot(namespace, "05_ablations")  # 05 has no `seeds`, `steps` or `datasets`; every notebook a lever map
+    assert before == {"seeds", "steps", "datasets", "pd"} and set(namespace) == before
+    assert set(snapshot(dict(namespace))) == {"pd"}  # without a notebook: any notebook's parameter goes
+    with pytest.raises(KeyError, match=r"unknown notebook '08_x'; valid: 01_failure_analysis, 02_synthetic"):
+        snapshot({}, "08_x")
+    assert parameter_names("01_failure_analysis") == {
+        f.name for f in dataclasses.fields(CONFIGS["01_failure_analysis"])
+    } | {"study_levers"}
+
+
 @pytest.mark.parametrize("notebook", sorted(CONFIGS))
 def test_notebook_defaults_and_every_shipped_parameter_file_validate(notebook):
     from pathlib import Path
@@ -219,6 +272,8 @@ def test_write_rewrites_only_the_drifted_parameters_cell(tmp_path):
     assert write_parameters_cells(tmp_path) == [drifted]
     assert _parameters_source(drifted) == parameters_cell("04_real_data")
     assert (tmp_path / "02_synthetic.ipynb").read_bytes() == untouched
+    # the drift undone, the committed bytes again: the layout Jupyter (nbformat) writes
+    assert drifted.read_bytes() == (ROOT / "notebooks" / "04_real_data.ipynb").read_bytes()
 
 
 def test_a_mistyped_faiss_factory_stops_before_any_work():
