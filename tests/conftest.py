@@ -12,7 +12,11 @@ import torch  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]  # the repository
 FIXTURES = ROOT / "tests" / "fixtures"
 
-torch.set_num_threads(min(2, torch.get_num_threads()))
+# Each pytest-xdist worker takes its share of the cores (make test runs two workers on two cores):
+# with more threads than cores, a tiny model's many small parallel regions wait for each other's
+# threads, and a training of a few milliseconds takes seconds (benchmarks/make_test.md, issue 71).
+WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+torch.set_num_threads(max(1, min(2, torch.get_num_threads()) // WORKERS))
 # measurements that outlive a process (a local backbone's activations: amer_lib.core.activation_memory)
 # stay in the checkout's ignored build/ folder, shared by the suite's workers and kernels, never the user's
 os.environ["AMER_CACHE_DIR"] = str(ROOT / "build" / "test-cache")

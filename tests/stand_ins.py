@@ -1,7 +1,11 @@
 """Small stand-ins several test modules share: a deterministic document encoder, a corpus, a tiny
 synthetic-task config and a tiny training problem."""
 
+import atexit
+import shutil
+import tempfile
 import zlib
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -103,17 +107,34 @@ def state(model):
     return {k: v.clone() for k, v in model.state_dict().items()}
 
 
+_PREPARED: list[Path] = []  # the tiny WordNet benchmark this process prepared
+
+
+def tiny_wordnet_benchmark() -> Path:
+    """A tiny WordNet benchmark (24 training and 12 test questions, 400 documents encoded by MiniLM),
+    prepared once per process (MiniLM's encoding is most of a test's set-up) in a folder removed at
+    exit; a test copies it, so that what one test writes there no other test sees."""
+    if not _PREPARED:
+        from conftest import notebook_config
+
+        from amer_lib.data.preparation import prepare
+
+        folder = Path(tempfile.mkdtemp(prefix="amer-tiny-wordnet-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        recipe = notebook_config(
+            "03_real_data_prep", max_train=24, max_test=12, corpus_size=400, device="cpu", prepared_dir=str(folder)
+        )
+        prepare(recipe, progress=False)
+        _PREPARED.append(folder)
+    return _PREPARED[0]
+
+
 def tiny_wordnet_runs(tmp_path, **changes):
     """A tiny WordNet benchmark prepared under `tmp_path` and notebook 04's config of two-step runs
     on its `wordnet_kinds` (single-query and AMER, seed 0, one process), with `changes`."""
     from conftest import notebook_config
 
-    from amer_lib.data.preparation import prepare
-
-    recipe = notebook_config(
-        "03_real_data_prep", max_train=24, max_test=12, corpus_size=400, device="cpu", prepared_dir=str(tmp_path / "p")
-    )
-    prepare(recipe, progress=False)
+    shutil.copytree(tiny_wordnet_benchmark(), tmp_path / "p")
     return notebook_config(
         "04_real_data",
         **{

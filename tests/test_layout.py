@@ -17,7 +17,7 @@ ALLOWED = {
     "runs": {"io", "progress", "core", "data"},
     "report": {"io", "progress", "core"},
     "experiments": {"io", "progress", "core", "data", "runs", "report"},
-    "params": {"io", "progress", "core", "data", "runs"},
+    "params": {"io", "progress", "core", "data", "runs", "clean_notebook"},  # clean_notebook: a leaf (stdlib only)
     "retriever": {"io", "progress", "core", "data", "runs"},
     "search": {"io", "progress", "core", "data", "runs", "retriever"},
     "export": {"io", "progress", "core", "data", "runs", "report", "experiments"},

@@ -1,10 +1,10 @@
 """Worker processes and GPUs: on GPUs a run trains alone on its GPU, whatever `workers` says."""
 
 import os
-import time
 
 import pytest
 import torch
+from spawned_jobs import where_am_i  # what a spawned worker imports: no more than the job needs
 
 from amer_lib.params import NOTEBOOKS, from_files
 from amer_lib.runs import dispatch
@@ -76,11 +76,6 @@ def test_two_gpus_train_two_runs_each_on_its_own(monkeypatch):
     monkeypatch.setattr(dispatch, "run_parallel", parallel)
     dispatch.run_jobs(lambda *a, **k: None, [(params, "d", "single", 0)] * 2, lambda *job: None, 2, progress=False)
     assert calls == [(2, (2 * params.steps, "training steps", False, ["0", "1"]))]
-
-
-def where_am_i(on_step=None):
-    time.sleep(0.3)
-    return os.getpid(), os.environ.get("CUDA_VISIBLE_DEVICES")
 
 
 def test_each_worker_process_sees_only_its_own_gpu():

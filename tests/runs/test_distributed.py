@@ -61,67 +61,77 @@ def test_local_share_outside_a_group_is_the_whole_batch():
     assert distributed.rank_and_size() == (0, 1)
 
 
-def _train_rank(rank: int, store: str, out: str, config: dict) -> None:
+# What the two ranks of `two_ranks` train, each from `TRAIN_CONFIG` with these changes.
+TRAINED_ON_TWO_RANKS = {
+    "amer": {"n_outputs": 3, "exclude_fed_targets": True},  # scheduled sampling, matched loss
+    "single": {"n_outputs": 1},  # single-query InfoNCE
+    "amer_micro_batches": {"n_outputs": 3, "micro_batch_size": 3},  # each rank's 8 examples as 3 + 3 + 2, synced once
+}
+
+
+def _two_rank_jobs(rank: int, store: str, out: str) -> None:
+    """One rank of `two_ranks`: each training of `TRAINED_ON_TWO_RANKS` in turn, then the encoding."""
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=WORLD)
     try:
-        data, pool = make_problem()
-        model = make_model()
-        result = train(
-            model,
-            data,
-            make_problem(seed=1)[0],
-            pool,
-            TrainConfig(**config),
-            run_dir=os.path.join(out, "run"),
-            progress=False,
-        )
-        torch.save(
-            {"state": state(model), "history": result.history, "best_step": result.best_step},
-            os.path.join(out, f"rank{rank}.pt"),
+        for name, overrides in TRAINED_ON_TWO_RANKS.items():
+            data, pool = make_problem()
+            model = make_model()
+            result = train(
+                model,
+                data,
+                make_problem(seed=1)[0],
+                pool,
+                TrainConfig(**{**TRAIN_CONFIG, **overrides}),
+                run_dir=os.path.join(out, name, "run"),
+                progress=False,
+            )
+            torch.save(
+                {"state": state(model), "history": result.history, "best_step": result.best_step},
+                os.path.join(out, name, f"rank{rank}.pt"),
+            )
+        encoder = CountingEncoder(os.path.join(out, "encoding", f"rank{rank}.log"))
+        encode_corpus(
+            encoder, documents(50), os.path.join(out, "encoding", "two"), shard_size=8, batch_size=2, progress=False
         )
     finally:
         dist.destroy_process_group()
 
 
-def train_on_two_ranks(tmp_path, config: dict) -> list[dict]:
+@pytest.fixture(scope="module")
+def two_ranks(tmp_path_factory):
+    """Two gloo ranks, started once for the file (a rank's start, spawning a process that imports
+    torch, costs more than what it trains): the trainings of `TRAINED_ON_TWO_RANKS`, each in a
+    folder of its name, and the encoding of 50 documents in `encoding`."""
+    folder = tmp_path_factory.mktemp("two_ranks")
+    for name in (*TRAINED_ON_TWO_RANKS, "encoding"):
+        (folder / name).mkdir()
     context = multiprocessing.get_context("spawn")
-    ranks = [
-        context.Process(target=_train_rank, args=(r, str(tmp_path / "store"), str(tmp_path), config))
-        for r in range(WORLD)
-    ]
+    ranks = [context.Process(target=_two_rank_jobs, args=(r, str(folder / "store"), str(folder))) for r in range(WORLD)]
     for process in ranks:
         process.start()
     for process in ranks:
-        process.join(120)
+        process.join(300)
     assert [p.exitcode for p in ranks] == [0] * WORLD
-    return [torch.load(tmp_path / f"rank{r}.pt", weights_only=False) for r in range(WORLD)]
+    return folder
 
 
-@pytest.mark.parametrize(
-    "overrides",
-    [
-        {"n_outputs": 3, "exclude_fed_targets": True},  # scheduled sampling, matched loss
-        {"n_outputs": 1},  # single-query InfoNCE
-        {"n_outputs": 3, "micro_batch_size": 3},  # each rank's 8 examples as 3 + 3 + 2, gradients synced once
-    ],
-    ids=["amer", "single", "amer_micro_batches"],
-)
-def test_two_ranks_train_what_one_process_trains(tmp_path, overrides):
+@pytest.mark.parametrize("name", list(TRAINED_ON_TWO_RANKS))
+def test_two_ranks_train_what_one_process_trains(two_ranks, name):
     """The one process trains without micro-batches: the ranks' micro-batches change rounding only."""
-    config = {**TRAIN_CONFIG, **overrides}
-    ranks = train_on_two_ranks(tmp_path, config)
+    config = {**TRAIN_CONFIG, **TRAINED_ON_TWO_RANKS[name]}
+    ranks = [torch.load(two_ranks / name / f"rank{r}.pt", weights_only=False) for r in range(WORLD)]
     data, pool = make_problem()
     model = make_model()
     plain = {**config, "micro_batch_size": 0}
     alone = train(model, data, make_problem(seed=1)[0], pool, TrainConfig(**plain), progress=False)
     for rank in ranks:  # the ranks stay in step with each other and with the one process
-        for name, value in state(model).items():
-            torch.testing.assert_close(rank["state"][name], value, rtol=1e-4, atol=1e-5, msg=name)
+        for key, value in state(model).items():
+            torch.testing.assert_close(rank["state"][key], value, rtol=1e-4, atol=1e-5, msg=key)
     assert ranks[0]["best_step"] == alone.best_step
     for key in ("val_loss", "train_loss"):
         np.testing.assert_allclose([h[key] for h in ranks[0]["history"]], [h[key] for h in alone.history], rtol=1e-5)
-    assert (tmp_path / "run" / "best.pt").exists() and (tmp_path / "run" / "checkpoint.pt").exists()
+    assert (two_ranks / name / "run" / "best.pt").exists() and (two_ranks / name / "run" / "checkpoint.pt").exists()
 
 
 def test_bad_process_counts_name_the_parameter(monkeypatch):
@@ -280,30 +290,15 @@ class CountingEncoder(HashEncoder):
         return super().encode_documents(texts, batch_size)
 
 
-def _encode_rank(rank: int, store: str, out: str) -> None:
-    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=WORLD)
-    try:
-        encoder = CountingEncoder(os.path.join(out, f"rank{rank}.log"))
-        encode_corpus(encoder, documents(50), os.path.join(out, "two"), shard_size=8, batch_size=2, progress=False)
-    finally:
-        dist.destroy_process_group()
-
-
-def test_two_ranks_encode_alternate_shards_into_the_files_one_process_writes(tmp_path):
-    context = multiprocessing.get_context("spawn")
-    ranks = [context.Process(target=_encode_rank, args=(r, str(tmp_path / "store"), str(tmp_path))) for r in (0, 1)]
-    for process in ranks:
-        process.start()
-    for process in ranks:
-        process.join(60)
-    assert [p.exitcode for p in ranks] == [0, 0]
+def test_two_ranks_encode_alternate_shards_into_the_files_one_process_writes(two_ranks, tmp_path):
+    encoded = two_ranks / "encoding"  # the ranks' encoding of 50 documents, 8 a shard, 2 a batch
     # one encode call per shard (batch_size * 16 documents): rank 0 took shards 0, 2, 4, 6, rank 1 shards 1, 3, 5
-    assert (tmp_path / "rank0.log").read_text().split() == ["0", "16", "32", "48"]
-    assert (tmp_path / "rank1.log").read_text().split() == ["8", "24", "40"]
+    assert (encoded / "rank0.log").read_text().split() == ["0", "16", "32", "48"]
+    assert (encoded / "rank1.log").read_text().split() == ["8", "24", "40"]
     alone = encode_corpus(HashEncoder(), documents(50), tmp_path / "one", shard_size=8, batch_size=2, progress=False)
-    assert sorted(p.name for p in (tmp_path / "two").iterdir()) == sorted(p.name for p in (tmp_path / "one").iterdir())
+    assert sorted(p.name for p in (encoded / "two").iterdir()) == sorted(p.name for p in (tmp_path / "one").iterdir())
     for path in (tmp_path / "one").iterdir():
-        assert (tmp_path / "two" / path.name).read_bytes() == path.read_bytes(), path.name
+        assert (encoded / "two" / path.name).read_bytes() == path.read_bytes(), path.name
     assert alone.manifest == {
         "encoder": "hash",
         "dim": 16,

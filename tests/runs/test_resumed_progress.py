@@ -3,9 +3,9 @@ total, and the estimate of the time left counts only the steps still to train.""
 
 import io
 import queue
-import time
 
 import pytest
+from spawned_jobs import resumed_job  # what a spawned worker imports: no more than the job needs
 from stand_ins import TRAIN_CONFIG, make_model, make_problem
 
 from amer_lib import progress
@@ -50,18 +50,6 @@ def test_steps_done_before_move_the_bar_as_its_initial_count_would():
     bar.close()
     assert " 100%|" in shown.getvalue().split("\r")[-1] and "600/600" in shown.getvalue().split("\r")[-1]
     progress.report_done_before(lambda: None, 5)  # a plain step callback is only called per step
-
-
-def resumed_job(on_step=None):
-    """A job resumed at step 9 of 30: the first step, a pause, 10 steps, a pause, the last 10."""
-    progress.report_done_before(on_step, 9)
-    on_step()
-    time.sleep(2.5)  # the parent (polling each second) times from here
-    for _ in range(10):
-        on_step()
-    time.sleep(2.5)  # it estimates here: 11 steps trained, 9 done before
-    for _ in range(10):
-        on_step()
 
 
 def test_the_parents_bar_and_estimate_of_a_resumed_job(monkeypatch, capsys):
