@@ -1,0 +1,144 @@
+"""Issue 70's FOLDOC replication: the decision rule as the frozen recipes state it
+(`studies/foldoc/replication.py`), on hand-made scores, and the committed record recomputed."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("replication", ROOT / "studies" / "foldoc" / "replication.py")
+replication = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(replication)
+
+
+def entry(single, amer, teacher):
+    """Scores per system as the collected file keeps them: per seed, per question 0/1."""
+    systems = {
+        "single": {
+            str(i): {"mrecall": row, "best_step": 400, "n_queries": 1, "validation": [[100, 0.5]]}
+            for i, row in enumerate(single)
+        },
+        "amer": {
+            str(i): {"mrecall": row, "best_step": 300 + i, "n_queries": 4, "validation": [[100, 0.25 * (i + 1)]]}
+            for i, row in enumerate(amer)
+        },
+        "teacher_decomposition": {"none": {"mrecall": teacher, "best_step": None, "n_queries": 2}},
+    }
+    # components found per compound (k = 2): both where every answer is found, else none
+    found = {name: {seed: [2 * int(all(v)) for v in [[x] for x in run["mrecall"]]] for seed, run in by.items()}
+             for name, by in systems.items()}  # fmt: skip
+    report = {"drawn": 5, "left_out": 1, "train": 20, "wanted": 6}
+    return {"qids": [f"q{i}" for i in range(len(teacher))], "systems": systems, "components_found": found,
+            "validation_report": report}  # fmt: skip
+
+
+def test_the_rule_on_hand_made_scores():
+    """Two seeds, twenty questions: single finds 5 of 20 on each seed, AMER 15, the teacher all 20,
+    so AMER's share of the teacher's lead is (75 - 25) / (100 - 25) = 2/3 exactly."""
+    single = [[int(i < 5) for i in range(20)], [int(5 <= i < 10) for i in range(20)]]
+    amer = [[int(i < 15) for i in range(20)], [int(i >= 5) for i in range(20)]]
+    (row,) = replication.analyse({"2": entry(single, amer, [1] * 20)}, resamples=2_000)["rows"]
+    assert row["single"]["mean"] == 25 and row["amer"]["mean"] == 75 and row["teacher_decomposition"]["mean"] == 100
+    assert row["share"]["share"] == pytest.approx(2 / 3)
+    assert row["amer_vs_single"]["delta"] == pytest.approx(50)
+    assert row["amer_best_steps"] == [300, 301] and row["amer_vectors"] == 4
+    assert row["validation_by_step"] == {"single": {"100": 50.0}, "amer": {"100": 37.5}}  # (25 + 50) / 2
+    assert row["share"]["low"] < 2 / 3 < row["share"]["high"]
+    assert row["reach"] == replication.verdict(row["share"]["low"], row["share"]["high"], 0.75)
+    # % of compounds with 0, 1, 2 components found, averaged over seeds: AMER finds both in 15 of 20
+    assert row["components_found"]["amer"] == [25.0, 0.0, 75.0]
+    assert row["components_found"]["teacher_decomposition"] == [0.0, 0.0, 100.0]
+
+
+def test_reach_verdicts():
+    assert replication.verdict(0.76, 0.9, 0.75) == "met"
+    assert replication.verdict(0.40, 0.74, 0.75) == "missed"
+    assert replication.verdict(0.70, 0.80, 0.75) == "undecided"
+
+
+def test_holm_over_the_ks_read():
+    """A large, clear lead at k = 2 and none at k = 3 (AMER = single): Holm multiplies the smaller p by 2."""
+    rng = np.random.default_rng(0)
+    single = rng.integers(0, 2, size=(3, 60)).tolist()
+    ahead = [[1] * 60] * 3
+    scores = {"2": entry(single, ahead, [1] * 60), "3": entry(single, single, [1] * 60)}
+    rows = replication.analyse(scores, resamples=1_000)["rows"]
+    assert [r["k"] for r in rows] == [2, 3]
+    assert rows[0]["replicates"] and not rows[1]["replicates"]
+    assert rows[1]["amer_vs_single"]["p_holm"] == pytest.approx(1.0)
+    assert rows[0]["amer_vs_single"]["p_text"].startswith("≤")  # no resample crossed zero: at the floor
+
+
+def test_the_committed_record_recomputes():
+    scores_path = ROOT / "studies" / "foldoc" / "foldoc_scores.json"
+    if not scores_path.exists():
+        pytest.skip("the replication's scores are not committed yet")
+    committed = json.loads((ROOT / "studies" / "foldoc" / "replication.json").read_text())
+    assert replication.analyse(json.loads(scores_path.read_text())) == committed
+    for row in committed["rows"]:  # with at most 8 answers, MRecall@100 is every component found
+        for system in replication.SYSTEMS:
+            assert row["components_found"][system][-1] == pytest.approx(row[system]["mean"], abs=0.01)
+    table = (ROOT / "studies" / "foldoc" / "replication_table.md").read_text()
+    assert table == replication.table(committed)
+
+
+def test_the_record_quotes_the_committed_numbers():
+    """Every number studies/foldoc/foldoc.md quotes, computed from the committed files."""
+    folder = ROOT / "studies" / "foldoc"
+    if not (folder / "replication.json").exists():
+        pytest.skip("the replication's scores are not committed yet")
+    record = " ".join((folder / "foldoc.md").read_text().split())
+    rows = {r["k"]: r for r in json.loads((folder / "replication.json").read_text())["rows"]}
+    data = json.loads((folder / "foldoc_data.json").read_text())
+    counts = data["counts"]
+    assert " ".join((folder / "replication_table.md").read_text().split()) in record
+    assert f"{data['records']:,} records" in record and f"{data['documents']:,} documents" in record
+    assert f"{counts['components_train']} training and {counts['components_test']} test components" in record
+    assert f"for {counts['findable_train']} and {counts['findable_test']}" in record
+    assert f"{counts['train_k2']:,} training and {counts['test_k2']} test compounds" in record
+    two = rows[2]
+    d, s = two["amer_vs_single"], two["share"]
+    assert f"by {d['delta']:.2f} points (95% interval {d['low']:.2f} to {d['high']:.2f}" in record
+    assert f"{100 * s['share']:.0f}% ({100 * s['low']:.0f}-{100 * s['high']:.0f}%) of the teacher's lead" in record
+    found = two["components_found"]
+    assert f"both components of {found['amer'][2]:.2f}% of the compounds, one of {found['amer'][1]:.2f}%" in record
+    assert f"none of {found['amer'][0]:.2f}%" in record
+    for system in ("single", "teacher_decomposition"):
+        assert " / ".join(f"{v:.2f}" for v in reversed(found[system])) in record
+    roles = two["vector_roles"]
+    assert f"AMER's {two['amer_vectors']} vectors" in record
+    assert f"in {roles['all_components_served']}% of the compounds" in record
+    assert f"({roles['vectors_repeating_a_component']}% of the vectors" in record
+    for k, row in rows.items():
+        v = row["validation_report"]
+        assert (
+            f"k = {k}: {v['drawn']} of {v['wanted']} drawn, {v['left_out']} left out, {v['train']:,} to train on"
+            in record
+        )
+    assert f"the {two['validation_report']['drawn']} validation compounds" in record
+    curve = two["validation_by_step"]
+    assert " / ".join(f"{v:.2f}" for v in curve["amer"].values()) + " at steps 100-400" in record
+    assert f"single-query reached {curve['single']['400']:.2f}" in record
+    assert set(two["amer_best_steps"]) == {400}  # "every seed's kept checkpoint the last"
+    assert f"against {two['amer']['mean']:.2f} and {two['single']['mean']:.2f} on test" in record
+
+
+def test_the_docs_quote_the_record():
+    """docs/results.md's section and studies/README.md's row, against the committed record."""
+    folder = ROOT / "studies" / "foldoc"
+    if not (folder / "replication.json").exists():
+        pytest.skip("the replication's scores are not committed yet")
+    two = next(r for r in json.loads((folder / "replication.json").read_text())["rows"] if r["k"] == 2)
+    d, s = two["amer_vs_single"], two["share"]
+    docs = " ".join((ROOT / "docs" / "results.md").read_text().split())
+    studies = " ".join((ROOT / "studies" / "README.md").read_text().split())
+    share = f"{100 * s['share']:.0f}% ({100 * s['low']:.0f}-{100 * s['high']:.0f}%) of the teacher's lead"
+    assert f"by {d['delta']:.2f} points (95% interval {d['low']:.2f} to {d['high']:.2f}" in docs
+    assert share in docs and share in studies and f"by {d['delta']:.2f} points" in studies
+    assert f"against the aim of {100 * two['aim']:.0f}%: {two['reach']}" in docs
+    assert f"in {two['vector_roles']['all_components_served']}% of the compounds" in docs
