@@ -5,6 +5,7 @@ import atexit
 import shutil
 import tempfile
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -153,3 +154,19 @@ def tiny_wordnet_runs(tmp_path, **changes):
             **changes,
         },
     )
+
+
+def knob_registry() -> tuple[dict[str, list[str]], Callable]:
+    """A registry of knob tests and its decorator: `@bites("Class.field", ...)` records the decorated
+    test as one that fails when any of those fields is ignored (read by the modules' meta-tests)."""
+    registry: dict[str, list[str]] = {}
+
+    def bites(*fields: str):
+        def register(test):
+            for name in fields:
+                registry.setdefault(name, []).append(test.__name__)
+            return test
+
+        return register
+
+    return registry, bites

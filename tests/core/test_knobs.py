@@ -19,7 +19,7 @@ import sys
 
 import pytest
 import torch
-from stand_ins import DIM, TRAIN_CONFIG, make_model, make_problem, state
+from stand_ins import DIM, TRAIN_CONFIG, knob_registry, make_model, make_problem, state
 
 import amer_lib.core.train as training
 from amer_lib.core import config as config_module
@@ -31,18 +31,7 @@ from amer_lib.core.train import TrainConfig, batch_indices, train, validation_lo
 from amer_lib.data.datasets import VectorData
 
 # ----- the registry: which test shows which field biting -----------------------------------------
-KNOB_TESTS: dict[str, list[str]] = {}  # "Class.field" -> the tests that show it biting
-
-
-def bites(*fields: str):
-    """Register the decorated test as one that fails when any of `fields` ("Class.field") is ignored."""
-
-    def register(test):
-        for name in fields:
-            KNOB_TESTS.setdefault(name, []).append(test.__name__)
-        return test
-
-    return register
+KNOB_TESTS, bites = knob_registry()  # "Class.field" -> the tests that show it biting
 
 
 # fields that only name places or drive printing, with the reason each is left out of the knob tests

@@ -17,21 +17,13 @@ import numpy as np
 import pytest
 import torch
 from conftest import notebook_config
+from stand_ins import knob_registry
 
 from amer_lib.core.train import TrainConfig
 from amer_lib.params import CONFIGS
 from amer_lib.runs.query_encoders import build_query_encoder, train_config
 
-KNOB_TESTS: dict[str, list[str]] = {}  # "Class.field" -> the tests that show it reaching what it sets
-
-
-def bites(*fields: str):
-    def register(test):
-        for name in fields:
-            KNOB_TESTS.setdefault(name, []).append(test.__name__)
-        return test
-
-    return register
+KNOB_TESTS, bites = knob_registry()  # "Class.field" -> the tests that show it reaching what it sets
 
 
 # another valid value for each training setting a notebook config holds under TrainConfig's name
