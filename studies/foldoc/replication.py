@@ -176,6 +176,22 @@ def table(result: dict) -> str:
             f"{100 * s['share']:.0f}% ({100 * s['low']:.0f}-{100 * s['high']:.0f}%) | {100 * r['aim']:.0f}% | "
             f"{r['reach']} |"
         )
+    lines += [
+        "",
+        "| k | AMER's vectors | compounds with 0 / 1 / ... / k components fully found: single-query; AMER; teacher | "
+        "each component a vector of its own | vectors repeating a component | validation compounds | AMER on "
+        "validation by step (100 / 200 / 300 / 400) | AMER's kept step by seed |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in result["rows"]:
+        found = "; ".join(" / ".join(f"{v:.2f}" for v in r["components_found"][s]) for s in SYSTEMS)
+        roles = r["vector_roles"] or {}
+        curve = " / ".join(f"{v:.2f}" for v in r["validation_by_step"]["amer"].values())
+        lines.append(
+            f"| {r['k']} | {r['amer_vectors']} | {found} | {roles.get('all_components_served', '')}% | "
+            f"{roles.get('vectors_repeating_a_component', '')}% | {r['validation_report']['drawn']} | {curve} | "
+            f"{', '.join(str(s) for s in r['amer_best_steps'])} |"
+        )
     return "\n".join(lines) + "\n"
 
 
