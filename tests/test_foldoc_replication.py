@@ -142,3 +142,31 @@ def test_the_docs_quote_the_record():
     assert share in docs and share in studies and f"by {d['delta']:.2f} points" in studies
     assert f"against the aim of {100 * two['aim']:.0f}%: {two['reach']}" in docs
     assert f"in {two['vector_roles']['all_components_served']}% of the compounds" in docs
+
+
+def test_the_record_quotes_k3():
+    """The k = 3 bullets of studies/foldoc/foldoc.md and docs/results.md, against the committed record."""
+    folder = ROOT / "studies" / "foldoc"
+    rows = {r["k"]: r for r in json.loads((folder / "replication.json").read_text())["rows"]}
+    if 3 not in rows:
+        pytest.skip("k = 3 is not read yet")
+    r = rows[3]
+    d, s, f = r["amer_vs_single"], r["share"], r["components_found"]
+    record = " ".join((folder / "foldoc.md").read_text().split())
+    docs = " ".join((ROOT / "docs" / "results.md").read_text().split())
+    interval = f"by {abs(d['delta']):.2f} points (95% interval {d['low']:.2f} to {d['high']:.2f}"
+    share = f"{100 * s['share']:.0f}% ({100 * s['low']:.0f}-{100 * s['high']:.0f}%) of the teacher's lead"
+    verdict = f"against the aim of {100 * r['aim']:.0f}%: {r['reach']}"
+    for text in (record, docs):
+        assert interval in text and share in text and verdict in text
+    assert ("ahead of single-query" if d["delta"] > 0 else "behind single-query") in record
+    assert f"the lever {'replicates' if r['replicates'] else 'does not replicate'}" in record
+    assert f"one-sided p {d['p_text']} after Holm" in record
+    assert f"all three components of {f['amer'][3]:.2f}% of the compounds, two of {f['amer'][2]:.2f}%" in record
+    assert f"one of {f['amer'][1]:.2f}%, none of {f['amer'][0]:.2f}%" in record
+    for system in ("single", "teacher_decomposition"):
+        assert " / ".join(f"{v:.2f}" for v in reversed(f[system])) in record
+    roles = r["vector_roles"]
+    assert f"in {roles['all_components_served']}% of the compounds ({roles['vectors_repeating_a_component']}%" in record
+    curve = " / ".join(f"{v:.2f}" for v in r["validation_by_step"]["amer"].values())
+    assert f"AMER {curve} at steps 100-400, against {r['amer']['mean']:.2f} on test" in record
