@@ -16,6 +16,19 @@ replication = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(replication)
 
 
+def interval_text(d: dict) -> str:
+    return f"by {abs(d['delta']):.2f} points (95% interval {d['low']:.2f} to {d['high']:.2f}"
+
+
+def share_text(s: dict) -> str:
+    return f"{100 * s['share']:.0f}% ({100 * s['low']:.0f}-{100 * s['high']:.0f}%) of the teacher's lead"
+
+
+def found_text(found: dict, system: str) -> str:
+    """A system's compounds with every, ..., no component found, as the record lists them."""
+    return " / ".join(f"{v:.2f}" for v in reversed(found[system]))
+
+
 def entry(single, amer, teacher):
     """Scores per system as the collected file keeps them: per seed, per question 0/1."""
     systems = {
@@ -103,13 +116,12 @@ def test_the_record_quotes_the_committed_numbers():
     assert f"{counts['train_k2']:,} training and {counts['test_k2']} test compounds" in record
     two = rows[2]
     d, s = two["amer_vs_single"], two["share"]
-    assert f"by {d['delta']:.2f} points (95% interval {d['low']:.2f} to {d['high']:.2f}" in record
-    assert f"{100 * s['share']:.0f}% ({100 * s['low']:.0f}-{100 * s['high']:.0f}%) of the teacher's lead" in record
+    assert interval_text(d) in record and share_text(s) in record
     found = two["components_found"]
     assert f"both components of {found['amer'][2]:.2f}% of the compounds, one of {found['amer'][1]:.2f}%" in record
     assert f"none of {found['amer'][0]:.2f}%" in record
     for system in ("single", "teacher_decomposition"):
-        assert " / ".join(f"{v:.2f}" for v in reversed(found[system])) in record
+        assert found_text(found, system) in record
     roles = two["vector_roles"]
     assert f"AMER's {two['amer_vectors']} vectors" in record
     assert f"in {roles['all_components_served']}% of the compounds" in record
@@ -137,8 +149,8 @@ def test_the_docs_quote_the_record():
     d, s = two["amer_vs_single"], two["share"]
     docs = " ".join((ROOT / "docs" / "results.md").read_text().split())
     studies = " ".join((ROOT / "studies" / "README.md").read_text().split())
-    share = f"{100 * s['share']:.0f}% ({100 * s['low']:.0f}-{100 * s['high']:.0f}%) of the teacher's lead"
-    assert f"by {d['delta']:.2f} points (95% interval {d['low']:.2f} to {d['high']:.2f}" in docs
+    share = share_text(s)
+    assert interval_text(d) in docs
     assert share in docs and share in studies and f"by {d['delta']:.2f} points" in studies
     assert f"against the aim of {100 * two['aim']:.0f}%: {two['reach']}" in docs
     assert f"in {two['vector_roles']['all_components_served']}% of the compounds" in docs
@@ -154,8 +166,7 @@ def test_the_record_quotes_k3():
     d, s, f = r["amer_vs_single"], r["share"], r["components_found"]
     record = " ".join((folder / "foldoc.md").read_text().split())
     docs = " ".join((ROOT / "docs" / "results.md").read_text().split())
-    interval = f"by {abs(d['delta']):.2f} points (95% interval {d['low']:.2f} to {d['high']:.2f}"
-    share = f"{100 * s['share']:.0f}% ({100 * s['low']:.0f}-{100 * s['high']:.0f}%) of the teacher's lead"
+    interval, share = interval_text(d), share_text(s)
     verdict = f"against the aim of {100 * r['aim']:.0f}%: {r['reach']}"
     for text in (record, docs):
         assert interval in text and share in text and verdict in text
@@ -165,7 +176,7 @@ def test_the_record_quotes_k3():
     assert f"all three components of {f['amer'][3]:.2f}% of the compounds, two of {f['amer'][2]:.2f}%" in record
     assert f"one of {f['amer'][1]:.2f}%, none of {f['amer'][0]:.2f}%" in record
     for system in ("single", "teacher_decomposition"):
-        assert " / ".join(f"{v:.2f}" for v in reversed(f[system])) in record
+        assert found_text(f, system) in record
     roles = r["vector_roles"]
     assert f"in {roles['all_components_served']}% of the compounds ({roles['vectors_repeating_a_component']}%" in record
     curve = " / ".join(f"{v:.2f}" for v in r["validation_by_step"]["amer"].values())
