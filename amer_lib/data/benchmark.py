@@ -105,11 +105,15 @@ class Benchmark:
         drawn by the seed from the training compounds' components (`compound.redrawn`); with
         `components` = "corpus", on compounds drawn by the seed from every training component in
         the corpus (`compound.corpus_components`), as many as the prepared split has unless
-        `compounds` says."""
+        `compounds` says; with `components` = "disjoint", likewise from the training compounds'
+        components less those sharing a gold document with a test or validation compound
+        (`compound.disjoint`)."""
         if components not in compound.TRAIN_COMPONENTS:
             raise ValueError(f"train_components {components!r}: choose one of {', '.join(compound.TRAIN_COMPONENTS)}")
         if components == "corpus":
             questions = self.corpus_compounds(dataset, compounds, seed)
+        elif components == "disjoint":
+            questions = self.disjoint_compounds(dataset, compounds, seed)
         elif compounds:
             questions = self.redrawn_compounds(dataset, compounds, seed)
         else:
@@ -133,6 +137,23 @@ class Benchmark:
         max_answers = self.manifest["recipe"]["max_answers"]
         rng = np.random.default_rng(seed)
         return compound.drawn_from(self.corpus_components, compound.components_in(dataset), n, max_answers, rng)
+
+    def disjoint_compounds(self, dataset: str, n: int, seed: int) -> list[MultiAnswerQuestion]:
+        """Training compounds of `dataset`'s k drawn by `seed` from its training compounds' components
+        less those sharing a gold document with any dataset's test or validation compounds
+        (`compound.disjoint`): `n`, or as many as the prepared training split holds."""
+        self.check_compound([dataset], "train_components", '= "disjoint"')
+        questions = self.questions(dataset, "train")
+        pool, _ = compound.disjoint(questions, self.held_documents)
+        max_answers = self.manifest["recipe"]["max_answers"]
+        rng = np.random.default_rng(seed)
+        return compound.drawn_from(pool, compound.components_in(dataset), n or len(questions), max_answers, rng)
+
+    @functools.cached_property
+    def held_documents(self) -> set[str]:
+        """The gold documents of every dataset's test and validation compounds (read once)."""
+        splits = [self.questions(d, split) for d in self.datasets for split in ("test", "validation")]
+        return compound.gold_documents([q for questions in splits for q in questions])
 
     @functools.cached_property
     def corpus_components(self) -> list[MultiAnswerQuestion]:

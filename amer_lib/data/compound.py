@@ -181,7 +181,25 @@ def redrawn(
 
 
 # which training components a run's compounds are made of (`RealConfig.train_components`)
-TRAIN_COMPONENTS = ("findable", "corpus")
+TRAIN_COMPONENTS = ("findable", "corpus", "disjoint")
+
+
+def gold_documents(questions: list[MultiAnswerQuestion]) -> set[str]:
+    """Every gold document id of `questions`."""
+    return {d for q in questions for docs in q.targets for d in docs}
+
+
+def disjoint(
+    questions: list[MultiAnswerQuestion], held: set[str]
+) -> tuple[list[MultiAnswerQuestion], list[MultiAnswerQuestion]]:
+    """The components the training compounds `questions` are made of, split into those with no gold
+    document in `held` (the test and validation compounds' documents) and those left out: a
+    WordNet gloss belongs to every word of its synset, so a training component can share an answer
+    with a test component whose word differs ("car" and "automobile")."""
+    by_qid = component_questions()
+    pool = [by_qid[qid] for qid in dict.fromkeys(c for q in questions for c in components_of(q))]
+    kept = [q for q in pool if not gold_documents([q]) & held]
+    return kept, [q for q in pool if gold_documents([q]) & held]
 
 
 def corpus_components(

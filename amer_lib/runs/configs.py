@@ -361,7 +361,8 @@ class RealConfig(Config):
         study=True,
         help="beyond the paper, compound benchmark only: the components training compounds are made of; "
         '"findable": the prepared training compounds (components the off-the-shelf encoder finds, in the shipped '
-        'recipe); "corpus": every training component whose documents the corpus holds, five times as many there',
+        'recipe); "corpus": every training component whose documents the corpus holds, five times as many there; '
+        '"disjoint": the findable ones less those sharing a gold document with a test or validation compound',
     )
     eval_every: int = param(100, minimum=1, help=EVAL_EVERY_HELP)
     search_depth: int = param(100, minimum=100, help=SEARCH_DEPTH_HELP)

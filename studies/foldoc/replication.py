@@ -67,7 +67,8 @@ def collect(ks=(2, 3)) -> dict:
                 "n_queries": r.get("n_queries"),
                 "validation": [[h["step"], h["val_mrecall"]] for h in r.get("history", [])],
             }
-        entry["components_found"] = components_found(k, folder)
+        questions = ROOT / "results" / "prepared" / f"foldoc_k{k}" / f"foldoc_k{k}_test.jsonl"
+        entry["components_found"] = components_found(questions, folder, f"foldoc_k{k}")
         manifest = json.loads((ROOT / "results" / "prepared" / f"foldoc_k{k}" / "manifest.json").read_text())
         entry["validation_report"] = manifest["validation"][f"foldoc_k{k}"]  # notebook 03's draw
         roles = folder.parent / "figures" / f"compound_vector_roles_minilm_foldoc_k{k}.csv"
@@ -76,21 +77,21 @@ def collect(ks=(2, 3)) -> dict:
     return found
 
 
-def components_found(k: int, folder: Path, depth: int = 100) -> dict:
-    """Per system and seed, per test compound: how many of its components have every answer in the
-    run's top `depth` (from the TREC run files and the prepared test questions, whose
-    `answer_questions` name each answer's component)."""
+def components_found(questions_path: Path, folder: Path, dataset: str, depth: int = 100) -> dict:
+    """Per system and seed, per test compound of `dataset`: how many of its components have every
+    answer in the run's top `depth` (from the TREC run files in `folder` and the prepared test
+    questions at `questions_path`, whose `answer_questions` name each answer's component)."""
     from amer_lib.data.questions import read_questions
 
-    questions = read_questions(ROOT / "results" / "prepared" / f"foldoc_k{k}" / f"foldoc_k{k}_test.jsonl")
+    questions = read_questions(questions_path)
     found: dict[str, dict[str, list[int]]] = {}
-    for path in sorted(folder.glob("*.trec")):
+    for path in sorted(folder.glob(f"{dataset}_*.trec")):
         ranked: dict[str, list[str]] = {}
         for line in path.read_text().splitlines():
             qid, _, doc, rank, *_ = line.split()
             if int(rank) <= depth:
                 ranked.setdefault(unquote(qid), []).append(unquote(doc))  # as io.trec_id wrote them
-        run = path.stem.removeprefix(f"foldoc_k{k}_")
+        run = path.stem.removeprefix(f"{dataset}_")
         system, _, seed = run.rpartition("_seed") if "_seed" in run else (run, "", "none")
         counts = []
         for q in questions:

@@ -80,6 +80,7 @@ def test_the_compound_benchmark_keeps_training_and_test_components_apart(tmp_pat
         assert benchmark.training_split(dataset, seed=3) == (train, validation)  # the same for every seed
         check_redrawn(benchmark, dataset, k, train, validation)
         check_corpus_components(benchmark, dataset, k, train, validation, in_corpus)
+        check_disjoint(benchmark, dataset, k, train, validation, by_qid)
         for questions in (train, validation, test, *(benchmark.training_split(dataset, 3, 50, c)[0] for c in TRAIN)):
             check_answer_questions(questions, by_qid)
     assert len(corpus) == 4000  # the gold glosses and random others
@@ -134,8 +135,52 @@ def check_corpus_components(benchmark, dataset, k, train, validation, expected):
     assert benchmark.training_split(dataset, seed=3, components="corpus")[0] == drawn
     more = benchmark.training_split(dataset, seed=3, compounds=300, components="corpus")[0]
     assert len(more) == (len(expected) if k == 1 else 300)
-    with pytest.raises(ValueError, match="train_components 'all': choose one of findable, corpus"):
+    with pytest.raises(ValueError, match="train_components 'all': choose one of findable, corpus, disjoint"):
         benchmark.training_split(dataset, seed=3, components="all")
+
+
+def check_disjoint(benchmark, dataset, k, train, validation, by_qid):
+    """`train_components = "disjoint"`: compounds of the training compounds' own components less every
+    one with a gold document of any dataset's test or validation compound (found by brute force),
+    as many as the prepared split unless asked, drawn by the seed."""
+    held = {
+        doc
+        for name in benchmark.datasets
+        for split in ("test", "validation")
+        for q in benchmark.questions(name, split)
+        for docs in q.targets
+        for doc in docs
+    }
+    own = {qid for q in train for qid in components_of(q)}
+    expected = {qid for qid in own if not {d for docs in by_qid[qid].targets for d in docs} & held}
+    assert 0 < len(own) - len(expected) < 0.1 * len(own)  # a few share a gloss (7, 8 and 14 of 120, 237 and 353)
+    drawn, kept = benchmark.training_split(dataset, seed=3, components="disjoint")
+    assert kept == validation
+    used = {qid for q in drawn for qid in components_of(q)}
+    assert used <= expected and all(len(components_of(q)) == k and len(q.answers) <= 8 for q in drawn)
+    assert not {d for q in drawn for docs in q.targets for d in docs} & held
+    if k == 1:
+        assert sorted(q.qid for q in drawn) == sorted(f"compound_k1:{qid}" for qid in expected)
+    else:
+        assert len(drawn) == len(train) and len({q.qid for q in drawn}) == len(drawn)
+        assert benchmark.training_split(dataset, seed=4, components="disjoint")[0] != drawn
+    assert benchmark.training_split(dataset, seed=3, components="disjoint")[0] == drawn
+    more = benchmark.training_split(dataset, seed=3, compounds=300, components="disjoint")[0]
+    assert len(more) == (len(expected) if k == 1 else 300)
+
+
+def test_disjoint_components_leave_out_every_one_sharing_a_gold_document_with_the_held_side(monkeypatch):
+    """A gloss shared by two words' senses ("car", "automobile") makes a training component share an
+    answer with a test component whose word differs: "disjoint" leaves it out, and only it."""
+    car = MultiAnswerQuestion("senses:car", 'What does the word "car" mean?', [["a"], ["b"]], [["g1"], ["g2"]])
+    auto = MultiAnswerQuestion("senses:automobile", 'What does "automobile" mean?', [["a"]], [["g1"]])
+    bus = MultiAnswerQuestion("senses:bus", 'What does the word "bus" mean?', [["c"]], [["g3"]])
+    monkeypatch.setattr(compound, "component_questions", lambda: {q.qid: q for q in (car, auto, bus)})
+    training = [join([car, bus], 0), join([bus], 0)]
+    kept, left = compound.disjoint(training, held={"g1"})
+    assert kept == [bus] and left == [car]
+    assert compound.disjoint(training, held=set()) == ([car, bus], [])
+    assert compound.gold_documents([car, bus]) == {"g1", "g2", "g3"}
 
 
 def check_redrawn(benchmark, dataset, k, train, validation):
@@ -162,6 +207,8 @@ def test_redrawn_compounds_need_a_compound_benchmark(tmp_path):
         Benchmark(tmp_path).training_split("wordnet_kinds", seed=0, compounds=100)
     with pytest.raises(ValueError, match='train_components = "corpus" redraws a compound benchmark'):
         Benchmark(tmp_path).training_split("wordnet_kinds", seed=0, components="corpus")
+    with pytest.raises(ValueError, match='train_components = "disjoint" redraws a compound benchmark'):
+        Benchmark(tmp_path).training_split("wordnet_kinds", seed=0, components="disjoint")
 
 
 @pytest.mark.slow  # a small compound benchmark encoded, a model trained: about 40 s

@@ -228,6 +228,7 @@ def test_notebook_04_makes_one_run_per_dataset_system_and_seed_on_its_workers(mo
     for changes, setting in (
         ({"train_compounds": 50}, "train_compounds > 0"),
         ({"train_components": "corpus"}, 'train_components = "corpus"'),
+        ({"train_components": "disjoint"}, 'train_components = "disjoint"'),
     ):
         with pytest.raises(ValueError, match=f"^{setting} redraws a compound benchmark's training compounds"):
             real_data.run_all(params.replace(**changes), progress=False)
