@@ -1,4 +1,4 @@
-"""Issue 70's fair control on the WordNet compound benchmark (`studies/compound_fair_control/fair_control.py`):
+"""Issue 70's fair control on the WordNet compound benchmark (`studies/fair_control/fair_control.py`):
 its numbers on hand-made scores, components counted from a hand-made TREC run, and the recipe as committed."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location(
-    "fair_control", ROOT / "studies" / "compound_fair_control" / "fair_control.py"
+    "fair_control", ROOT / "studies" / "fair_control" / "fair_control.py"
 )
 fair_control = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(fair_control)

@@ -24,7 +24,7 @@ committed scores are read) and computes, per k:
   same seeds of the committed recipe, which trained on them (figures/04_real_data_compound_distilled);
 * the evidence at k = 3: AMER's vector roles and how many components each system finds fully.
 
-    .venv/bin/python studies/compound_fair_control/fair_control.py --collect
+    .venv/bin/python studies/fair_control/fair_control.py --collect
 """
 
 from __future__ import annotations
