@@ -10,9 +10,7 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location(
-    "fair_control", ROOT / "studies" / "fair_control" / "fair_control.py"
-)
+spec = importlib.util.spec_from_file_location("fair_control", ROOT / "studies" / "fair_control" / "fair_control.py")
 fair_control = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(fair_control)
 
@@ -110,3 +108,45 @@ def test_the_recipe_is_the_kept_one_with_the_same_supervision_and_disjoint_compo
     # the same runs as the committed oracle table's AMER rows (88.94, 53.06, 24.50)
     means = [round(sum(committed[k].values()) / 3, 2) for k in ("1", "2", "3")]
     assert means == [88.94, 53.06, 24.5]
+
+
+RECORD = ROOT / "studies" / "fair_control"
+
+
+def one_line(path: Path) -> str:
+    return " ".join(path.read_text().split())
+
+
+def test_the_committed_record_recomputes_and_its_quotes_are_the_files():
+    """fair_control.json is what the committed scores give (the bootstrap again, 10,000 resamples), its
+    table is the one written, and the record, docs/results.md, studies/README.md and the README quote it."""
+    import json
+
+    scores = json.loads((RECORD / "fair_control_scores.json").read_text())
+    result = fair_control.analyse(scores)
+    assert result == json.loads((RECORD / "fair_control.json").read_text())
+    assert (RECORD / "fair_control_table.md").read_text() == fair_control.table(result)
+    rows = {r["k"]: r for r in result["rows"]}
+    assert [rows[k]["seeds"] for k in (1, 2, 3)] == [5, 5, 5] and all(r["questions"] == 600 for r in rows.values())
+    record, results = one_line(RECORD / "fair_control.md"), one_line(ROOT / "docs" / "results.md")
+    studies, readme = one_line(ROOT / "studies" / "README.md"), one_line(ROOT / "README.md")
+    assert " ".join((RECORD / "fair_control_table.md").read_text().split()) in record
+
+    def share(k):
+        s = rows[k]["share"]
+        return f"{100 * s['share']:.0f}% ({100 * s['low']:.0f}-{100 * s['high']:.0f}%)"
+
+    def delta(k):
+        d = rows[k]["amer_vs_single"]
+        return f"{d['delta']:+.2f} ({d['low']:+.2f} to {d['high']:+.2f}; two-sided p {d['p_text']} after Holm)"
+
+    for k in (1, 2, 3):
+        assert f"AMER - single {delta(k)}" in record
+    for k, aim in ((2, "75%"), (3, "50%")):
+        assert f"is {share(k)} against the aim of {aim}: **{rows[k]['reach']}**" in record
+    leak = " / ".join(f"{rows[k]['leakage']['mean_change']:+.2f}" for k in (1, 2, 3))
+    assert f"the mean change is {leak} points" in record
+    headline = f"{share(2)} / {share(3)} of the better ceiling's lead at k = 2 / 3"
+    assert headline in results and headline in studies and headline in readme
+    means = " / ".join(f"{rows[k]['single']['mean']:.2f} against {rows[k]['amer']['mean']:.2f}" for k in (1, 2, 3))
+    assert f"single-query given the term {means}" in results

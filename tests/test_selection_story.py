@@ -212,8 +212,10 @@ def test_the_single_query_pilot_reads_the_committed_figure_folder():
     assert f"ahead of AMER with it ({given['1']:.2f} against {seed0['1', 'amer']:.2f})" in RECORD
     leads = [seed0[k, "amer"] - given[k] for k in "23"]
     assert f"({leads[0]:.2f} and {leads[1]:.2f} points on this seed)" in RECORD
-    assert "is still to run (issue 70)" in RECORD and "is still to run (issue 70)" in RESULTS
+    assert "ran afterwards (issue 70, `studies/fair_control/fair_control.md`)" in RECORD
+    assert "is still to run" not in RECORD and "is still to run" not in RESULTS
+    assert "The fair control (`studies/fair_control/fair_control.md`" in IN_WORDS
     assert "a one-seed CPU pilot of the cosine form, not the kept ranking form" in RESULTS
     kept_form = f"its kept ranking form, single-query reached {given['1']:.2f} against AMER's {seed0['1', 'amer']:.2f}"
     assert kept_form in IN_WORDS  # the pilot of the kept form, not the cosine form's 91.33 / 91.50
-    assert "(one seed; the fair control, five seeds of the ranking form, is to run)" in IN_WORDS
+    assert "(one seed). The fair control" in IN_WORDS
