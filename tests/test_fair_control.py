@@ -144,6 +144,9 @@ def test_the_committed_record_recomputes_and_its_quotes_are_the_files():
         assert f"AMER - single {delta(k)}" in record
     for k, aim in ((2, "75%"), (3, "50%")):
         assert f"is {share(k)} against the aim of {aim}: **{rows[k]['reach']}**" in record
+    left = " / ".join(str(rows[k]["training_components"]["left_out"]) for k in (1, 2, 3))
+    assert f"{left} of the components of k = 1 / 2 / 3's training compounds" in record
+    assert f"{left} of the components of k = 1 / 2 / 3's training compounds left out" in results
     leak = " / ".join(f"{rows[k]['leakage']['mean_change']:+.2f}" for k in (1, 2, 3))
     assert f"the mean change is {leak} points" in record
     headline = f"{share(2)} / {share(3)} of the better ceiling's lead at k = 2 / 3"
