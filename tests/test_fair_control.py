@@ -153,3 +153,54 @@ def test_the_committed_record_recomputes_and_its_quotes_are_the_files():
     assert headline in results and headline in studies and headline in readme
     means = " / ".join(f"{rows[k]['single']['mean']:.2f} against {rows[k]['amer']['mean']:.2f}" for k in (1, 2, 3))
     assert f"single-query given the term {means}" in results
+    section = results[results.index("### The fair control") : results.index("### A replication on FOLDOC")]
+    assert f"AMER - single: {delta(1)} at k = 1; {delta(2)} at k = 2; {delta(3)} at k = 3." in section
+    assert f"single-query given the term against AMER: {means} at k = 1 / 2 / 3" in section
+    for system, name in (
+        ("decomposition_oracle", "the trained oracle with the term"),
+        ("teacher_decomposition", "the teacher"),
+    ):
+        pair = " / ".join(f"{rows[k][system]['mean']:.2f}" for k in (2, 3))
+        assert f"{name} {pair}" in section
+    assert f"{leak} points at k = 1 / 2 / 3" in section
+    three, roles = rows[3], rows[3]["vector_roles"]
+    assert f"own in {roles['all_components_served']}% of the compounds (FOLDOC's k = 3: 52.7%)" in section
+    # the record's prose per k: the systems' means, the interval ends beside the aims, the roles, the components found
+    for k in (2, 3):
+        r = rows[k]
+        assert f"AMER {r['amer']['mean']:.2f}, the trained oracle" in record
+        assert f"the teacher {r['teacher_decomposition']['mean']:.2f}: AMER - single" in record
+    assert (
+        f"Single-query given the term scores {rows[1]['single']['mean']:.2f} and AMER {rows[1]['amer']['mean']:.2f}"
+        in record
+    )
+    assert f"upper end reaches it ({100 * rows[2]['share']['high']:.1f}%)" in record
+    assert f"lower end just below it ({100 * rows[3]['share']['low']:.1f}%)" in record
+    assert rows[2]["share"]["high"] >= 0.75 and rows[3]["share"]["low"] < 0.5 <= rows[3]["share"]["share"]
+    assert (
+        f"in {roles['all_components_served']}% of the compounds, and {roles['vectors_repeating_a_component']}%"
+        in record
+    )
+    assert f"of AMER's {three['amer_vectors']} vectors" in record
+    f3 = three["components_found"]
+    assert f"AMER finds all three components fully in {f3['amer'][-1]:.2f}% of the compounds" in record
+    assert (
+        f"(single-query {f3['single'][-1]:.2f}%, the trained oracle {f3['decomposition_oracle'][-1]:.2f}%, the teacher "
+        f"{f3['teacher_decomposition'][-1]:.2f}%)" in record
+    )
+    assert f"with {three['training_components']['kept']} training components in k = 3's draw" in record
+    import csv
+
+    committed = ROOT / "figures" / "04_real_data_compound_distilled"
+    with open(committed / "compound_oracle_minilm_compound_k1+compound_k2+compound_k3.csv", newline="") as f:
+        oracle = {r["k"]: r["MRecall@100"] for r in csv.DictReader(f) if r["System"] == "Decomposition oracle"}
+    before = " / ".join(oracle[k].split("±")[0] for k in ("2", "3"))
+    now = " / ".join(f"{rows[k]['decomposition_oracle']['mean']:.2f}" for k in (2, 3))
+    assert (
+        f"given the term reads {now} at k = 2 / 3" in record
+        and f"(three seeds, every component) read {before}" in record
+    )
+    kept = " / ".join(
+        str(rows[k]["training_components"]["kept"] + rows[k]["training_components"]["left_out"]) for k in (1, 2, 3)
+    )
+    assert f"(of {kept})" in record

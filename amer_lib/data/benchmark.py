@@ -133,21 +133,24 @@ class Benchmark:
         """Training compounds of `dataset`'s k drawn by `seed` from every training component in the
         corpus (`corpus_components`): `n`, or as many as the prepared training split holds."""
         self.check_compound([dataset], "train_components", '= "corpus"')
-        n = n or len(self.questions(dataset, "train"))
-        max_answers = self.manifest["recipe"]["max_answers"]
-        rng = np.random.default_rng(seed)
-        return compound.drawn_from(self.corpus_components, compound.components_in(dataset), n, max_answers, rng)
+        return self._drawn(dataset, self.corpus_components, n, seed)
 
     def disjoint_compounds(self, dataset: str, n: int, seed: int) -> list[MultiAnswerQuestion]:
         """Training compounds of `dataset`'s k drawn by `seed` from its training compounds' components
         less those sharing a gold document with any dataset's test or validation compounds
         (`compound.disjoint`): `n`, or as many as the prepared training split holds."""
         self.check_compound([dataset], "train_components", '= "disjoint"')
-        questions = self.questions(dataset, "train")
-        pool, _ = compound.disjoint(questions, self.held_documents)
-        max_answers = self.manifest["recipe"]["max_answers"]
+        pool, _ = compound.disjoint(self.questions(dataset, "train"), self.held_documents)
+        return self._drawn(dataset, pool, n, seed)
+
+    def _drawn(self, dataset: str, pool: list[MultiAnswerQuestion], n: int, seed: int) -> list[MultiAnswerQuestion]:
+        """`n` compounds of `dataset`'s k (or as many as its prepared training split holds) drawn by
+        `seed` from the components `pool` (`compound.drawn_from`)."""
+        n = n or len(self.questions(dataset, "train"))
         rng = np.random.default_rng(seed)
-        return compound.drawn_from(pool, compound.components_in(dataset), n or len(questions), max_answers, rng)
+        return compound.drawn_from(
+            pool, compound.components_in(dataset), n, self.manifest["recipe"]["max_answers"], rng
+        )
 
     @functools.cached_property
     def held_documents(self) -> set[str]:

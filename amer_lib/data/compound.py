@@ -175,9 +175,13 @@ def redrawn(
     sees no compound twice, where the prepared split repeats each of its compounds (beyond the
     paper: its third direction, training data at a larger scale). k = 1 gives `questions` back (a
     component alone has no other combination)."""
+    return drawn_from(training_components(questions), len(components_of(questions[0])), n, max_answers, rng)
+
+
+def training_components(questions: list[MultiAnswerQuestion]) -> list[MultiAnswerQuestion]:
+    """The component questions compounds `questions` are made of, each once, in order of appearance."""
     by_qid = component_questions()
-    pool = [by_qid[qid] for qid in dict.fromkeys(c for q in questions for c in components_of(q))]
-    return drawn_from(pool, len(components_of(questions[0])), n, max_answers, rng)
+    return [by_qid[qid] for qid in dict.fromkeys(c for q in questions for c in components_of(q))]
 
 
 # which training components a run's compounds are made of (`RealConfig.train_components`)
@@ -196,10 +200,9 @@ def disjoint(
     document in `held` (the test and validation compounds' documents) and those left out: a
     WordNet gloss belongs to every word of its synset, so a training component can share an answer
     with a test component whose word differs ("car" and "automobile")."""
-    by_qid = component_questions()
-    pool = [by_qid[qid] for qid in dict.fromkeys(c for q in questions for c in components_of(q))]
-    kept = [q for q in pool if not gold_documents([q]) & held]
-    return kept, [q for q in pool if gold_documents([q]) & held]
+    pool = training_components(questions)
+    shared = [bool(gold_documents([q]) & held) for q in pool]
+    return [q for q, s in zip(pool, shared) if not s], [q for q, s in zip(pool, shared) if s]
 
 
 def corpus_components(

@@ -238,7 +238,7 @@ def reports() -> list[str]:
 
 def table(rows: list[dict]) -> str:
     """A report's table from its rows: the one-sided p's, uncorrected, at the bootstrap's resolution
-    (the committed rows made theirs with 10,000 resamples: "≤ 0.0002", never 0.0000)."""
+    (the committed rows made theirs with 10,000 resamples: "≤ 0.0001", never 0.0000)."""
     from amer_lib.core.significance import p_text
 
     interval = " (95% interval over questions)" if any("oracle_share_low" in r for r in rows) else ""

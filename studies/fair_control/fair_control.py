@@ -7,8 +7,12 @@ model the decomposition oracle asks: the supervised ceiling) and `train_componen
 training component shares a gold gloss with a test or validation compound), five seeds. Notebook 04
 ran it with the figure targets' kernels (the Makefile's FIGURE_KERNELS), from the repository root:
 
-    FIGURE_KERNELS... .venv/bin/python -m papermill notebooks/04_real_data.ipynb build/executed/04_fair.ipynb \
-        -k python3 -f params/04_real_data/compound_fair_control.yaml
+    export OMP_NUM_THREADS=1 ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_CBWR=AVX2 \
+        MKL_ENABLE_INSTRUCTIONS=AVX2 OPENBLAS_CORETYPE=Haswell FAISS_SIMD_LEVEL=AVX2
+    .venv/bin/python -m papermill notebooks/03_real_data_prep.ipynb build/executed/03_compound.ipynb -k python3 \
+        -f params/03_real_data_prep/compound.yaml
+    .venv/bin/python -m papermill notebooks/04_real_data.ipynb build/executed/04_fair_control.ipynb -k python3 \
+        -f params/04_real_data/compound_fair_control.yaml
 
 This script keeps the runs' per-question scores in a committed file (`--collect`; without it the
 committed scores are read) and computes, per k:
@@ -43,10 +47,17 @@ for path in (ROOT, HERE.parent / "foldoc"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
-from replication import components_found, verdict  # noqa: E402
+from replication import (  # noqa: E402
+    components_found,
+    found_cell,
+    found_shares,
+    interval_cell,
+    verdict,
+    write_report,
+)
 
 from amer_lib.core.significance import compare, holm, p_text, share  # noqa: E402
-from amer_lib.io import write_json, write_text  # noqa: E402
+from amer_lib.io import write_json  # noqa: E402
 
 RECIPE = ROOT / "params" / "04_real_data" / "compound_fair_control.yaml"
 RESULTS = ROOT / "results" / "04_compound_fair_control"
@@ -70,6 +81,8 @@ def collect(ks=(1, 2, 3)) -> dict:
     from amer_lib.data.benchmark import Benchmark
 
     benchmark = Benchmark(PREPARED)
+    with open(FIGURES / "compound_vector_roles_minilm_compound_k1+compound_k2+compound_k3.csv", newline="") as f:
+        roles = {r["dataset"]: r for r in csv.DictReader(f)}  # notebook 04's vector_role_table, k >= 2
     found = {}
     for k in ks:
         dataset = compound.dataset_name(k)
@@ -90,8 +103,7 @@ def collect(ks=(1, 2, 3)) -> dict:
         entry["components_found"] = components_found(questions, RESULTS, dataset) if k > 1 else {}
         kept, left = compound.disjoint(benchmark.questions(dataset, "train"), benchmark.held_documents)
         entry["training_components"] = {"kept": len(kept), "left_out": len(left)}
-        roles = FIGURES / "compound_vector_roles_minilm_compound_k1+compound_k2+compound_k3.csv"
-        entry["vector_roles"] = next((r for r in csv.DictReader(roles.open()) if r["dataset"] == dataset), None)
+        entry["vector_roles"] = roles.get(dataset)
         found[str(k)] = entry
     return found
 
@@ -134,14 +146,7 @@ def analyse(scores: dict, resamples: int = RESAMPLES, committed: dict | None = N
             row["share"] = {"share": s.share, "low": s.low, "high": s.high}
             row["aim"] = AIMS[int(k)]
             row["reach"] = verdict(s.low, s.high, AIMS[int(k)])
-            row["components_found"] = {
-                system: [
-                    round(100 * float(np.mean([np.mean(np.array(c) == n) for c in by_seed.values()])), 2)
-                    for n in range(int(k) + 1)
-                ]
-                for system, by_seed in entry["components_found"].items()
-                if system in SYSTEMS
-            }  # per system: % of compounds with 0, 1, ..., k components fully found, averaged over seeds
+            row["components_found"] = found_shares(entry["components_found"], int(k))
         row["training_components"] = entry["training_components"]
         row["vector_roles"] = entry.get("vector_roles")
         row["amer_best_steps"] = [entry["systems"]["amer"][s]["best_step"] for s in sorted(entry["systems"]["amer"])]
@@ -185,7 +190,7 @@ def table(result: dict) -> str:
             reach = ["", "", ""]
         lines.append(
             f"| {r['k']} | {r['seeds']} x {r['questions']} | {' | '.join(cells)} | "
-            f"{d['delta']:+.2f} ({d['low']:+.2f} to {d['high']:+.2f}) | {d['p_text']} | {' | '.join(reach)} |"
+            f"{interval_cell(d)} | {d['p_text']} | {' | '.join(reach)} |"
         )
     lines += [
         "",
@@ -199,7 +204,7 @@ def table(result: dict) -> str:
         t, leak, roles = r["training_components"], r["leakage"], r["vector_roles"] or {}
         change = ", ".join(f"{b:.2f} -> {a:.2f}" for b, a in zip(leak["committed_amer"], leak["disjoint_amer"]))
         change += f" (mean {leak['mean_change']:+.2f})" if leak["mean_change"] is not None else ""
-        found = "; ".join(" / ".join(f"{v:.2f}" for v in r.get("components_found", {}).get(s, [])) for s in SYSTEMS)
+        found = found_cell(r.get("components_found", {}), SYSTEMS)
         lines.append(
             f"| {r['k']} | {t['kept']} / {t['left_out']} | {change} | "
             f"{r['amer_vectors']} | {roles.get('all_components_served', '')} | "
@@ -216,9 +221,7 @@ def main() -> None:
     if args.collect:
         write_json(SCORES, collect())
     result = analyse(json.loads(SCORES.read_text()))
-    write_json(HERE / "fair_control.json", result)
-    write_text(HERE / "fair_control_table.md", table(result))
-    print(table(result))
+    write_report(HERE, "fair_control", result, table(result))
 
 
 if __name__ == "__main__":

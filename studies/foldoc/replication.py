@@ -104,6 +104,34 @@ def components_found(questions_path: Path, folder: Path, dataset: str, depth: in
     return found
 
 
+def found_shares(found: dict, k: int) -> dict:
+    """Per system of `found` (`components_found`'s counts): the % of compounds with 0, 1, ..., k
+    components fully found, averaged over the seeds."""
+    return {
+        system: [
+            round(100 * float(np.mean([np.mean(np.array(c) == n) for c in by_seed.values()])), 2) for n in range(k + 1)
+        ]
+        for system, by_seed in found.items()
+    }
+
+
+def found_cell(found: dict, systems) -> str:
+    """`found_shares` of `systems` as a table cell: "0 / ... / k" per system, the systems apart by ";"."""
+    return "; ".join(" / ".join(f"{v:.2f}" for v in found.get(s, [])) for s in systems)
+
+
+def interval_cell(difference: dict) -> str:
+    """A difference and its 95% interval as a table cell: "+1.23 (+0.45 to +2.01)"."""
+    return f"{difference['delta']:+.2f} ({difference['low']:+.2f} to {difference['high']:+.2f})"
+
+
+def write_report(folder: Path, stem: str, result: dict, text: str) -> None:
+    """STEM.json and STEM_table.md in `folder`, each written whole (`amer_lib.io`); the table printed."""
+    write_json(folder / f"{stem}.json", result)
+    write_text(folder / f"{stem}_table.md", text)
+    print(text)
+
+
 def array(entry: dict, system: str) -> np.ndarray:
     """`[seeds, questions]` in percent, the seeds in order (one row for the seed-free teacher)."""
     by_seed = entry["systems"][system]
@@ -146,13 +174,7 @@ def analyse(scores: dict, resamples: int = RESAMPLES) -> dict:
         }  # MRecall@100 on the validation compounds (no component trained on), mean over seeds
         row["validation_report"] = entry["validation_report"]
         row["vector_roles"] = entry.get("vector_roles")  # notebook 04's vector_role_table, mean over the seeds
-        row["components_found"] = {
-            system: [
-                round(100 * float(np.mean([np.mean(np.array(c) == n) for c in by_seed.values()])), 2)
-                for n in range(int(k) + 1)
-            ]
-            for system, by_seed in entry["components_found"].items()
-        }  # per system: % of compounds with 0, 1, ..., k components fully found, averaged over seeds
+        row["components_found"] = found_shares(entry["components_found"], int(k))
         rows.append(row)
     adjusted = holm(np.array([r["amer_vs_single"]["p_one_sided"] for r in rows]))
     for row, p in zip(rows, adjusted):
@@ -173,7 +195,7 @@ def table(result: dict) -> str:
         lines.append(
             f"| {r['k']} | {r['seeds']} x {r['questions']} | {r['single']['mean']:.2f} ± {r['single']['std']:.2f} | "
             f"{r['amer']['mean']:.2f} ± {r['amer']['std']:.2f} | {r['teacher_decomposition']['mean']:.2f} | "
-            f"{d['delta']:+.2f} ({d['low']:+.2f} to {d['high']:+.2f}) | {d['p_text']} | "
+            f"{interval_cell(d)} | {d['p_text']} | "
             f"{100 * s['share']:.0f}% ({100 * s['low']:.0f}-{100 * s['high']:.0f}%) | {100 * r['aim']:.0f}% | "
             f"{r['reach']} |"
         )
@@ -185,7 +207,7 @@ def table(result: dict) -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in result["rows"]:
-        found = "; ".join(" / ".join(f"{v:.2f}" for v in r["components_found"][s]) for s in SYSTEMS)
+        found = found_cell(r["components_found"], SYSTEMS)
         roles = r["vector_roles"] or {}
         curve = " / ".join(f"{v:.2f}" for v in r["validation_by_step"]["amer"].values())
         lines.append(
@@ -203,9 +225,7 @@ def main() -> None:
     if args.collect:
         write_json(SCORES, collect())
     result = analyse(json.loads(SCORES.read_text()))
-    write_json(HERE / "replication.json", result)
-    write_text(HERE / "replication_table.md", table(result))
-    print(table(result))
+    write_report(HERE, "replication", result, table(result))
 
 
 if __name__ == "__main__":
