@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +29,7 @@ from amer_lib.data.questions import (
     write_questions,
 )
 from amer_lib.io import write_json, write_trec_qrels
+from amer_lib.progress import AmerWarning
 
 SPLITS = ("train", "test")
 # the paper's number of query vectors per dataset; the offline ones mirror AmbigQA and QAMPARI
@@ -96,26 +98,28 @@ class Benchmark:
         return self.manifest["n_queries"][dataset]
 
     def training_split(
-        self, dataset: str, seed: int, compounds: int = 0, components: str = "findable"
+        self, dataset: str, seed: int, compounds: int = 0, components: str = "findable", component_count: int = 0
     ) -> tuple[list[MultiAnswerQuestion], list[MultiAnswerQuestion]]:
         """The questions a run of `seed` trains on and those it validates on: the benchmark's own
         validation split where it has one (the compound benchmark's, made of components no training
         compound uses), else 10% of the training questions drawn by the seed (the paper's 90/10).
         On a compound benchmark only: with `compounds` > 0 the run trains on that many compounds
-        drawn by the seed from the training compounds' components (`compound.redrawn`); with
+        drawn by the seed from the training compounds' components (`redrawn_compounds`); with
         `components` = "corpus", on compounds drawn by the seed from every training component in
         the corpus (`compound.corpus_components`), as many as the prepared split has unless
         `compounds` says; with `components` = "disjoint", likewise from the training compounds'
         components less those sharing a gold document with a test or validation compound
-        (`compound.disjoint`)."""
+        (`compound.disjoint`). `component_count` > 0 (with a redrawn, corpus or disjoint draw): the
+        compounds are made of that many of those components, drawn by the seed (`compound.subset`)."""
         if components not in compound.TRAIN_COMPONENTS:
             raise ValueError(f"train_components {components!r}: choose one of {', '.join(compound.TRAIN_COMPONENTS)}")
+        compound.check_component_count(component_count, compounds, components)
         if components == "corpus":
-            questions = self.corpus_compounds(dataset, compounds, seed)
+            questions = self.corpus_compounds(dataset, compounds, seed, component_count)
         elif components == "disjoint":
-            questions = self.disjoint_compounds(dataset, compounds, seed)
+            questions = self.disjoint_compounds(dataset, compounds, seed, component_count)
         elif compounds:
-            questions = self.redrawn_compounds(dataset, compounds, seed)
+            questions = self.redrawn_compounds(dataset, compounds, seed, component_count)
         else:
             questions = self.questions(dataset, "train")
         if (self.directory / f"{dataset}_validation.jsonl").exists():
@@ -123,34 +127,52 @@ class Benchmark:
         train_idx, val_idx = split_train_validation(len(questions), seed)
         return [questions[i] for i in train_idx.tolist()], [questions[i] for i in val_idx.tolist()]
 
-    def redrawn_compounds(self, dataset: str, n: int, seed: int) -> list[MultiAnswerQuestion]:
-        """`n` training compounds drawn by `seed` from the components of `dataset`'s (`compound.redrawn`)."""
+    def redrawn_compounds(self, dataset: str, n: int, seed: int, count: int = 0) -> list[MultiAnswerQuestion]:
+        """`n` distinct training compounds drawn by `seed` afresh from the components `dataset`'s
+        training compounds are made of (`count` > 0: from that many of them): a run that draws as
+        many as it trains on (steps x batch size) sees no compound twice, where the prepared split
+        repeats each of its compounds (beyond the paper: its third direction, training data at a
+        larger scale). k = 1 gives the components back (a component alone has no other combination)."""
         self.check_compound([dataset])
-        questions = self.questions(dataset, "train")
-        return compound.redrawn(questions, n, self.manifest["recipe"]["max_answers"], np.random.default_rng(seed))
+        pool = compound.training_components(self.questions(dataset, "train"))
+        return self._drawn(dataset, pool, n, seed, count)
 
-    def corpus_compounds(self, dataset: str, n: int, seed: int) -> list[MultiAnswerQuestion]:
+    def corpus_compounds(self, dataset: str, n: int, seed: int, count: int = 0) -> list[MultiAnswerQuestion]:
         """Training compounds of `dataset`'s k drawn by `seed` from every training component in the
-        corpus (`corpus_components`): `n`, or as many as the prepared training split holds."""
+        corpus (`corpus_components`; `count` > 0: from that many of them): `n`, or as many as the
+        prepared training split holds."""
         self.check_compound([dataset], "train_components", '= "corpus"')
-        return self._drawn(dataset, self.corpus_components, n, seed)
+        return self._drawn(dataset, self.corpus_components, n, seed, count)
 
-    def disjoint_compounds(self, dataset: str, n: int, seed: int) -> list[MultiAnswerQuestion]:
+    def disjoint_compounds(self, dataset: str, n: int, seed: int, count: int = 0) -> list[MultiAnswerQuestion]:
         """Training compounds of `dataset`'s k drawn by `seed` from its training compounds' components
         less those sharing a gold document with any dataset's test or validation compounds
-        (`compound.disjoint`): `n`, or as many as the prepared training split holds."""
+        (`compound.disjoint`; `count` > 0: from that many of them): `n`, or as many as the prepared
+        training split holds."""
         self.check_compound([dataset], "train_components", '= "disjoint"')
         pool, _ = compound.disjoint(self.questions(dataset, "train"), self.held_documents)
-        return self._drawn(dataset, pool, n, seed)
+        return self._drawn(dataset, pool, n, seed, count)
 
-    def _drawn(self, dataset: str, pool: list[MultiAnswerQuestion], n: int, seed: int) -> list[MultiAnswerQuestion]:
+    def _drawn(
+        self, dataset: str, pool: list[MultiAnswerQuestion], n: int, seed: int, count: int = 0
+    ) -> list[MultiAnswerQuestion]:
         """`n` compounds of `dataset`'s k (or as many as its prepared training split holds) drawn by
-        `seed` from the components `pool` (`compound.drawn_from`)."""
+        `seed` from the components `pool` (`compound.drawn_from`), or from `count` of them drawn by
+        the seed first (`compound.subset`)."""
         n = n or len(self.questions(dataset, "train"))
         rng = np.random.default_rng(seed)
-        return compound.drawn_from(
-            pool, compound.components_in(dataset), n, self.manifest["recipe"]["max_answers"], rng
-        )
+        if count:
+            pool = compound.subset(pool, count, rng)
+        k = compound.components_in(dataset)
+        drawn = compound.drawn_from(pool, k, n, self.manifest["recipe"]["max_answers"], rng)
+        if k > 1 and len(drawn) < n:
+            warnings.warn(
+                f"{dataset}: only {len(drawn)} of the {n} training compounds asked for could be drawn from "
+                f"{len(pool)} components; training repeats them",
+                AmerWarning,
+                stacklevel=2,
+            )
+        return drawn
 
     @functools.cached_property
     def held_documents(self) -> set[str]:

@@ -17,6 +17,8 @@ answer's `answer_questions` entry is its component's text, which the component t
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from amer_lib.core.metrics import mrecall_at_k, pad_clusters
@@ -167,17 +169,6 @@ def sample_compounds(
     return compounds
 
 
-def redrawn(
-    questions: list[MultiAnswerQuestion], n: int, max_answers: int, rng: np.random.Generator
-) -> list[MultiAnswerQuestion]:
-    """`n` distinct compounds drawn afresh from the components `questions` (compounds of one k) are
-    made of, by `sample_compounds`: a run that draws as many as it trains on (steps x batch size)
-    sees no compound twice, where the prepared split repeats each of its compounds (beyond the
-    paper: its third direction, training data at a larger scale). k = 1 gives `questions` back (a
-    component alone has no other combination)."""
-    return drawn_from(training_components(questions), len(components_of(questions[0])), n, max_answers, rng)
-
-
 def training_components(questions: list[MultiAnswerQuestion]) -> list[MultiAnswerQuestion]:
     """The component questions compounds `questions` are made of, each once, in order of appearance."""
     by_qid = component_questions()
@@ -234,6 +225,27 @@ def drawn_from(
     return sample_compounds(pool, k, n, max_answers, rng)
 
 
+def check_component_count(count: int, compounds: int, components: str) -> None:
+    """Fail when `train_component_count` is set where no compound is drawn afresh (the prepared split)."""
+    if count and not compounds and components == "findable":
+        raise ValueError(
+            f"train_component_count = {count} draws compounds afresh from fewer components: set train_compounds > 0 "
+            'or train_components = "corpus" or "disjoint", or leave train_component_count at 0'
+        )
+
+
+def subset(pool: list[MultiAnswerQuestion], count: int, rng: np.random.Generator) -> list[MultiAnswerQuestion]:
+    """`count` of the components `pool`, drawn by `rng`, in `pool`'s order: training on fewer
+    components than the benchmark holds (`RealConfig.train_component_count`), to see what their
+    number does to the compounds' vectors."""
+    if count > len(pool):
+        raise ValueError(
+            f"train_component_count = {count}: the draw holds {len(pool)} components; choose at most {len(pool)}, "
+            "or 0 for all of them"
+        )
+    return [pool[i] for i in np.sort(rng.choice(len(pool), size=count, replace=False))]
+
+
 def components_of(question: MultiAnswerQuestion) -> list[str]:
     """The component qids of a compound question, in its answers' order."""
     return component_qids(question.qid)
@@ -245,6 +257,12 @@ def component_qids(qid: str) -> list[str]:
 
 
 def component_questions() -> dict[str, MultiAnswerQuestion]:
-    """Every WordNet question a compound can be made of, by qid."""
+    """Every WordNet question a compound can be made of, by qid (the shipped files, read once a
+    process: a draw of training compounds asks for them, and nothing changes a question)."""
+    return {q.qid: q for q in _shipped_components()}
+
+
+@functools.cache
+def _shipped_components() -> tuple[MultiAnswerQuestion, ...]:
     splits = [wordnet.load_questions(kind, split) for kind in COMPONENT_KINDS for split in wordnet.SPLITS]
-    return {q.qid: q for questions in splits for q in questions}
+    return tuple(q for questions in splits for q in questions)

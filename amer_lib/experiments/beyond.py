@@ -234,9 +234,7 @@ def lists_with_stop_head(
         )
     device = resolve_device(real_config.device)
     model = context.trained_encoder(real_config, dataset, "amer", seed, device)
-    train_questions, val_questions = context.benchmark.training_split(
-        dataset, seed, real_config.train_compounds, real_config.train_components
-    )
+    train_questions, val_questions = context.training_split(real_config, dataset, seed)
     splits = {
         "train": train_questions,
         "validation": val_questions,
@@ -542,9 +540,7 @@ def export_real_run(params: BeyondConfig, dataset: str, seed: int, folder: str |
     real_config = found[0]
     context = RunContext.of(real_config)
     model, result = context.trained_run(real_config, dataset, "amer", seed, resolve_device(real_config.device))
-    train_questions = context.benchmark.training_split(
-        dataset, seed, real_config.train_compounds, real_config.train_components
-    )[0]
+    train_questions = context.training_split(real_config, dataset, seed)[0]
     hidden = _states(model, context, train_questions, params.max_n)[1]
     losses = fit_stop_head(model, hidden, torch.tensor([len(q.targets) for q in train_questions]), seed=seed)
     return real_data.save_run(

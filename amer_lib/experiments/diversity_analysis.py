@@ -203,7 +203,7 @@ def gain_over_single(synthetic_params: SyntheticConfig, setting: str, real_param
 
 def trained_questions(params: RealConfig, context: RunContext, dataset: str, seed: int, limit: int) -> list:
     """The first `limit` questions a run of this seed trained on (its validation share left out)."""
-    return context.benchmark.training_split(dataset, seed, params.train_compounds, params.train_components)[0][:limit]
+    return context.training_split(params, dataset, seed)[0][:limit]
 
 
 def retrieval_row(vectors: np.ndarray, index: ShardedFlatIndex, gold: np.ndarray, k: int = K) -> dict:

@@ -87,9 +87,7 @@ def run_one(
     context = RunContext.of(params, benchmark)
     device = device or resolve_device(params.device)
     n_queries = context.n_queries(dataset, system)
-    train_questions, val_questions = context.benchmark.training_split(
-        dataset, seed, params.train_compounds, params.train_components
-    )
+    train_questions, val_questions = context.training_split(params, dataset, seed)
     questions = train_questions + val_questions
     data = context.training_data(questions, params).to(device)
     train_idx, val_idx = torch.arange(len(train_questions)), torch.arange(len(train_questions), len(data))
@@ -761,7 +759,7 @@ def save_run(
     head's settings (`core.saved.save_pretrained`)."""
     dataset, system, seed = run
     params = params.for_system(system)
-    trained_on = context.benchmark.training_split(dataset, seed, params.train_compounds, params.train_components)[0]
+    trained_on = context.training_split(params, dataset, seed)[0]
     card = {
         "trained on": f"{dataset} ({len(trained_on)} questions)",
         "system": system,

@@ -60,6 +60,15 @@ class RunContext:
         name, facts = real_run_name(dataset, system, seed), run_facts(self.benchmark, dataset, system)
         return load_trained(REAL_RUNS, params.for_system(system), name, self.shards.dim, device, facts)
 
+    def training_split(
+        self, params: RealConfig, dataset: str, seed: int
+    ) -> tuple[list[MultiAnswerQuestion], list[MultiAnswerQuestion]]:
+        """The questions a run of `params` trains and validates on (`Benchmark.training_split` with its
+        training compounds, components and component count)."""
+        return self.benchmark.training_split(
+            dataset, seed, params.train_compounds, params.train_components, params.train_component_count
+        )
+
     def n_queries(self, dataset: str, system: str) -> int:
         """Query vectors per question: one for single-query, the dataset's number for AMER."""
         return 1 if system == "single" else self.benchmark.n_queries(dataset)

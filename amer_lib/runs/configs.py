@@ -23,7 +23,7 @@ from amer_lib.core.loss import COMPONENT_DISTANCES, FIRST_VECTOR_MODES, MATCHED_
 from amer_lib.core.merge import MERGES
 from amer_lib.core.metrics import DISTANCES
 from amer_lib.core.train import SAMPLING_MODES
-from amer_lib.data.compound import TRAIN_COMPONENTS
+from amer_lib.data.compound import TRAIN_COMPONENTS, check_component_count
 from amer_lib.data.encoders import ENCODERS, RETRIEVERS
 from amer_lib.data.synthetic import SETTINGS, TRANSFORMS
 from amer_lib.io import FIGURES_HELP
@@ -364,6 +364,14 @@ class RealConfig(Config):
         'recipe); "corpus": every training component whose documents the corpus holds, five times as many there; '
         '"disjoint": the findable ones less those sharing a gold document with a test or validation compound',
     )
+    train_component_count: int = param(
+        0,
+        minimum=0,
+        default_if_absent=True,
+        help="beyond the paper, compound benchmark only, with compounds drawn afresh (train_compounds > 0, or "
+        'train_components "corpus" or "disjoint"): make them of this many of those components, drawn by the seed, to '
+        "see what their number does (studies/component_count); 0: all of them",
+    )
     eval_every: int = param(100, minimum=1, help=EVAL_EVERY_HELP)
     search_depth: int = param(100, minimum=100, help=SEARCH_DEPTH_HELP)
     bootstrap_resamples: int = param(10000, minimum=1, run=False, help=BOOTSTRAP_HELP)
@@ -395,6 +403,7 @@ class RealConfig(Config):
         `on_machine` can resolve it for another machine; a config made by `replace` asks what it was
         made with (the values already resolved)."""
         super().__post_init__()
+        check_component_count(self.train_component_count, self.train_compounds, self.train_components)
         object.__setattr__(self, "_asked", {"finetune": self.finetune, "mixed_precision": self.mixed_precision})
         on_gpu = self.device == "cuda" or (self.device == "auto" and torch.cuda.is_available())
         finetune, mixed_precision = run_recipe(self.backbone, self.finetune, self.mixed_precision, on_gpu)

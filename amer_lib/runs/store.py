@@ -35,8 +35,9 @@ from amer_lib.runs.configs import RealConfig, SyntheticConfig
 # Version 8: the component term (`component_weight`, 0 as before), likewise. Version 9: its
 # distance (`component_distance`, "cosine" as in version 8), likewise. Version 10: a single-query run
 # (and the oracle's and baselines') keyed without AMER's loss levers (`RealConfig.for_system`), and
-# `component_single` (false) joined the key.
-CACHE_VERSION = 10
+# `component_single` (false) joined the key. Version 11: the number of training components
+# (`train_component_count`, 0: all of them, as before), likewise.
+CACHE_VERSION = 11
 
 
 def params_digest(params: dict) -> str:

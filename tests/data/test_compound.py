@@ -81,6 +81,7 @@ def test_the_compound_benchmark_keeps_training_and_test_components_apart(tmp_pat
         check_redrawn(benchmark, dataset, k, train, validation)
         check_corpus_components(benchmark, dataset, k, train, validation, in_corpus)
         check_disjoint(benchmark, dataset, k, train, validation, by_qid)
+        check_component_count(benchmark, dataset, k, train, validation)
         for questions in (train, validation, test, *(benchmark.training_split(dataset, 3, 50, c)[0] for c in TRAIN)):
             check_answer_questions(questions, by_qid)
     assert len(corpus) == 4000  # the gold glosses and random others
@@ -167,6 +168,35 @@ def check_disjoint(benchmark, dataset, k, train, validation, by_qid):
     assert benchmark.training_split(dataset, seed=3, components="disjoint")[0] == drawn
     more = benchmark.training_split(dataset, seed=3, compounds=300, components="disjoint")[0]
     assert len(more) == (len(expected) if k == 1 else 300)
+
+
+def check_component_count(benchmark, dataset, k, train, validation):
+    """`train_component_count`: each fresh draw (redrawn, corpus, disjoint) made of that many of its
+    components, drawn by the seed; the validation split untouched; refused where nothing is drawn
+    afresh, or beyond the draw's components."""
+    pools = {
+        "findable": compound.training_components(train),
+        "corpus": benchmark.corpus_components,
+        "disjoint": compound.disjoint(train, benchmark.held_documents)[0],
+    }
+    for compounds, components in ((300, "findable"), (300, "corpus"), (0, "disjoint")):
+        pool = {q.qid for q in pools[components]}
+        fewer, kept = benchmark.training_split(dataset, 3, compounds, components, component_count=40)
+        used = {qid for q in fewer for qid in components_of(q)}
+        assert kept == validation and used <= pool and len(used) <= 40 < len(pool)
+        n = compounds or len(train)  # as many compounds as asked, nearly every component in them
+        assert len(used) == 40 if k == 1 else (len(fewer) == n == len({q.qid for q in fewer}) and len(used) >= 36)
+        assert all(len(components_of(q)) == k and len(q.answers) <= 8 for q in fewer)
+    assert benchmark.training_split(dataset, 3, 0, "disjoint", 40)[0] == fewer  # the seed fixes both draws
+    other = benchmark.training_split(dataset, 4, 0, "disjoint", 40)[0]
+    assert {qid for q in other for qid in components_of(q)} != used
+    if k > 1:  # too few components for the compounds asked: said, not silent
+        with pytest.warns(AmerWarning, match=f"{dataset}: only [0-9]+ of the 300 training compounds .* from 5 comp"):
+            assert len(benchmark.training_split(dataset, 3, 300, "findable", component_count=5)[0]) < 300
+    with pytest.raises(ValueError, match="train_component_count = 20 draws compounds afresh from fewer components"):
+        benchmark.training_split(dataset, 3, component_count=20)
+    with pytest.raises(ValueError, match="train_component_count = 100000: the draw holds [0-9]+ components"):
+        benchmark.training_split(dataset, 3, 300, "findable", component_count=100_000)
 
 
 def test_disjoint_components_leave_out_every_one_sharing_a_gold_document_with_the_held_side(monkeypatch):

@@ -234,6 +234,23 @@ def test_notebook_04_makes_one_run_per_dataset_system_and_seed_on_its_workers(mo
             real_data.run_all(params.replace(**changes), progress=False)
 
 
+@bites("RealConfig.train_component_count")
+def test_train_component_count_reaches_each_runs_draw_and_needs_compounds_drawn_afresh():
+    """A run's questions come from `RunContext.training_split`, which hands the benchmark the count
+    (what the count draws: tests/data/test_compound.py); the prepared split has none to narrow."""
+    from amer_lib.runs.benchmark_runs import RunContext
+
+    asked = []
+    context = object.__new__(RunContext)
+    context.benchmark = SimpleNamespace(training_split=lambda *args: asked.append(args) or ([1], [2]))
+    params = notebook_config("04_real_data", device="cpu").replace(train_compounds=300, train_component_count=40)
+    assert context.training_split(params, "compound_k3", 2) == ([1], [2])
+    assert asked == [("compound_k3", 2, 300, "findable", 40)]
+    with pytest.raises(ValueError, match="^train_component_count = 40 draws compounds afresh from fewer components"):
+        params.replace(train_compounds=0)
+    assert params.replace(train_compounds=0, train_components="disjoint").train_component_count == 40
+
+
 @bites("SyntheticConfig.transforms", "SyntheticConfig.settings", "SyntheticConfig.workers", "SyntheticConfig.systems")
 def test_notebook_02_makes_one_job_per_transform_and_setting_and_a_run_per_system(monkeypatch):
     from amer_lib.experiments import synthetic
@@ -664,7 +681,8 @@ def test_notebook_04_retrieves_search_depth_documents_per_vector_before_the_merg
 
     context = SimpleNamespace(
         n_queries=lambda dataset, system: 2,
-        benchmark=SimpleNamespace(training_split=lambda *a: ([1, 2, 3], [4]), questions=lambda *a: [5]),
+        training_split=lambda *a: ([1, 2, 3], [4]),
+        benchmark=SimpleNamespace(questions=lambda *a: [5]),
         training_data=lambda questions, params: Data(len(questions)),
         shards=SimpleNamespace(dim=8),
         negatives=Data(0),
@@ -860,8 +878,9 @@ def test_the_stop_head_stops_past_stop_threshold_and_the_similarity_rule_before_
     probabilities = torch.tensor([[0.3, 0.6, 0.9], [0.7, 0.8, 0.9]])
     model = SimpleNamespace(stop_probability=lambda hidden: probabilities)
     questions = [SimpleNamespace(targets=[1, 2]), SimpleNamespace(targets=[1])]
-    benchmark = SimpleNamespace(training_split=lambda *args: (questions, questions), questions=lambda *a: questions)
+    benchmark = SimpleNamespace(questions=lambda *a: questions)
     context = SimpleNamespace(
+        training_split=lambda *args: (questions, questions),
         n_queries=lambda dataset, system: 2,
         trained_encoder=lambda *args: model,
         benchmark=benchmark,
@@ -932,7 +951,8 @@ def test_notebook_06_generates_with_each_seeds_run_and_compares_seen_questions_o
 
     questions = [SimpleNamespace(targets=[[f"d{i}"], [f"e{i}"]]) for i in range(10)]
     context = SimpleNamespace(
-        benchmark=SimpleNamespace(questions=lambda *a: questions[:3], training_split=lambda *a: (questions, [])),
+        benchmark=SimpleNamespace(questions=lambda *a: questions[:3]),
+        training_split=lambda *a: (questions, []),
         trained_encoder=lambda *args: None,
         n_queries=lambda dataset, system: 2,
         query_vectors=lambda model, qs, n, device: np.random.default_rng(0).normal(size=(len(qs), n, 4)),

@@ -19,17 +19,17 @@ from amer_lib.runs.store import (
 
 
 def test_checkpoint_folders_keep_their_names_within_a_cache_version():
-    """Pinned digests of version 10: a change to what a run key holds fails here, and must bump
+    """Pinned digests of version 11: a change to what a run key holds fails here, and must bump
     `CACHE_VERSION` (runs of the older version are then made again, none matched by a shim)."""
-    assert CACHE_VERSION == 10
+    assert CACHE_VERSION == 11
     name = synthetic_run_name("linear", "multi", "amer", 0)
-    assert SYNTHETIC_RUNS.run_dir(notebook_config("02_synthetic"), name).name == f"{name}-d956c0a3d9"
+    assert SYNTHETIC_RUNS.run_dir(notebook_config("02_synthetic"), name).name == f"{name}-400068fa0c"
     sweep_cell = notebook_config("02_synthetic", train_transform="linear", dim=512)
-    assert SYNTHETIC_RUNS.run_dir(sweep_cell, "mlp_single_single_seed0").name == "mlp_single_single_seed0-f94d4e4f17"
+    assert SYNTHETIC_RUNS.run_dir(sweep_cell, "mlp_single_single_seed0").name == "mlp_single_single_seed0-5a770873e7"
     name, facts = real_run_name("wordnet_kinds", "amer", 0), {"n_queries": 5}
-    assert REAL_RUNS.run_dir(notebook_config("04_real_data"), name, facts).name == f"{name}-42d3a84215"
+    assert REAL_RUNS.run_dir(notebook_config("04_real_data"), name, facts).name == f"{name}-69d07c6041"
     changed = notebook_config("04_real_data", temperature=0.02)
-    assert REAL_RUNS.run_dir(changed, name, facts).name == f"{name}-c83ffefe40"
+    assert REAL_RUNS.run_dir(changed, name, facts).name == f"{name}-cce67c1aed"
 
 
 def test_a_run_of_another_cache_version_is_made_again(tmp_path):
