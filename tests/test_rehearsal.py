@@ -496,6 +496,7 @@ def test_every_paper_file_and_every_recipe_command_is_rehearsed():  # fast: read
         "07_beyond/compound.yaml",
         "04_real_data/compound_distilled.yaml",
         "04_real_data/compound_fair_control.yaml",
+        "04_real_data/compound_component_count.yaml",
         "06_diversity_analysis/compound_distilled.yaml",
         "07_beyond/compound_distilled.yaml",
         "04_real_data/wordnet_senses_all_train.yaml",
