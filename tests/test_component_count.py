@@ -111,3 +111,85 @@ def test_the_recipe_is_the_fair_control_at_k3_on_266_components_and_its_baseline
     assert (
         f"at least {component_count.SUPPORTED:.0f} points" in text and f"under {component_count.REJECTED:.0f}" in text
     )
+
+
+RECORD = ROOT / "studies" / "component_count"
+
+
+def one_line(path: Path) -> str:
+    return " ".join(path.read_text().split())
+
+
+def test_the_committed_record_recomputes_and_its_quotes_are_the_files():
+    """component_count.json is what the committed scores and the fair control's roles give (the
+    bootstrap again, 10,000 resamples); its table is the one written and embedded in the record; the
+    record, docs/results.md, studies/README.md, the fair control's and FOLDOC's records quote it."""
+    scores = json.loads((RECORD / "component_count_scores.json").read_text())
+    baseline = json.loads(component_count.BASELINE_ROLES.read_text())["roles"]
+    result = component_count.analyse(scores, baseline)
+    assert result == json.loads((RECORD / "component_count.json").read_text())
+    assert (RECORD / "component_count_table.md").read_text() == component_count.table(result)
+    assert scores["266"]["train_component_count"] == 266
+    few, many, d = result["counts"]["266"], result["counts"]["1036"], result["decision"]
+    assert (few["seeds"], few["questions"], many["seeds"], many["questions"]) == (5, 600, 5, 600)
+    record = one_line(RECORD / "component_count.md")
+    assert " ".join((RECORD / "component_count_table.md").read_text().split()) in record
+    results, studies = one_line(ROOT / "docs" / "results.md"), one_line(ROOT / "studies" / "README.md")
+    fair = one_line(ROOT / "studies" / "fair_control" / "fair_control.md")
+    foldoc = one_line(ROOT / "studies" / "foldoc" / "foldoc.md")
+    counts = result["counts"]
+    split = {c: r["vector_roles_mean"]["all_components_served"] for c, r in counts.items()}
+    repeat = {c: r["vector_roles_mean"]["vectors_repeating_a_component"] for c, r in counts.items()}
+    two = {c: sum(r["components_found"]["amer"][2:]) for c, r in counts.items()}  # two or three found fully
+    val = {c: {s: sum(v) / len(v) for s, v in r["validation_at_kept_step"].items()} for c, r in counts.items()}
+    served = {c: r["vector_roles"]["all_components_served"] for c, r in counts.items()}
+
+    def share(c):
+        s = counts[c]["teacher_share"]
+        return f"{100 * s['share']:.0f}% ({100 * s['low']:.0f}-{100 * s['high']:.0f}%)"
+
+    def means(system, joined=" against "):
+        return f"{few[system]['mean']:.2f}{joined}{many[system]['mean']:.2f}"
+
+    assert d["verdict"] == "supported" and d["every_seed_below"] and d["p_permutation"] == pytest.approx(1 / 252)
+    p = f"{d['p_permutation']:.4f}"
+    assert (
+        f"{split['266']:.2f}% of the compounds against {split['1036']:.2f}% with 1036: a drop of {d['drop']:.2f}"
+        in record
+    )
+    assert f"exact one-sided permutation p {p}" in record
+    assert f"{share('266')} with 266 components against {share('1036')} with 1036" in record
+    assert f"AMER scores {means('amer')}, single-query {means('single')}" in record
+    c = few["amer_vs_single"]
+    assert f"(+{c['delta']:.2f}, +{c['low']:.2f} to +{c['high']:.2f})" in record
+    assert f"({repeat['266']:.2f}% of the vectors repeat a component another serves, {repeat['1036']:.2f}%" in record
+    assert f"fully in {two['266']:.2f}% of the compounds against {two['1036']:.2f}%" in record
+    validation = f"{val['266']['amer']:.2f} on the validation compounds against {val['1036']['amer']:.2f} with 1036"
+    assert (
+        f"AMER reads {validation}, single-query {val['266']['single']:.2f} against {val['1036']['single']:.2f}"
+        in record
+    )
+    assert all(r["amer_best_steps"] == [400] * 5 for r in counts.values())  # "400 in every run"
+    assert (
+        f"(the highest seed of 266, {max(served['266']):.2f}, against the lowest of 1036, {min(served['1036']):.2f})"
+        in record
+    )
+    # the docs section, the studies row, the fair control's and FOLDOC's records
+    assert (
+        f"{split['266']:.2f}% of the test compounds with 266 components against {split['1036']:.2f}% with 1036"
+        in results
+    )
+    assert f"every seed below every seed (exact permutation p {p})" in results
+    assert f"falls from {share('1036')} to {share('266')}, FOLDOC's level (28%); AMER {means('amer')}" in results
+    assert f"single-query {means('single')}. Validation shows" in results
+    assert f"(AMER {val['266']['amer']:.2f} against {val['1036']['amer']:.2f} at the kept step)" in results
+    assert (
+        f"in {split['266']:.2f}% of the compounds against {split['1036']:.2f}%, every seed below every seed (p {p})"
+        in studies
+    )
+    assert f"falls from {share('1036')} to {share('266')}, FOLDOC's level" in studies
+    lower = f"{split['266']:.2f}% against {split['1036']:.2f}%"
+    assert f"splits less ({lower}) and reaches {share('266')[:3]} of the teacher's lead" in fair
+    against = f"{split['266']:.2f}% (against {split['1036']:.2f}% with 1036)"
+    assert f"splits in {against} and reaches {share('266')[:3]} of the teacher's lead, near the 28% here" in foldoc
+    assert "28% (17-40%)" in foldoc and "52.7%" in foldoc  # FOLDOC's numbers the record compares with

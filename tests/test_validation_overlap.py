@@ -53,3 +53,37 @@ def test_kept_steps_reads_each_trained_runs_kept_and_last_step(tmp_path):
         "k2_amer_seed0": {"kept": 200, "last": 200},
         "k2_single_seed1": {"kept": 100, "last": 200},
     }
+
+
+def test_the_committed_counts_are_the_records_and_the_docs():
+    """validation_overlap.json (the script's output on the prepared benchmark and the runs) is what its
+    record's table, docs/results.md, studies/README.md and the fair control's record quote."""
+    folder = ROOT / "studies" / "validation_overlap"
+    result = json.loads((folder / "validation_overlap.json").read_text())
+    overlap, runs = result["overlap"], result["runs"]
+    one_line = lambda path: " ".join(path.read_text().split())  # noqa: E731
+    record = one_line(folder / "validation_overlap.md")
+    for k in (1, 2, 3):
+        r = overlap[f"compound_k{k}"]
+        cells = [
+            r[f] for f in ("validation_compounds", "validation_components", "sharing_components", "compounds_with_one")
+        ]
+        assert f"| compound_k{k} | {' | '.join(map(str, cells))} |" in record
+    every = overlap["all"]
+    assert f"| all | | {every['validation_components']} | {every['sharing_components']} | |" in record
+    for name, recipe in (("fair_control", "compound_fair_control"), ("component_count", "compound_component_count")):
+        assert runs[name]["kept_the_last_step"] == runs[name]["trained"]
+        assert f"{recipe}.yaml`): {runs[name]['trained']} of its {runs[name]['trained']} trained runs" in record
+    assert (runs["fair_control"]["trained"], runs["component_count"]["trained"]) == (30, 10)
+    assert all(v["kept"] == v["last"] == 400 for by in result["kept_steps"].values() for v in by.values())
+    k2, k3 = overlap["compound_k2"], overlap["compound_k3"]
+    assert (
+        f"read {k2['compounds_with_one']} of {k2['validation_compounds']} (k = 2) and {k3['compounds_with_one']} of"
+        in record
+    )
+    shares = f"{every['sharing_components']} of its {every['validation_components']} components"
+    assert shares in one_line(ROOT / "docs" / "results.md")
+    row = f"{shares} share a gloss with a test component (in {k2['compounds_with_one']} / {k3['compounds_with_one']} of"
+    assert row in one_line(ROOT / "studies" / "README.md")
+    fair = one_line(ROOT / "studies" / "fair_control" / "fair_control.md")
+    assert f"{every['sharing_components']} of the {every['validation_components']} validation components share" in fair
