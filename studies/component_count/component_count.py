@@ -47,7 +47,14 @@ for path in (ROOT, ROOT / "studies" / "foldoc"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
-from replication import components_found, found_cell, found_shares, interval_cell, write_report  # noqa: E402
+from replication import (  # noqa: E402
+    array,
+    components_found,
+    found_cell,
+    found_shares,
+    interval_cell,
+    write_report,
+)
 
 from amer_lib.core.significance import compare, p_text, share  # noqa: E402
 from amer_lib.io import write_json  # noqa: E402
@@ -131,12 +138,6 @@ def decision(fewer: list[float], more: list[float]) -> dict:
         "p_permutation": permutation_p(fewer, more),
         "verdict": verdict,
     }
-
-
-def array(entry: dict, system: str) -> np.ndarray:
-    """`[seeds, questions]` in percent, the seeds in order (one row for the seed-free teacher)."""
-    by_seed = entry["systems"][system]
-    return 100 * np.array([by_seed[s]["mrecall"] for s in sorted(by_seed)], float)
 
 
 def at_kept_step(run: dict) -> float:
