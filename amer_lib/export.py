@@ -1,5 +1,5 @@
 """Export a finished run of notebook 02, 04 or 07 as a model folder that stands alone
-(`amer_lib.core.saved`), which `amer_lib.retriever` and `python -m amer_lib.search` read.
+(`amer_lib.runs.saved`), which `amer_lib.retriever` and `python -m amer_lib.search` read.
 
     python -m amer_lib.export 04_real_data results/own_data/04/params_minilm_kinds_mine.yaml \\
         --dataset kinds_mine --system amer --seed 0 --out models/kinds_mine_amer
@@ -23,11 +23,11 @@ import sys
 from pathlib import Path
 
 from amer_lib.core.device import DeviceUnavailableError
-from amer_lib.core.saved import CONFIG
 from amer_lib.data.synthetic import SETTINGS, TRANSFORMS
 from amer_lib.experiments import beyond, real_data, synthetic
 from amer_lib.io import require_writable
 from amer_lib.runs.configs import SYSTEMS, BeyondConfig, RealConfig, SyntheticConfig
+from amer_lib.runs.saved import CONFIG
 
 NOTEBOOKS_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from amer_lib.clean_notebook import dumps as notebook_json
+from amer_lib.config import Config, did_you_mean, read_parameter_file
 from amer_lib.core.backbones import BackboneUnavailableError, require_weights
-from amer_lib.core.config import Config, did_you_mean, read_parameter_file
 from amer_lib.core.device import DeviceUnavailableError, resolve_device
 from amer_lib.data.preparation import PrepConfig
 from amer_lib.io import require_writable, write_text

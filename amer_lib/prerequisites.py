@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from amer_lib.core.config import Config
+from amer_lib.config import Config
 from amer_lib.io import FIGURES, PROVENANCE
 from amer_lib.params import NOTEBOOKS, from_files
 

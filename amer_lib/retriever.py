@@ -1,4 +1,4 @@
-"""A trained AMER as a retriever for new questions: a saved model folder (`amer_lib.core.saved`)
+"""A trained AMER as a retriever for new questions: a saved model folder (`amer_lib.runs.saved`)
 and a corpus encoded by the document encoder it was trained against.
 
     retriever = AMERRetriever.from_pretrained("models/kinds_mine_amer", index="results/prepared/kinds_mine")
@@ -24,13 +24,13 @@ from amer_lib.core.backbones import load_tokenizer
 from amer_lib.core.device import resolve_device
 from amer_lib.core.merge import found_by, get_merge
 from amer_lib.core.model import AMERQueryEncoder
-from amer_lib.core.saved import from_pretrained, read_config
 from amer_lib.core.search import ShardedFlatIndex, VectorIndex, kept_search
 from amer_lib.data.encoders import EmbeddingShards
 from amer_lib.data.prompts import PromptTemplate
 from amer_lib.io import write_trec_run
 from amer_lib.progress import tqdm
 from amer_lib.runs.query_encoders import generated_until_stop, generated_vectors, token_prompts
+from amer_lib.runs.saved import from_pretrained, read_config
 
 TREC_SCORES = ("rank", "cosine")  # what a TREC run's score column holds (`SearchResults.write_trec`)
 GENERATION_BATCH = 128  # questions per forward pass, as in the notebooks' evaluation
@@ -105,7 +105,7 @@ class AMERRetriever:
         if config["document_encoder"] is None:
             raise ValueError(
                 f"{folder} was trained on the synthetic task's vectors, not on text: it has no document "
-                "encoder or prompt to search a corpus with (load it with amer_lib.core.saved.from_pretrained)"
+                "encoder or prompt to search a corpus with (load it with amer_lib.runs.saved.from_pretrained)"
             )
         searched, ids = open_index(index, config, doc_ids, progress)
         model = from_pretrained(folder, resolve_device(device))

@@ -24,15 +24,15 @@ from pathlib import Path
 
 from amer_lib.core.device import DEVICES, DeviceUnavailableError, resolve_device
 from amer_lib.core.merge import MERGES
-from amer_lib.core.saved import read_config
 from amer_lib.data.questions import read_question_texts
 from amer_lib.io import require_writable
 from amer_lib.retriever import TREC_SCORES, AMERRetriever
+from amer_lib.runs.saved import read_config
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m amer_lib.search", description=__doc__.splitlines()[0])
-    parser.add_argument("--model", required=True, help="a model folder (amer_lib.core.saved.save_pretrained)")
+    parser.add_argument("--model", required=True, help="a model folder (amer_lib.runs.saved.save_pretrained)")
     parser.add_argument("--index", required=True, help="a prepared benchmark's folder or an embeddings folder")
     parser.add_argument(
         "--questions", required=True, help="questions: .txt (one per line), .jsonl (qid, question; or BEIR's) or .tsv"

@@ -1,7 +1,7 @@
 """Activation memory per token per layer of every registry backbone, measured on CPU stand-ins of
 its real layer shape through the step that trains, and the host bytes per corpus document: the
-constants of the memory preflight (`amer_lib/core/memory.py`), written to
-`amer_lib/core/activation_memory.json`.
+constants of the memory preflight (`amer_lib/runs/memory.py`), written to
+`amer_lib/runs/activation_memory.json`.
 
     .venv/bin/python benchmarks/bench_activation_memory.py   # minutes on one thread (the JSON's "seconds")
 
@@ -33,7 +33,9 @@ import transformers
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from amer_lib.core.activation_memory import (  # noqa: E402
+from amer_lib.core.backbones import BACKBONES, backbone_config  # noqa: E402
+from amer_lib.io import write_json  # noqa: E402
+from amer_lib.runs.activation_memory import (  # noqa: E402
     FED_BACK,
     MEASURED,
     MODES,
@@ -41,8 +43,6 @@ from amer_lib.core.activation_memory import (  # noqa: E402
     layer_shape,
     measure_layer_activations,
 )
-from amer_lib.core.backbones import BACKBONES, backbone_config  # noqa: E402
-from amer_lib.io import write_json  # noqa: E402
 
 MEASURED_BACKBONES = ("llama8b", "qwen4b", "llama3b", "llama1b", "smollm2", "minilm")
 

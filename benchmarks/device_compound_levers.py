@@ -91,7 +91,7 @@ def pack() -> None:
     from safetensors.torch import load_file, save_file
     from transformers import AutoTokenizer
 
-    from amer_lib.core.packaged import MINILM
+    from amer_lib.packaged import MINILM
 
     CARRY.mkdir(exist_ok=True)
     model_dir = MINILM.directory
@@ -131,7 +131,7 @@ def pack() -> None:
 
 SITECUSTOMIZE = """# written by benchmarks/device_compound_levers.py: every process (workers too) reads the carried
 # MiniLM, whose float16 rounding cannot match the pinned sha256 of the float32 original
-import amer_lib.core.packaged as _packaged
+import amer_lib.packaged as _packaged
 
 _original = _packaged._checked_file
 

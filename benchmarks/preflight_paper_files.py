@@ -21,9 +21,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from amer_lib.core import memory  # noqa: E402
 from amer_lib.core.backbones import Description, describe  # noqa: E402
 from amer_lib.params import from_files  # noqa: E402
+from amer_lib.runs import memory  # noqa: E402
 
 H100 = 78 * memory.GIB  # what torch leaves usable of an H100 80GB (it reports 79.1 GiB in all)
 PROMPT_TOKENS = 65

@@ -17,7 +17,7 @@ FIXTURES = ROOT / "tests" / "fixtures"
 # threads, and a training of a few milliseconds takes seconds (benchmarks/make_test.md, issue 71).
 WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 torch.set_num_threads(max(1, min(2, torch.get_num_threads()) // WORKERS))
-# measurements that outlive a process (a local backbone's activations: amer_lib.core.activation_memory)
+# measurements that outlive a process (a local backbone's activations: amer_lib.runs.activation_memory)
 # stay in the checkout's ignored build/ folder, shared by the suite's workers and kernels, never the user's
 os.environ["AMER_CACHE_DIR"] = str(ROOT / "build" / "test-cache")
 

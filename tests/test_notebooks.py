@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from amer_lib.core.metrics import low_similarity_subset
-from amer_lib.core.significance import compare
 from amer_lib.report.record import recorded
+from amer_lib.report.significance import compare
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow  # papermill runs: 20 s to several minutes each

@@ -7,7 +7,7 @@ import pytest
 import torch
 from conftest import ROOT
 
-from amer_lib.core.config import read_parameter_file
+from amer_lib.config import read_parameter_file
 from amer_lib.core.device import DeviceUnavailableError, resolve_device
 from amer_lib.io import atomic_folder, require_writable
 from amer_lib.params import cell_defaults, collect, from_files, main

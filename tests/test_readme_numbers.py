@@ -542,7 +542,7 @@ def test_the_compound_prose_quotes_figures():
     summary = json.loads(summary.read_text())
     amer = {r["dataset"]: r for r in summary if r["system"] == "amer"}
     k1, k2, k3 = (amer[f"compound_k{k}"] for k in (1, 2, 3))
-    from amer_lib.core.significance import p_text
+    from amer_lib.report.significance import p_text
 
     # none of the resamples crossed zero: p is quoted at the bootstrap's floor after Holm, not below it
     [m] = {r["correction"]["comparisons"] for r in (k1, k2, k3)}
@@ -1139,7 +1139,7 @@ def test_the_ranking_distance_quotes_its_json():
     assert f"for {v['n1']:.2f}% of the questions (today {t['n1']:.2f}%), two vectors give {v['n2']:.2f}" in text
     assert v["median_repeat_cosine"][2] == 0.999
     r3, r10 = pilot[("components_rank_3", "2")], pilot[("components_rank_10", "2")]
-    from amer_lib.core.significance import p_text
+    from amer_lib.report.significance import p_text
 
     def one_sided(p: float) -> str:
         """A one-sided p of 10,000 resamples as the record prints it: "= 0.0123", or "≤ 0.0001" at the floor."""
@@ -1458,8 +1458,8 @@ def test_the_kept_levers_section_quotes_figures_and_the_study():
     shares and vector roles are that folder's and today's, and its p-values and intervals the study's."""
     import json
 
-    from amer_lib.core.significance import AHEAD, BEHIND
     from amer_lib.report.results_page import COMPOUND, COMPOUND_DISTILLED, COMPOUND_RUNS, SHARE
+    from amer_lib.report.significance import AHEAD, BEHIND
 
     page = " ".join(README[README.index("### The kept levers: AMER toward the oracle") :].split())
     kept_rows = figure_rows(COMPOUND_DISTILLED)
@@ -1495,7 +1495,7 @@ def test_the_kept_levers_section_quotes_figures_and_the_study():
         f"two-sided p = {one['whole_p_two_sided']:.2f} before the correction; the study's runs: "
         f"{study['1']['amer_mean']:.2f}, p = {study['1']['p_behind_single']:.2f} that it is behind)"
     ) in page.replace("−", "-")
-    from amer_lib.core.significance import p_text
+    from amer_lib.report.significance import p_text
 
     assert all(r["p_ahead"] == 0 for r in study.values())  # none of the 10,000 resamples: the one-sided floor
     assert f"each k ahead of today's recipe at p {p_text(0.0, 10_000, sides=1)} (one-sided, uncorrected" in page
@@ -1615,8 +1615,8 @@ def test_the_asymmetric_supervision_and_the_teachers_ceiling_quote_their_files()
     term on plain questions (studies/kinds_distilled/kinds_distilled.json)."""
     import json
 
-    from amer_lib.core.significance import AHEAD, BEHIND
     from amer_lib.report.results_page import CEILING_SHARE, COMPOUND_DISTILLED, SHARE
+    from amer_lib.report.significance import AHEAD, BEHIND
     from amer_lib.report.tables import COMPOUND_SYSTEMS
 
     readme = in_words()  # the README's verdicts told as prose

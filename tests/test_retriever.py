@@ -11,11 +11,11 @@ from stand_ins import HashEncoder, documents
 from amer_lib.core.backbones import add_lora, get_backbone, load_backbone, load_tokenizer
 from amer_lib.core.merge import round_robin_merge
 from amer_lib.core.model import AMERQueryEncoder
-from amer_lib.core.saved import save_pretrained
 from amer_lib.core.search import unit_norm
 from amer_lib.data.encoders import EmbeddingShards, encode_corpus
 from amer_lib.data.prompts import PromptTemplate
 from amer_lib.retriever import AMERRetriever
+from amer_lib.runs.saved import save_pretrained
 
 QUESTIONS = ["what is a bank?", "kinds of dog", "who wrote the iliad and the odyssey?"]
 

@@ -1,7 +1,7 @@
 """Issue 70: the kept compound recipe told as it happened, each number computed from a committed file.
 The recipe was chosen comparing variants on the test compounds (the lever study's JSONs) and checked on the
 validation compounds afterwards (studies/compound_levers/selection.json); p-values stop at what the
-bootstrap's resamples resolve (amer_lib.core.significance.p_floor); the verdict is given k by k with the
+bootstrap's resamples resolve (amer_lib.report.significance.p_floor); the verdict is given k by k with the
 seven-seed intervals; the single-query pilot is read beside the committed figure folder."""
 
 import csv
@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from amer_lib.core.significance import compare, p_floor, p_text
+from amer_lib.report.significance import compare, p_floor, p_text
 
 ROOT = Path(__file__).resolve().parent.parent
 LEVERS = ROOT / "studies" / "compound_levers"

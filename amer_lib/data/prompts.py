@@ -10,7 +10,7 @@ caller gives `date_string`: the date is pinned, so a prompt is the same on every
 resuming and the reloads of notebooks 05-07 see one prompt).
 
 A `PromptTemplate` holds all of it, the chat template's own text included, so a saved model
-(`amer_lib.core.saved`) builds its prompts as it was trained even where the tokenizer's template
+(`amer_lib.runs.saved`) builds its prompts as it was trained even where the tokenizer's template
 has changed since.
 """
 

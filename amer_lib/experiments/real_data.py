@@ -20,17 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from amer_lib.core import distributed, memory
-from amer_lib.core.activation_memory import PROMPT_TOKENS
-from amer_lib.core.backbones import (
-    BackboneUnavailableError,
-    describe,
-    get_backbone,
-    load_tokenizer,
-    require_weights,
-)
-from amer_lib.core.device import DeviceUnavailableError, resolve_device
-from amer_lib.core.expansion import (
+from amer_lib.baselines.expansion import (
     EXPANSION_SOURCES,
     ChatEndpointGenerator,
     GenerationCache,
@@ -39,15 +29,22 @@ from amer_lib.core.expansion import (
     expanded_query,
     generate_keywords,
 )
-from amer_lib.core.memory import MemoryPlan
+from amer_lib.baselines.mmr import mmr_rerank, tune_lambda
+from amer_lib.core import distributed
+from amer_lib.core.backbones import (
+    BackboneUnavailableError,
+    describe,
+    get_backbone,
+    load_tokenizer,
+    require_weights,
+)
+from amer_lib.core.device import DeviceUnavailableError, resolve_device
 from amer_lib.core.metrics import (
     K,
     evaluate,
     low_similarity_subset,
 )
 from amer_lib.core.model import AMERQueryEncoder
-from amer_lib.core.rerank import mmr_rerank, tune_lambda
-from amer_lib.core.saved import save_pretrained
 from amer_lib.core.search import ResidentFlatIndex, ShardedFlatIndex, faiss_sees_gpus, multi_vector_search
 from amer_lib.core.train import train
 from amer_lib.data import compound
@@ -60,10 +57,14 @@ from amer_lib.data.questions import MultiAnswerQuestion, component_texts
 from amer_lib.io import require_writable
 from amer_lib.progress import AmerWarning
 from amer_lib.report.summaries import summary
+from amer_lib.runs import memory
+from amer_lib.runs.activation_memory import PROMPT_TOKENS
 from amer_lib.runs.benchmark_runs import NEGATIVE_POOL, RunContext, cached_result, run_facts
 from amer_lib.runs.configs import BASELINES, SYSTEMS, RealConfig
 from amer_lib.runs.dispatch import run_jobs
+from amer_lib.runs.memory import MemoryPlan
 from amer_lib.runs.query_encoders import build_query_encoder, generated_vectors, text_prompts, train_config
+from amer_lib.runs.saved import save_pretrained
 from amer_lib.runs.store import REAL_RUNS, real_run_name
 from amer_lib.runs.tuning import grid_cost, grid_points, point_params, selected_checkpoint
 
@@ -134,7 +135,7 @@ def memory_preflight(params: RealConfig, benchmark: Benchmark, dataset: str, pro
     systems: it decodes up to a batch's largest target set) before any weight is loaded, from the
     backbone described once (`backbones.describe`), on the machine the run trains on (this one:
     `preflight_machine`); print it, and on a GPU stop with the settings that fit when it exceeds
-    the GPU's memory (`amer_lib.core.memory`). A GPU holds one training at a time
+    the GPU's memory (`amer_lib.runs.memory`). A GPU holds one training at a time
     (`runs.dispatch.training_workers`), so one process a GPU is projected."""
     spec, tokenizer = get_backbone(params.backbone), load_tokenizer(params.backbone)
     questions = benchmark.questions(dataset, "train")
@@ -737,7 +738,7 @@ def vector_role_table(params: RealConfig) -> list[dict]:
 # ----- a finished run as a model folder ----------------------------------------------------------------
 def export_run(params: RealConfig, dataset: str, system: str, seed: int, folder: str | Path) -> Path:
     """A finished notebook-04 run's encoder as a self-contained model folder
-    (`amer_lib.core.saved`), its card recording the training data, steps, seed and test scores."""
+    (`amer_lib.runs.saved`), its card recording the training data, steps, seed and test scores."""
     context = RunContext.of(params)
     model, result = context.trained_run(params, dataset, system, seed, resolve_device(params.device))
     return save_run(model, result, params, context, (dataset, system, seed), folder)
@@ -756,7 +757,7 @@ def save_run(
     """`model`, the encoder of the finished run `(dataset, system, seed)` whose results are
     `result`, as a model folder: its prompt, document encoder, search depth and recipe, and a card
     with the run's training data, steps, seed and test scores (and `facts`); `stop`: its stop
-    head's settings (`core.saved.save_pretrained`)."""
+    head's settings (`runs.saved.save_pretrained`)."""
     dataset, system, seed = run
     params = params.for_system(system)
     trained_on = context.training_split(params, dataset, seed)[0]

@@ -20,7 +20,6 @@ from amer_lib.core import distributed
 from amer_lib.core.device import resolve_device
 from amer_lib.core.metrics import KS, evaluate, mean_scores
 from amer_lib.core.model import AMERQueryEncoder
-from amer_lib.core.saved import save_pretrained
 from amer_lib.core.search import VectorIndex, multi_vector_search, unit_norm
 from amer_lib.core.train import TrainResult, split_train_validation, train
 from amer_lib.data.datasets import VectorData
@@ -36,6 +35,7 @@ from amer_lib.runs.query_encoders import (
     train_config,
     vector_prompts,
 )
+from amer_lib.runs.saved import save_pretrained
 from amer_lib.runs.store import SYNTHETIC_RUNS, synthetic_run_name
 from amer_lib.runs.tuning import grid_cost, grid_points, point_params, selected_checkpoint
 
@@ -51,7 +51,7 @@ def trained_synthetic_encoder(
 
 
 def export_run(params: SyntheticConfig, transform: str, setting: str, system: str, folder: str | Path) -> Path:
-    """A finished notebook-02 run's encoder as a self-contained model folder (`amer_lib.core.saved`),
+    """A finished notebook-02 run's encoder as a self-contained model folder (`amer_lib.runs.saved`),
     its card recording the task, steps, seed and test scores."""
     name = synthetic_run_name(transform, setting, system, params.seed)
     model, result = load_trained(SYNTHETIC_RUNS, params, name, params.dim, resolve_device(params.device))

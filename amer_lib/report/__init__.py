@@ -1,1 +1,2 @@
-"""Figures in the paper's style and tables written as CSV, Markdown and LaTeX."""
+"""Figures in the paper's style, tables written as CSV, Markdown and LaTeX, and the statistics
+behind their marks (`significance`)."""

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from amer_lib.core.significance import AHEAD, BEHIND
 from amer_lib.io import PROVENANCE, write_text
+from amer_lib.report.significance import AHEAD, BEHIND
 
 FIGURES = Path("figures")  # the command runs from the repository root, as every command shown does
 BEGIN, END = "<!-- begin verdicts (python -m amer_lib.report.results_page) -->", "<!-- end verdicts -->"

@@ -1,7 +1,7 @@
 """Notebook 04's runs aggregated into the rows of the paper's tables and curves: per dataset and
 system, mean and standard deviation over seeds on the whole test set and its low-similarity
 third, the relative change against single-query with its paired-bootstrap p-values over seeds and
-questions (`core.significance`), the marks those leave after correcting across a table's
+questions (`report.significance`), the marks those leave after correcting across a table's
 comparisons, and the validation learning curves."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from amer_lib.core.metrics import low_similarity_subset
-from amer_lib.core.significance import adjust, compare, mark
 from amer_lib.io import staged_or_published
+from amer_lib.report.significance import adjust, compare, mark
 
 
 def _runs(results: list[dict], dataset: str, system: str) -> list[dict]:

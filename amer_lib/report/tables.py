@@ -7,8 +7,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from amer_lib.core.significance import note
 from amer_lib.io import write_text
+from amer_lib.report.significance import note
 from amer_lib.report.summaries import compared_count, with_marks
 
 

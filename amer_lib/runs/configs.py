@@ -15,10 +15,10 @@ from typing import ClassVar
 
 import torch
 
+from amer_lib.baselines.expansion import EXPANSION_SOURCES
+from amer_lib.config import Config, internal, param
 from amer_lib.core.backbones import BACKBONES, FINETUNE_MODES, is_large_backbone
-from amer_lib.core.config import Config, internal, param
 from amer_lib.core.device import DEVICES
-from amer_lib.core.expansion import EXPANSION_SOURCES
 from amer_lib.core.loss import COMPONENT_DISTANCES, FIRST_VECTOR_MODES, MATCHED_REDUCTIONS
 from amer_lib.core.merge import MERGES
 from amer_lib.core.metrics import DISTANCES

@@ -10,8 +10,8 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 import torch
 
+from amer_lib.config import Config
 from amer_lib.core.backbones import add_lora, frozen_weights_dtype, get_backbone, load_backbone
-from amer_lib.core.config import Config
 from amer_lib.core.model import AMERQueryEncoder
 from amer_lib.core.train import TrainConfig, load_trainable_state
 from amer_lib.data.datasets import TextData, token_prompt

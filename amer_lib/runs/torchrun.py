@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch.distributed as dist
 
-from amer_lib.core.config import Config
+from amer_lib.config import Config
 from amer_lib.core.device import with_threads
 from amer_lib.core.distributed import is_main, setup
 from amer_lib.io import write_json

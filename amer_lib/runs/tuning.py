@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 
-from amer_lib.core.config import Config
+from amer_lib.config import Config
 from amer_lib.core.train import steps_for_epochs
 
 TUNABLE = ("lr", "batch_size", "temperature", "epochs")

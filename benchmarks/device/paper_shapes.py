@@ -107,7 +107,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # amer_lib from this checkout (not installed on the device machine)
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from amer_lib.core import checkpointing, memory  # noqa: E402
+from amer_lib.core import checkpointing  # noqa: E402
 from amer_lib.core.backbones import LoraSettings, add_lora, backbone_config  # noqa: E402
 from amer_lib.core.model import AMERQueryEncoder  # noqa: E402
 from amer_lib.core.train import (  # noqa: E402
@@ -120,6 +120,7 @@ from amer_lib.core.train import (  # noqa: E402
 )
 from amer_lib.data.datasets import TextData  # noqa: E402
 from amer_lib.io import write_json, write_text  # noqa: E402
+from amer_lib.runs import memory  # noqa: E402
 
 GIB = 2**30
 # the budget arithmetic of the module docstring (a test checks that it adds up)
@@ -347,7 +348,7 @@ def negative_pool(size: dict, device: str) -> torch.Tensor:
 
 def projection(name: str, config: dict, size: dict, dataset: str, micro: int, checkpointed: bool) -> dict:
     """The preflight's projected GPU peak of one training setting, for exactly what this script puts
-    on the GPU: `amer_lib.core.memory.plan_for` of the backbone's config and a `Workload` of the
+    on the GPU: `amer_lib.runs.memory.plan_for` of the backbone's config and a `Workload` of the
     setting (no search during the step: corpus size 0)."""
     work = memory.Workload(
         finetune="lora",
@@ -368,7 +369,7 @@ def projection(name: str, config: dict, size: dict, dataset: str, micro: int, ch
         without_reserve=plan.gpu_peak - plan.reserve,  # what max_memory_allocated can see (no CUDA context)
         terms=asdict(plan),
         sequence=work.sequence,
-        function="amer_lib.core.memory.plan_for",
+        function="amer_lib.runs.memory.plan_for",
     )
 
 
@@ -932,9 +933,9 @@ def generation(size: dict, deadline: float, *, result: dict | None = None, run: 
     training step of the backbone bounds a generation batch), each next batch from the warm-up's
     time, export and search from `export_seconds` and `search_seconds`; what does not fit is
     recorded under `stages`. `result` (the caller's dict) fills as it goes."""
-    from amer_lib.core.saved import save_pretrained
     from amer_lib.core.search import VectorIndex, _use_gpu, multi_vector_search, unit_norm
     from amer_lib.runs.query_encoders import generated_vectors, token_prompts
+    from amer_lib.runs.saved import save_pretrained
 
     run = run or Run()
     result = {} if result is None else result
@@ -1377,7 +1378,7 @@ def markdown(record: dict) -> str:
         lines += [
             "## training",
             "",
-            f"Batch {BATCH} (4 in the rehearsal), LoRA r = 64, bfloat16; projected: `amer_lib.core.memory.plan_for`; "
+            f"Batch {BATCH} (4 in the rehearsal), LoRA r = 64, bfloat16; projected: `amer_lib.runs.memory.plan_for`; "
             "device: total less `torch.cuda.mem_get_info`'s free, its maximum over the steps.",
             "",
             "| part | backbone | data | micro-batch | checkpointing | status | allocated GiB | reserved GiB | "

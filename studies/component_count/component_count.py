@@ -56,8 +56,8 @@ from replication import (  # noqa: E402
     write_report,
 )
 
-from amer_lib.core.significance import compare, p_text, share  # noqa: E402
 from amer_lib.io import write_json  # noqa: E402
+from amer_lib.report.significance import compare, p_text, share  # noqa: E402
 
 RECIPE = ROOT / "params" / "04_real_data" / "compound_component_count.yaml"
 RESULTS = {

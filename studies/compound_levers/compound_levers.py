@@ -171,8 +171,8 @@ def compare(variant: str, made: dict[str, list[dict]], only=None, n_resamples: i
     """Per dataset: the variant's AMER against its baseline's (paired bootstrap on the seeds both
     have, within `only` if given), with single-query and the oracle of its reference variant's
     training; `made` is `made_runs`."""
-    from amer_lib.core.metrics import paired_bootstrap, share_interval
     from amer_lib.experiments.real_data import ORACLE
+    from amer_lib.report.significance import paired_bootstrap, share_interval
 
     mine, against, others = (made.get(name, []) for name in (variant, baseline(variant), reference(variant)))
     rows = []
@@ -239,7 +239,7 @@ def reports() -> list[str]:
 def table(rows: list[dict]) -> str:
     """A report's table from its rows: the one-sided p's, uncorrected, at the bootstrap's resolution
     (the committed rows made theirs with 10,000 resamples: "≤ 0.0001", never 0.0000)."""
-    from amer_lib.core.significance import p_text
+    from amer_lib.report.significance import p_text
 
     interval = " (95% interval over questions)" if any("oracle_share_low" in r for r in rows) else ""
     lines = [

@@ -20,7 +20,7 @@ and the per-question test scores. This script
    AMER, the trained decomposition oracle (the k = 1 single-query model on each component) and the
    teacher's decomposition (the off-the-shelf encoder that selected the benchmark, on each component,
    merged round-robin; seed-free, measured here on the CPU from the prepared benchmark);
-3. compares with `amer_lib.core.significance`: a paired bootstrap that resamples seeds and then
+3. compares with `amer_lib.report.significance`: a paired bootstrap that resamples seeds and then
    questions, two-sided p corrected by Holm across the table's comparisons (a p below what the
    resamples resolve printed as at most `significance.p_floor`), AMER's share of the better
    ceiling's lead with its seed-and-question interval.
@@ -182,7 +182,7 @@ def teacher_scores(prepared: Path, dataset: str, qids: list[str]) -> np.ndarray:
 
 def headline(runs: dict, chosen: str, prepared: Path, resamples: int) -> dict:
     """The chosen recipe's test scores against each reference, corrected across the table."""
-    from amer_lib.core.significance import compare, holm, share
+    from amer_lib.report.significance import compare, holm, share
 
     seeds = sorted(runs[(chosen, "compound_k2", "amer")])
     rows, comparisons = [], []
@@ -258,7 +258,7 @@ def _system(r: dict, name: str) -> list[str]:
 def table(result: dict, resamples: int) -> str:
     """The study's tables: the validation choice, then the test headline, its p-values from
     `resamples` resamples (below the floor they resolve: "≤ floor", `significance.p_text`)."""
-    from amer_lib.core.significance import p_text
+    from amer_lib.report.significance import p_text
 
     selection, head = result["selection"], result["headline"]
     rows = {r["variant"]: r for r in result["validation"]}

@@ -34,8 +34,8 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from amer_lib.core.significance import compare, holm, p_text, share  # noqa: E402
 from amer_lib.io import write_json, write_text  # noqa: E402
+from amer_lib.report.significance import compare, holm, p_text, share  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 RUNS = ROOT / "results" / "studies" / "frozen"

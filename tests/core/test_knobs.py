@@ -22,7 +22,7 @@ import torch
 from stand_ins import DIM, TRAIN_CONFIG, knob_registry, make_model, make_problem, state
 
 import amer_lib.core.train as training
-from amer_lib.core import config as config_module
+from amer_lib import config as config_module
 from amer_lib.core import loss as loss_module
 from amer_lib.core import model as model_module
 from amer_lib.core.backbones import load_backbone

@@ -11,11 +11,11 @@ import torch
 from conftest import ROOT, documentation
 from stand_ins import HashEncoder
 
-from amer_lib.core import memory
 from amer_lib.core.device import cpu_threads
 from amer_lib.core.search import ResidentFlatIndex, ShardedFlatIndex, unit_norm
 from amer_lib.data.corpus import Document
 from amer_lib.data.encoders import encode_corpus
+from amer_lib.runs import memory
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import preflight_paper_files  # noqa: E402

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from amer_lib.core.packaged import sha256_of
 from amer_lib.data import foldoc, wordnet
 from amer_lib.data.corpus import iter_documents
 from amer_lib.data.questions import read_questions
+from amer_lib.packaged import sha256_of
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "foldoc"
 

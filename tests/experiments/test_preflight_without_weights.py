@@ -12,13 +12,13 @@ import pytest
 import torch
 from conftest import ROOT, notebook_config
 
-from amer_lib.core import memory
 from amer_lib.core.backbones import BackboneUnavailableError
 from amer_lib.data.benchmark import Benchmark
 from amer_lib.data.preparation import offline_sizes, prepare_wordnet
 from amer_lib.experiments import real_data
 from amer_lib.experiments.real_data import preflight_without_weights, ready_benchmark
 from amer_lib.params import notebook_defaults, validate
+from amer_lib.runs import memory
 
 DATASETS = ["wordnet_senses", "wordnet_kinds"]
 LLAMA8B = 7_504_924_672  # Llama-3.1-8B's parameters without its LM head (tests/core/test_memory.py counts them)

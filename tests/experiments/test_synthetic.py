@@ -58,9 +58,9 @@ def test_runs_cached_for_an_older_task_are_not_reused(tmp_path):
 
 
 def test_an_exported_run_generates_the_runs_query_vectors(tmp_path):
-    from amer_lib.core.saved import from_pretrained, read_config
     from amer_lib.experiments.synthetic import trained_synthetic_encoder
     from amer_lib.export import main
+    from amer_lib.runs.saved import from_pretrained, read_config
 
     params = tiny_synthetic_params(tmp_path, 1).replace(settings=["single"], systems=["amer"])
     [_, oracle] = run_all(params, progress=False)
@@ -86,8 +86,8 @@ def test_an_exported_run_generates_the_runs_query_vectors(tmp_path):
 def test_the_export_command_refuses_an_existing_model_folder_unless_overwrite_and_then_replaces_it_whole(
     tmp_path, monkeypatch
 ):
-    from amer_lib.core import saved
     from amer_lib.export import main
+    from amer_lib.runs import saved
 
     params = tiny_synthetic_params(tmp_path, 1).replace(settings=["single"], systems=["amer"])
     run_all(params, progress=False)

@@ -111,8 +111,8 @@ def test_the_prose_under_the_verdicts_says_what_the_files_say():
     import csv
     import json
 
-    from amer_lib.core.significance import AHEAD, BEHIND
     from amer_lib.report.results_page import COMPOUND
+    from amer_lib.report.significance import AHEAD, BEHIND
 
     with open(ROOT / "figures" / COMPOUND, newline="") as f:
         marks = [row["MRecall@100"][-1] for row in csv.DictReader(f) if row["System"] == "AMER"]

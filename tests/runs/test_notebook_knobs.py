@@ -598,7 +598,7 @@ def test_query_expansion_takes_its_keywords_from_the_source_and_model_named(monk
     """`keyword_source`: "prf" reads the corpus (no model), "chat" the endpoint with the model named,
     "hf" the local model named (loaded when first asked, not here) and refuses to run without one;
     a cached expansion made from another source or model is not reused."""
-    from amer_lib.core.expansion import ChatEndpointGenerator, HFGenerator, PseudoRelevanceFeedback
+    from amer_lib.baselines.expansion import ChatEndpointGenerator, HFGenerator, PseudoRelevanceFeedback
     from amer_lib.experiments import real_data
 
     documents = [SimpleNamespace(full_text="alpha beta"), SimpleNamespace(full_text="gamma delta")]
@@ -725,9 +725,8 @@ def test_bootstrap_resamples_is_every_significance_tests_number_of_resamples(mon
     `real_sampling(..., bootstrap_resamples)` and notebook 07's `comparison_rows` and
     `stop_head_against_fixed` come from bootstraps of that many resamples: each one-sided p is a
     count of resamples over it."""
-    from amer_lib.core import significance
     from amer_lib.experiments import ablations, beyond
-    from amer_lib.report import summaries
+    from amer_lib.report import significance, summaries
 
     asked = []
 

@@ -10,9 +10,9 @@ from conftest import ROOT
 from stand_ins import tiny_wordnet_runs
 
 from amer_lib.core.backbones import BACKBONES, is_large_backbone
-from amer_lib.core.memory import MemoryPreflightError
 from amer_lib.experiments import real_data
 from amer_lib.params import notebook_defaults, validate
+from amer_lib.runs.memory import MemoryPreflightError
 
 NOTEBOOK = ROOT / "notebooks" / "04_real_data.ipynb"
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pytest
 from conftest import notebook_config
 
-from amer_lib.core.config import Config, param
+from amer_lib.config import Config, param
 from amer_lib.runs.store import (
     CACHE_VERSION,
     REAL_RUNS,

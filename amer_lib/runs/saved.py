@@ -204,7 +204,7 @@ def model_card(config: dict) -> str:
             '    results = retriever.search(["who wrote the iliad?"], k=100)',
         ]
     else:
-        lines += ["", "    from amer_lib.core.saved import from_pretrained", "    model = from_pretrained(FOLDER)"]
+        lines += ["", "    from amer_lib.runs.saved import from_pretrained", "    model = from_pretrained(FOLDER)"]
     for title, record in (("Recorded with it", config["facts"]), ("Training recipe", config["recipe"])):
         if record:
             lines += ["", f"## {title}", ""] + [f"- {key}: {json.dumps(value)}" for key, value in record.items()]

@@ -39,9 +39,9 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, replace
 
-from amer_lib.core import activation_memory
-from amer_lib.core.activation_memory import precision_mode
 from amer_lib.core.backbones import FINETUNE_MODES, Description, describe, frozen_weights_dtype
+from amer_lib.runs import activation_memory
+from amer_lib.runs.activation_memory import precision_mode
 
 GIB = 2**30
 CUDA_RESERVE = 2 * GIB  # CUDA context (about 0.5 GiB) and the caching allocator's fragmentation

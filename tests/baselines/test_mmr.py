@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from amer_lib.core.rerank import mmr_rerank, tune_lambda
+from amer_lib.baselines.mmr import mmr_rerank, tune_lambda
 from amer_lib.core.search import VectorIndex, unit_norm
 
 

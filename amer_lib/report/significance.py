@@ -240,3 +240,35 @@ def note(n_comparisons: int, alpha: float = 0.05, method: str = "holm", baseline
         f"{AHEAD} / {BEHIND}: significantly ahead of / behind {baseline}, two-sided p < {alpha} {correction}, "
         "from a paired bootstrap that resamples seeds and questions."
     )
+
+
+def paired_bootstrap(baseline: np.ndarray, system: np.ndarray, n_resamples: int = 10_000, seed: int = 0) -> dict:
+    """Paired bootstrap over questions, one score per question (`compare` on one
+    seed row): how often the resampled mean of `system` fails to beat `baseline` (`p_value`,
+    one-sided: the evidence that it is ahead) and how often it is not below it (`p_value_behind`).
+    Scores over several seeds go to `compare` whole, not averaged over seeds."""
+    baseline, system = np.asarray(baseline, float), np.asarray(system, float)
+    if baseline.shape != system.shape or baseline.ndim != 1:
+        raise ValueError(f"paired scores must be two 1-D arrays of one length, got {baseline.shape} and {system.shape}")
+    test = compare(baseline[None], system[None], n_resamples, seed)
+    return {
+        "delta": test.delta,
+        "p_value": test.p_ahead,
+        "p_value_behind": test.p_behind,
+        "n_resamples": n_resamples,
+        "seed": seed,
+    }
+
+
+def share_interval(
+    single: np.ndarray, system: np.ndarray, oracle: np.ndarray, n_resamples: int = 10_000, seed: int = 0
+) -> tuple[float, float]:
+    """The 95% bootstrap interval of a system's share of the oracle's lead over single-query,
+    (mean system - mean single) / (mean oracle - mean single), resampling the questions (the
+    three arrays paired, one score per question): `share` on one seed row."""
+    arrays = [np.asarray(a, float) for a in (single, system, oracle)]
+    if any(a.ndim != 1 or a.shape != arrays[0].shape for a in arrays):
+        shapes = ", ".join(str(a.shape) for a in arrays)
+        raise ValueError(f"share_interval takes three 1-D arrays of one length, got {shapes}")
+    result = share(*(a[None] for a in arrays), n_resamples, seed)
+    return result.low, result.high

@@ -12,7 +12,7 @@ import yaml
 
 from amer_lib.core.backbones import LoraSettings, add_lora, get_backbone, load_backbone
 from amer_lib.core.model import AMERQueryEncoder
-from amer_lib.core.saved import from_pretrained, read_config, save_pretrained
+from amer_lib.runs.saved import from_pretrained, read_config, save_pretrained
 
 TINY = {"hidden_size": 32, "intermediate_size": 64}
 

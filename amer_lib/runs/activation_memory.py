@@ -1,5 +1,5 @@
 """What one decoder layer keeps for the backward pass of a training step, per token: the measured
-constant of the memory preflight (`amer_lib.core.memory`), written for every registry backbone to
+constant of the memory preflight (`amer_lib.runs.memory`), written for every registry backbone to
 `activation_memory.json` by `benchmarks/bench_activation_memory.py`.
 
 The step measured is the one that trains: a micro-batch through `AMERQueryEncoder.forward` as
@@ -90,13 +90,14 @@ def cache_folder() -> Path:
 
 
 # the code a measurement runs: a change to any of these measures again
-MEASURED_BY = ("activation_memory.py", "model.py", "checkpointing.py", "backbones.py")
+PACKAGE = Path(__file__).resolve().parents[1]
+MEASURED_BY = ("runs/activation_memory.py", "core/model.py", "core/checkpointing.py", "core/backbones.py")
 
 
 @lru_cache(maxsize=1)
 def _code_digest() -> str:
     """The measuring code's hash, read once a process."""
-    return hashlib.sha256(b"".join((Path(__file__).parent / name).read_bytes() for name in MEASURED_BY)).hexdigest()
+    return hashlib.sha256(b"".join((PACKAGE / name).read_bytes() for name in MEASURED_BY)).hexdigest()
 
 
 def cache_key(shape: dict, lora: LoraSettings, mode: str) -> dict:

@@ -3,11 +3,11 @@ import itertools
 import numpy as np
 import pytest
 
-from amer_lib.core.significance import AHEAD, BEHIND, Comparison, benjamini_hochberg, compare, holm, marks, share
+from amer_lib.report.significance import AHEAD, BEHIND, Comparison, benjamini_hochberg, compare, holm, marks, share
 
 
 def _question_bootstrap(baseline, system, n_resamples, seed):
-    """The question-only paired bootstrap as `metrics.paired_bootstrap` computed it before seeds were
+    """The question-only paired bootstrap as `paired_bootstrap` computed it before seeds were
     resampled (written out here as the independent answer)."""
     difference = np.asarray(system, float) - np.asarray(baseline, float)
     rng = np.random.default_rng(seed)
@@ -27,7 +27,7 @@ def test_one_seed_row_is_exactly_the_question_bootstrap():
 
 
 def test_the_metrics_wrappers_are_the_one_row_comparison():
-    from amer_lib.core.metrics import paired_bootstrap, share_interval
+    from amer_lib.report.significance import paired_bootstrap, share_interval
 
     rng = np.random.default_rng(5)
     single, system, ceiling = (rng.random(40) < p for p in (0.3, 0.5, 0.8))
@@ -214,3 +214,63 @@ def test_marks_on_real_comparisons():
     ahead = np.minimum(1, base + (rng.random((3, 200)) < 0.3))
     behind = base * (rng.random((3, 200)) < 0.6)
     assert marks([compare(base, s, 2000) for s in (ahead, behind, base)]) == ["*", "†", ""]
+
+
+def test_paired_bootstrap_known_cases():
+    from amer_lib.report.significance import paired_bootstrap
+
+    base = np.array([0, 1, 0, 1, 0, 0, 1, 0], float)
+    assert paired_bootstrap(base, base)["p_value"] == 1.0  # never better
+    assert paired_bootstrap(np.zeros(8), np.ones(8))["p_value"] == 0.0  # better on every resample
+    # better on 5 of 8: not better only when all 8 draws hit the 3 ties, (3/8)^8 = 0.0004
+    assert paired_bootstrap(base, np.ones(8), n_resamples=100_000)["p_value"] == pytest.approx((3 / 8) ** 8, abs=3e-4)
+    # one question of 8 improves: the resampled mean is 0 exactly when that question is never drawn
+    better = base.copy()
+    better[0] = 1
+    result = paired_bootstrap(base, better, n_resamples=20000, seed=3)
+    assert result["delta"] == 1 / 8
+    assert abs(result["p_value"] - (7 / 8) ** 8) < 0.01  # P(question 0 absent from 8 draws) = 0.344
+    assert result == paired_bootstrap(base, better, n_resamples=20000, seed=3)  # seeded
+    # the other direction: worse on 5 of 8, not behind only when all 8 draws hit the 3 ties
+    worse = paired_bootstrap(np.ones(8), base, n_resamples=100_000)
+    assert worse["p_value_behind"] == pytest.approx((3 / 8) ** 8, abs=3e-4) and worse["p_value"] == 1.0
+    assert paired_bootstrap(base, base)["p_value_behind"] == 1.0  # a tie is no evidence either way
+
+
+def test_paired_bootstrap_defaults_bools_and_its_refusal():
+    from amer_lib.report.significance import paired_bootstrap
+
+    rng = np.random.default_rng(1)
+    baseline, system = rng.random(30) < 0.4, rng.random(30) < 0.6  # per-question hits as bools
+    default = paired_bootstrap(baseline, system)
+    assert default == paired_bootstrap(baseline.astype(float), system.astype(float), 10_000, 0)
+    assert (default["n_resamples"], default["seed"]) == (10_000, 0)
+    assert default != paired_bootstrap(baseline, system, 10_000, 1)
+    with pytest.raises(
+        ValueError, match=r"^paired scores must be two 1-D arrays of one length, got \(3,\) and \(4,\)$"
+    ):
+        paired_bootstrap(np.zeros(3), np.zeros(4))
+
+
+def test_share_interval_by_hand():
+    from amer_lib.report.significance import share_interval
+
+    rng = np.random.default_rng(2)
+    single, lead = rng.random(50), rng.random(50) + 0.1
+    # halfway on every question: every resample's share is one half
+    assert share_interval(single, single + 0.5 * lead, single + lead) == pytest.approx((0.5, 0.5))
+    # two questions, the system reaching the oracle on the first only: a resample's share is 1 (both
+    # draws the first, 1/4), 1/2 (one of each, 1/2) or 0 (1/4), so the 2.5th and 97.5th percentiles are 0 and 1
+    assert share_interval([0, 0], [1, 0], [1, 1], n_resamples=4000) == (0.0, 1.0)
+    # ahead of the oracle on every question, by a varying part of its lead: the interval lies above 1,
+    # holds the point estimate and narrows with four times the questions
+    system = single + (1 + rng.random(50)) * lead
+    low, high = share_interval(single, system, single + lead, seed=5)
+    point = (system - single).sum() / lead.sum()
+    assert 1 < low < point < high < 2
+    narrow = share_interval(*(np.tile(a, 4) for a in (single, system, single + lead)), seed=5)
+    assert low < narrow[0] < point < narrow[1] < high
+    with pytest.raises(
+        ValueError, match=r"^share_interval takes three 1-D arrays of one length, got \(2,\), \(3,\), \(2,\)$"
+    ):
+        share_interval([0, 0], [0, 0, 1], [1, 1])

@@ -4,7 +4,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from amer_lib.core.expansion import (
+from amer_lib.baselines.expansion import (
     KEYWORD_PROMPT,
     ChatEndpointGenerator,
     ExpansionError,

@@ -8,9 +8,9 @@ from dataclasses import replace
 import pytest
 from conftest import ROOT, documentation
 
-from amer_lib.core import activation_memory, memory
 from amer_lib.core.backbones import LORA_TARGETS, backbone_config, describe
 from amer_lib.core.device import cpu_threads
+from amer_lib.runs import activation_memory, memory
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import preflight_paper_files  # noqa: E402
