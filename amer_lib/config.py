@@ -32,6 +32,7 @@ def param(
     run: bool = True,
     default_if_absent: bool = False,
     study: bool = False,
+    keyed_at_default: bool = True,
 ):
     """A notebook parameter: its default (what the notebook's `parameters` cell shows, written
     from it by `amer_lib.params`), what it means (`help`, the cell's comment) and what a type
@@ -42,7 +43,10 @@ def param(
     committed figures folder's params.yaml) reads as its default instead of failing as incomplete;
     `study`: a lever measured to lose, kept for the studies that set it: still a field and part of
     the run key, but out of the notebook's `parameters` cell, set through its `study_levers`
-    mapping (`amer_lib.params`)."""
+    mapping (`amer_lib.params`); `keyed_at_default=False`: a parameter whose default computes what
+    every run made before it computed, in the run key only when set to something else (the runs
+    made before it keep their keys; it reads as its default where a file lacks it). `choices` may
+    be a registry (a mapping): its names at the time of the check are the valid ones."""
     meta = {
         "help": help,
         "choices": choices,
@@ -51,8 +55,9 @@ def param(
         "maximum": maximum,
         "may_be_empty": may_be_empty,
         "run": run,
-        "default_if_absent": default_if_absent,
+        "default_if_absent": default_if_absent or not keyed_at_default,
         "study": study,
+        "keyed_at_default": keyed_at_default,
     }
     if isinstance(default, (list, dict)):  # a fresh copy per config, as dataclasses require
         return dataclasses.field(default_factory=lambda: copy.deepcopy(default), metadata=meta)
@@ -100,6 +105,13 @@ class Config:
     @classmethod
     def non_run_keys(cls) -> tuple[str, ...]:
         return tuple(f.name for f in dataclasses.fields(cls) if not f.metadata["run"])
+
+    @classmethod
+    def unkeyed_defaults(cls) -> dict[str, Any]:
+        """The fields out of the run key at their default (`param(keyed_at_default=False)`), with it."""
+        defaults = cls.defaults()
+        unkeyed = [f.name for f in dataclasses.fields(cls) if not f.metadata.get("keyed_at_default", True)]
+        return {name: defaults[name] for name in unkeyed}
 
     @classmethod
     def from_dict(cls, values: dict[str, Any], notebook: str = ""):

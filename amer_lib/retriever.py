@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+import amer_lib.beyond  # noqa: F401  (registers the merges beyond the paper in core.merge.MERGES)
 from amer_lib.core.backbones import load_tokenizer
 from amer_lib.core.device import resolve_device
 from amer_lib.core.merge import found_by, get_merge

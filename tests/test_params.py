@@ -48,6 +48,7 @@ def defaults():
         "sampling_rate": 1,
         "eval_every": 1,
         "search_depth": 10,
+        "merge": "round_robin",
         "seed": 0,
         "device": "cpu",
         "mixed_precision": False,

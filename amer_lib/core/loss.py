@@ -50,6 +50,7 @@ def info_nce_log_probs(
     queries: torch.Tensor,
     positives: torch.Tensor,
     negatives: torch.Tensor,
+    *,
     temperature: float = TEMPERATURE,
     first: int = 0,
 ) -> torch.Tensor:
@@ -65,11 +66,12 @@ def info_nce(
     queries: torch.Tensor,
     positives: torch.Tensor,
     negatives: torch.Tensor,
+    *,
     temperature: float = TEMPERATURE,
     first: int = 0,
 ) -> torch.Tensor:
     """Plain InfoNCE: the mean negative of `info_nce_log_probs`."""
-    return -info_nce_log_probs(queries, positives, negatives, temperature, first).mean()
+    return -info_nce_log_probs(queries, positives, negatives, temperature=temperature, first=first).mean()
 
 
 def hungarian_assignment(
@@ -117,6 +119,7 @@ def matched_info_nce(
     positives: torch.Tensor,
     negatives: torch.Tensor,
     target_mask: torch.Tensor,
+    *,
     temperature: float = TEMPERATURE,
     forbidden: torch.Tensor | None = None,
     first: int = 0,
@@ -159,7 +162,9 @@ def matched_info_nce(
     )
     matched = block.gather(-1, torch.as_tensor(assignment, device=block.device)[..., None]).squeeze(-1)
     if fixed:  # query 0 scored as single-query's vector is
-        single = info_nce_log_probs(queries[:, 0], positives[:, 0], negatives[:, 0], temperature, first)
+        single = info_nce_log_probs(
+            queries[:, 0], positives[:, 0], negatives[:, 0], temperature=temperature, first=first
+        )
         matched = torch.cat([single[:, None], matched[:, 1:]], dim=1)
     per_example = -(matched * own_mask).sum(-1)
     loss = (per_example if reduction == "sum" else per_example / counts).mean()
@@ -210,6 +215,7 @@ def component_loss(
     query_counts: torch.Tensor,
     components: torch.Tensor,
     component_mask: torch.Tensor,
+    *,
     distance: str = "cosine",
     candidates: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
     temperature: float = TEMPERATURE,

@@ -4,17 +4,15 @@ Every merge takes the per-vector lists `ids [N, n, K]` (FAISS order, -1 = paddin
 cosine `scores [N, n, K]` and returns `[N, k]` distinct ids, -1-padded. The paper merges
 round-robin; reciprocal-rank fusion and the max-score merge are the ablation's alternatives.
 
-Beyond the paper (notebook 07): `coverage_merge` allocates the k slots among the vectors by how
-much of each vector's probability mass the list already covers (xQuAD's greedy, with each vector
-an aspect), so a vector whose top document stands out gives its slots to a vector still
-uncertain; `ranx_fusion` runs the fusion methods of the ranx library (CombSUM, CombMNZ,
-normalised-score fusions, ...), the baselines it must beat.
+A merge is one entry of `MERGES`: its function, the label figures give it and its colour. Every
+run, notebook and the retriever take a merge by its name (`merge`, round-robin by default); a new
+one is registered with `register_merge` (the merges beyond the paper: `amer_lib.beyond.merges`).
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -37,7 +35,7 @@ def round_robin_merge(ids: np.ndarray, k: int) -> np.ndarray:
     kept_first = np.argsort(~keep, axis=1, kind="stable")[:, :k]
     merged = np.take_along_axis(interleaved, kept_first, axis=1)
     merged[~np.take_along_axis(keep, kept_first, axis=1)] = -1
-    return _pad(merged.reshape(n_queries, -1), k)
+    return pad(merged.reshape(n_queries, -1), k)
 
 
 def reciprocal_rank_fusion(ids: np.ndarray, k: int, rrf_k: int = RRF_K) -> np.ndarray:
@@ -51,136 +49,37 @@ def max_score_merge(ids: np.ndarray, scores: np.ndarray, k: int) -> np.ndarray:
     return _fuse(ids, scores, k, np.maximum)
 
 
-def coverage_merge(
-    ids: np.ndarray,
-    scores: np.ndarray,
-    k: int,
-    temperature: float = 0.05,
-    diversity: float = 1.0,
-    weighting: str = "uniform",
-) -> np.ndarray:
-    """xQuAD's greedy selection (Santos et al., 2010) with the query vectors as the aspects.
+@dataclass(frozen=True)
+class Merge:
+    """One way to merge: `function(ids, scores, k) -> [N, k]`, its label in figures and tables, and
+    its colour in figures."""
 
-    P(d | j) is the softmax of vector j's cosines over its list at `temperature`; each slot takes
-    the document maximising `(1 - diversity) * sum_j w_j P(d | j) + diversity * sum_j w_j P(d | j)
-    * prod_{s taken} (1 - P(s | j))`: a vector whose list is already covered (its top document
-    taken with high probability) stops drawing slots. `weighting`: the vectors' weights w_j,
-    "uniform" or "top_score" (softmax over the vectors of their best cosine, same temperature: a
-    vector that lands near no document counts less). Ties go to the round-robin order."""
-    if weighting not in WEIGHTINGS:
-        raise ValueError(f"unknown weighting {weighting!r}; valid: {', '.join(WEIGHTINGS)}")
-    docs, columns = _candidates(ids)
-    n_rows, n_vectors, _ = ids.shape
-    valid = ids >= 0
-    logits = np.where(valid, np.asarray(scores, dtype=np.float64) / temperature, -np.inf)
-    top = logits.max(-1, keepdims=True)
-    within = np.exp(logits - np.where(np.isfinite(top), top, 0.0))
-    within /= np.maximum(within.sum(-1, keepdims=True), np.finfo(float).tiny)
-    prob = np.zeros((n_rows, n_vectors, docs.shape[1]))
-    r, v, c = np.nonzero(valid)
-    prob[r, v, columns[r, v, c]] = within[r, v, c]
-    weights = _vector_weights(top[..., 0], weighting)
-    relevance = np.einsum("rvc,rv->rc", prob, weights)
-    remaining = np.ones((n_rows, n_vectors))
-    taken = docs < 0
-    merged = np.full((n_rows, k), -1, dtype=np.int64)
-    rows = np.arange(n_rows)
-    for slot in range(min(k, docs.shape[1])):
-        gain = (1 - diversity) * relevance + diversity * np.einsum("rvc,rv->rc", prob, weights * remaining)
-        gain[taken] = -np.inf
-        best = gain.argmax(1)
-        fresh = ~taken[rows, best]
-        merged[fresh, slot] = docs[rows[fresh], best[fresh]]
-        taken[rows, best] = True
-        remaining *= 1 - prob[rows, :, best]
-    return merged
+    function: Callable[..., np.ndarray]
+    label: str
+    color: str
 
 
-WEIGHTINGS = ("uniform", "top_score")
-
-
-def _vector_weights(top_logits: np.ndarray, weighting: str) -> np.ndarray:
-    """`[N, n]` weights summing to 1 per row (a vector with an empty list gets 0)."""
-    present = np.isfinite(top_logits)  # an empty list's top logit is -inf
-    if weighting == "uniform":
-        weights = present.astype(np.float64)
-    else:
-        weights = np.exp(top_logits - np.max(np.where(present, top_logits, 0.0), axis=1, keepdims=True))
-    return weights / np.maximum(weights.sum(1, keepdims=True), np.finfo(float).tiny)
-
-
-def ranx_fusion(ids: np.ndarray, scores: np.ndarray, k: int, method: str, norm: str | None = None) -> np.ndarray:
-    """The lists fused by ranx (`ranx.fuse`, one run per query vector): `method` one of ranx's
-    fusion methods ("rrf", "sum" = CombSUM, "mnz" = CombMNZ, "max", ...), `norm` its score
-    normalisation ("min-max", "zmuv", ...; None: the raw cosines). Ties go to the round-robin
-    order, as in the other merges.
-
-    Rows that searched different vectors (an adaptive n leaves the lists of the others empty,
-    `amer_lib.core.search.kept_search`) are fused in groups of rows that searched the same
-    ones: ranx pairs the runs' queries by position, and a query with no document in one run
-    would pair the wrong queries."""
-    docs, _ = _candidates(ids)
-    merged = _pad(docs[:, :k], k)  # a row that searched one vector: its list
-    searched = (ids >= 0).any(-1)  # [N, n]
-    patterns, group_of = np.unique(searched, axis=0, return_inverse=True)
-    for group, pattern in enumerate(patterns):
-        rows = np.flatnonzero(group_of.ravel() == group)
-        if pattern.sum() > 1:
-            vectors = np.flatnonzero(pattern)
-            fused = _ranx_fuse(ids[rows][:, vectors], scores[rows][:, vectors], method, norm)
-            merged[rows] = _ranked(docs[rows], fused, k)
-    return merged
-
-
-def _ranx_fuse(ids: np.ndarray, scores: np.ndarray, method: str, norm: str | None) -> list[dict]:
-    """ranx's fused scores `{"d<id>": score}` of every row, every vector's list non-empty."""
-    from ranx import Run, fuse
-
-    runs = [
-        Run({f"q{q}": {f"d{d}": float(s) for d, s in zip(ids[q, j], scores[q, j]) if d >= 0} for q in range(len(ids))})
-        for j in range(ids.shape[1])
-    ]
-    with warnings.catch_warnings():  # numba's notes on ranx's integer casts
-        warnings.simplefilter("ignore")
-        fused = fuse(runs, norm=norm, method=method).to_dict()
-    return [fused[f"q{q}"] for q in range(len(ids))]
-
-
-def _ranked(docs: np.ndarray, fused: list[dict], k: int) -> np.ndarray:
-    """`[N, k]` each row's candidates `docs [N, C]` by fused score, highest first (a stable sort:
-    ties keep the round-robin order)."""
-    merged = np.full((len(docs), k), -1, dtype=np.int64)
-    for q, row_scores in enumerate(fused):
-        row = sorted((d for d in docs[q] if d >= 0), key=lambda d: -row_scores[f"d{d}"])[:k]
-        merged[q, : len(row)] = row
-    return merged
-
-
-# ranx's fusions that notebook 07 compares against (name: (method, norm))
-RANX_FUSIONS = {
-    "ranx_rrf": ("rrf", None),
-    "combsum": ("sum", "min-max"),
-    "combmnz": ("mnz", "min-max"),
-    "max_zmuv": ("max", "zmuv"),
+# the paper's merge and the ablation's alternatives (the colours: the paper's light blue and orange)
+MERGES: dict[str, Merge] = {
+    "round_robin": Merge(lambda ids, scores, k: round_robin_merge(ids, k), "round-robin (paper)", "#5c95c2"),
+    "rrf": Merge(lambda ids, scores, k: reciprocal_rank_fusion(ids, k), "reciprocal-rank fusion", "#f6a25c"),
+    "max_score": Merge(max_score_merge, "max score", "#7a9a5c"),
 }
+PAPER_MERGE = "round_robin"
 
-MERGES: dict[str, Callable[..., np.ndarray]] = {
-    "round_robin": lambda ids, scores, k: round_robin_merge(ids, k),
-    "rrf": lambda ids, scores, k: reciprocal_rank_fusion(ids, k),
-    "max_score": max_score_merge,
-    "coverage": coverage_merge,
-    **{
-        name: (lambda ids, scores, k, method=method, norm=norm: ranx_fusion(ids, scores, k, method, norm))
-        for name, (method, norm) in RANX_FUSIONS.items()
-    },
-}
+
+def register_merge(name: str, merge: Merge) -> None:
+    """Add a merge to `MERGES` under `name`, which every `merge` parameter then accepts."""
+    if name in MERGES and MERGES[name] != merge:
+        raise ValueError(f"a merge named {name!r} is registered already; registered: {', '.join(MERGES)}")
+    MERGES[name] = merge
 
 
 def get_merge(name: str, **options) -> Callable[[np.ndarray, np.ndarray, int], np.ndarray]:
-    """The merge called `name`, with its `options` (e.g. coverage's temperature) bound."""
+    """The function of the merge called `name`, with its `options` (e.g. coverage's temperature) bound."""
     if name not in MERGES:
         raise ValueError(f"unknown merge {name!r}; valid: {', '.join(MERGES)}")
-    merge = MERGES[name]
+    merge = MERGES[name].function
     return (lambda ids, scores, k: merge(ids, scores, k, **options)) if options else merge
 
 
@@ -208,7 +107,7 @@ def _interleave(values: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(np.swapaxes(values, 1, 2)).reshape(values.shape[0], -1)
 
 
-def _candidates(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def candidates(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each row's distinct documents in round-robin order of first appearance, `docs [N, C]`
     (-1-padded), and the column of `docs` that every entry of `ids [N, n, K]` is (-1: padding)."""
     n_rows, n_vectors, depth = ids.shape
@@ -255,7 +154,7 @@ def _fuse(ids: np.ndarray, values: np.ndarray, k: int, reduce: np.ufunc) -> np.n
     return merged
 
 
-def _pad(merged: np.ndarray, k: int) -> np.ndarray:
+def pad(merged: np.ndarray, k: int) -> np.ndarray:
     if merged.shape[1] < k:
         merged = np.pad(merged, ((0, 0), (0, k - merged.shape[1])), constant_values=-1)
     return merged

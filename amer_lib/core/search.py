@@ -24,7 +24,7 @@ import torch
 
 from amer_lib.core import distributed
 from amer_lib.core.device import cpu_threads, require_gpu_faiss
-from amer_lib.core.merge import get_merge
+from amer_lib.core.merge import PAPER_MERGE, get_merge
 from amer_lib.progress import tqdm
 
 NORM_TOLERANCE = 1e-3
@@ -346,7 +346,7 @@ def multi_vector_search(
     queries: np.ndarray,
     k: int,
     depth: int | None = None,
-    merge: str = "round_robin",
+    merge: str = PAPER_MERGE,
     counts: np.ndarray | None = None,
     **merge_options,
 ) -> np.ndarray:

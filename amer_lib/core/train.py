@@ -258,7 +258,7 @@ def batch_loss(
     targets, negatives, mask = batch.targets, batch.negatives, batch.mask
     if config.n_outputs == 1:
         output = model(prompt, 1)
-        loss = info_nce(output[:, 0], targets[:, 0], negatives[:, 0], config.temperature, rows.start)
+        loss = info_nce(output[:, 0], targets[:, 0], negatives[:, 0], temperature=config.temperature, first=rows.start)
         return loss + _component_term(output, torch.ones_like(mask[rows].sum(-1)), data, batch, rows, config)
     n = targets.shape[1]
     sample_mask = batch.sample_mask[rows]
@@ -268,12 +268,12 @@ def batch_loss(
         targets,
         negatives,
         mask,
-        config.temperature,
-        forbidden,
-        rows.start,
-        config.matched_loss,
-        config.spread_weight,
-        config.first_vector,
+        temperature=config.temperature,
+        forbidden=forbidden,
+        first=rows.start,
+        reduction=config.matched_loss,
+        spread_weight=config.spread_weight,
+        first_vector=config.first_vector,
     )
     if config.stop_weight <= 0:
         outputs = model(prompt, n, targets[rows], sample_mask)
@@ -302,9 +302,9 @@ def _component_term(
         query_counts,
         components.to(device),
         component_mask.to(device),
-        config.component_distance,
-        (batch.targets, batch.negatives, batch.mask),
-        config.temperature,
+        distance=config.component_distance,
+        candidates=(batch.targets, batch.negatives, batch.mask),
+        temperature=config.temperature,
     )
 
 

@@ -16,8 +16,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from amer_lib.beyond.merges import WEIGHTINGS
 from amer_lib.core.device import resolve_device
-from amer_lib.core.merge import WEIGHTINGS, get_merge
+from amer_lib.core.merge import MERGES, get_merge
 from amer_lib.core.metrics import KS, K, evaluate, mean_scores
 from amer_lib.core.model import AMERQueryEncoder
 from amer_lib.core.search import ShardedFlatIndex, VectorIndex, kept_lists
@@ -29,7 +30,6 @@ from amer_lib.experiments import real_data
 from amer_lib.experiments.synthetic import train_on_task
 from amer_lib.io import git_commit
 from amer_lib.progress import tqdm
-from amer_lib.report.plots import MERGE_LABELS
 from amer_lib.report.significance import CORRECTION_NAMES, adjust, compare
 from amer_lib.report.summaries import summary, with_marks
 from amer_lib.runs.benchmark_runs import RunContext, cached_result
@@ -310,7 +310,7 @@ def real_comparison(params: BeyondConfig, real_config: RealConfig, progress: boo
                         params=real_config.as_dict(),
                         dataset=dataset,
                         system=f"{mode}/{merge}",
-                        label=f"{label}, {MERGE_LABELS[merge]}",
+                        label=f"{label}, {MERGES[merge].label}",
                         seed=seed,
                         mrecall=test.merged(mode, merge, options).tolist(),
                         vectors=float(test.counts[mode].mean()),

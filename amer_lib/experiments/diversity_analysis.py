@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from amer_lib.core.device import resolve_device
-from amer_lib.core.merge import round_robin_merge
+from amer_lib.core.merge import PAPER_MERGE, get_merge
 from amer_lib.core.metrics import K, mean_pairwise_cosine, mrecall_at_k, recall_at_k, same_vs_random_cosine
 from amer_lib.core.search import ShardedFlatIndex
 from amer_lib.data.benchmark import Benchmark
@@ -206,12 +206,14 @@ def trained_questions(params: RealConfig, context: RunContext, dataset: str, see
     return context.training_split(params, dataset, seed)[0][:limit]
 
 
-def retrieval_row(vectors: np.ndarray, index: ShardedFlatIndex, gold: np.ndarray, k: int = K) -> dict:
-    """MRecall@k of the round-robin merge of `vectors [Q, n, d]` and each vector's own Recall@k
+def retrieval_row(
+    vectors: np.ndarray, index: ShardedFlatIndex, gold: np.ndarray, k: int = K, merge: str = PAPER_MERGE
+) -> dict:
+    """MRecall@k of the `merge` of `vectors [Q, n, d]`'s lists and each vector's own Recall@k
     (the share of answers in its top k, as if it were searched alone)."""
-    _, ids = index.search(vectors, k)
+    scores, ids = index.search(vectors, k)
     return {
-        "mrecall": float(mrecall_at_k(round_robin_merge(ids, k), gold, k).mean()),
+        "mrecall": float(mrecall_at_k(get_merge(merge)(ids, scores, k), gold, k).mean()),
         "per_vector_recall": [float(recall_at_k(ids[:, j], gold, k).mean()) for j in range(ids.shape[1])],
     }
 
@@ -221,7 +223,7 @@ def seen_and_unseen(
 ) -> list[dict]:
     """For each dataset of a notebook-04 run, seed and system: MRecall@100 and per-vector
     Recall@100 on up to `limit` of its training questions and on its test questions; on the
-    test questions also the round-robin MRecall at each of `depths` (`mrecall_at_depth`)."""
+    test questions also the MRecall at each of `depths` (`mrecall_at_depth`), each merged by the run's merge."""
     device = resolve_device(params.device)
     context = RunContext.of(params)
     index = ShardedFlatIndex(context.shards)
@@ -243,10 +245,12 @@ def seen_and_unseen(
                 "system": system,
                 "questions": split,
                 "n_questions": len(questions),
-                **retrieval_row(vectors, index, gold),
+                **retrieval_row(vectors, index, gold, merge=params.merge),
             }
             if split == "test" and depths:
-                row["mrecall_at_depth"] = {k: retrieval_row(vectors, index, gold, k)["mrecall"] for k in depths}
+                row["mrecall_at_depth"] = {
+                    k: retrieval_row(vectors, index, gold, k, params.merge)["mrecall"] for k in depths
+                }
             rows.append(row)
     return rows
 

@@ -39,6 +39,7 @@ from amer_lib.core.backbones import (
     require_weights,
 )
 from amer_lib.core.device import DeviceUnavailableError, resolve_device
+from amer_lib.core.merge import PAPER_MERGE
 from amer_lib.core.metrics import (
     K,
     evaluate,
@@ -98,7 +99,8 @@ def run_one(
     # the others wait for its validations at the next collective (a checkpoint's, or the next step's all-reduce)
     if distributed.is_main():
         index = run_index(params, benchmark, dataset, context, device)
-        curve = validation_retrieval(context, val_questions, data.subset(val_idx.to(device)), n_queries, index)
+        val_data = data.subset(val_idx.to(device))
+        curve = validation_retrieval(context, val_questions, val_data, n_queries, index=index, merge=params.merge)
     trained = train(
         model,
         data.subset(train_idx.to(device)),
@@ -114,7 +116,7 @@ def run_one(
         return None
     test_questions = context.benchmark.questions(dataset, "test")
     vectors = context.query_vectors(model, test_questions, n_queries, device)
-    ranked = multi_vector_search(index, vectors, K, depth=max(params.search_depth, K))
+    ranked = multi_vector_search(index, vectors, K, depth=max(params.search_depth, K), merge=params.merge)
     return context.write_result(
         params,
         dataset,
@@ -292,16 +294,19 @@ def validation_retrieval(
     data: TextData,
     n_queries: int,
     index: ResidentFlatIndex | None = None,
+    merge: str = PAPER_MERGE,
 ) -> Callable[[AMERQueryEncoder], dict]:
     """The learning curves' metric: MRecall@100 of the validation questions (`data`: their
-    prompts, tokenised once; fully autoregressive, round-robin), on all of them and on their
-    low-similarity third. `index`: the run's (`run_index`); the shards streamed when None."""
+    prompts, tokenised once; fully autoregressive, the run's merge), on all of them and on their
+    low-similarity third. `index`: the run's (`run_index`); the shards streamed when None. `merge`:
+    the run's (`amer_lib.core.merge.MERGES`)."""
     index = index or ShardedFlatIndex(context.shards)
     gold = context.gold(questions)
     low = low_similarity_subset(context.target_similarity(questions))
 
     def score(model: AMERQueryEncoder) -> dict:
-        ranked = multi_vector_search(index, generated_vectors(model, text_prompts(model, data), n_queries), K)
+        vectors = generated_vectors(model, text_prompts(model, data), n_queries)
+        ranked = multi_vector_search(index, vectors, K, merge=merge)
         scores = evaluate(ranked, gold, (K,))[f"mrecall@{K}"]
         return {"val_mrecall": float(scores.mean()), "val_mrecall_low_sim": float(scores[low].mean())}
 
@@ -563,9 +568,10 @@ def _decomposition_result(
     queries: np.ndarray,
     label: str,
 ) -> dict:
-    """Search each component's vector of `queries [Q, k, d]`, merge the lists round-robin (as
-    AMER's are) and write the run's results."""
-    ranked = multi_vector_search(ShardedFlatIndex(context.shards), queries, K, depth=max(params.search_depth, K))
+    """Search each component's vector of `queries [Q, k, d]`, merge the lists as AMER's are
+    (`merge`) and write the run's results."""
+    index, depth = ShardedFlatIndex(context.shards), max(params.search_depth, K)
+    ranked = multi_vector_search(index, queries, K, depth=depth, merge=params.merge)
     return context.write_result(params, dataset, system, seed, test, ranked, label=label, n_queries=queries.shape[1])
 
 

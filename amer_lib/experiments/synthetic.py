@@ -18,6 +18,7 @@ import torch
 
 from amer_lib.core import distributed
 from amer_lib.core.device import resolve_device
+from amer_lib.core.merge import PAPER_MERGE
 from amer_lib.core.metrics import KS, evaluate, mean_scores
 from amer_lib.core.model import AMERQueryEncoder
 from amer_lib.core.search import VectorIndex, multi_vector_search, unit_norm
@@ -112,10 +113,12 @@ def train_on_task(
     return model, trained
 
 
-def retrieval_metrics(index: VectorIndex, queries: np.ndarray, gold_ids: np.ndarray, depth: int) -> dict:
-    """MRecall and Recall at 10 and 100 of round-robin-merged lists. `gold_ids [N, m]`: one
+def retrieval_metrics(
+    index: VectorIndex, queries: np.ndarray, gold_ids: np.ndarray, depth: int, merge: str = PAPER_MERGE
+) -> dict:
+    """MRecall and Recall at 10 and 100 of the lists merged by `merge`. `gold_ids [N, m]`: one
     corpus id per target (each target is its own cluster)."""
-    retrieved = multi_vector_search(index, queries, max(KS), depth=depth)
+    retrieved = multi_vector_search(index, queries, max(KS), depth=depth, merge=merge)
     return mean_scores(evaluate(retrieved, gold_ids[:, :, None], KS))
 
 
@@ -214,12 +217,12 @@ def _train_and_evaluate(
         return {}
     began = time.perf_counter()
     queries = generated_vectors(model, vector_prompts(model, task.test_inputs, device), n_queries)
-    metrics = retrieval_metrics(index, queries, task.test_target_ids, params.search_depth)
+    metrics = retrieval_metrics(index, queries, task.test_target_ids, params.search_depth, params.merge)
     val_inputs, val_target_ids = validation_split(task, params.seed)
     val_queries = generated_vectors(model, vector_prompts(model, val_inputs, device), n_queries)
     return dict(
         metrics=metrics,
-        validation_metrics=retrieval_metrics(index, val_queries, val_target_ids, params.search_depth),
+        validation_metrics=retrieval_metrics(index, val_queries, val_target_ids, params.search_depth, params.merge),
         n_queries=n_queries,
         train_seconds=trained.seconds,
         eval_seconds=time.perf_counter() - began,

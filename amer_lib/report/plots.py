@@ -9,6 +9,7 @@ import numpy as np
 import seaborn as sns
 from matplotlib.patches import Patch
 
+from amer_lib.core.merge import MERGES
 from amer_lib.io import atomic_path
 
 LINEAR_COLOR = "#f6a25c"  # the paper's light orange
@@ -345,28 +346,6 @@ def learning_curve_figure(curve_rows: list[dict], path: str | Path | None = None
     return _finish_with_legend(fig, axes[0][0], path, title, offset=-0.1)
 
 
-MERGE_COLORS = {
-    "round_robin": MLP_COLOR,
-    "rrf": LINEAR_COLOR,
-    "max_score": "#7a9a5c",
-    "coverage": "#b5651d",
-    "ranx_rrf": "#5f8fbf",
-    "combsum": "#9b7bb8",
-    "combmnz": "#c27c9a",
-    "max_zmuv": "#8c8c3c",
-}
-MERGE_LABELS = {
-    "round_robin": "round-robin (paper)",
-    "rrf": "reciprocal-rank fusion",
-    "max_score": "max score",
-    "coverage": "coverage (xQuAD)",
-    "ranx_rrf": "RRF (ranx)",
-    "combsum": "CombSUM (ranx)",
-    "combmnz": "CombMNZ (ranx)",
-    "max_zmuv": "z-score max (ranx)",
-}
-
-
 def vector_count_figure(rows: list[dict], path: str | Path | None = None):
     """MRecall@100 (solid) and @10 (dashed) against the number of generated vectors searched,
     one line per merge, one panel per benchmark."""
@@ -384,17 +363,17 @@ def vector_count_figure(rows: list[dict], path: str | Path | None = None):
                 [100 * r["mrecall@100"] for r in line],
                 "-o",
                 ms=3,
-                color=MERGE_COLORS[merge],
-                label=f"{MERGE_LABELS[merge]}, @100",
+                color=MERGES[merge].color,
+                label=f"{MERGES[merge].label}, @100",
             )
             ax.plot(
                 n,
                 [100 * r["mrecall@10"] for r in line],
                 "--s",
                 ms=3,
-                color=MERGE_COLORS[merge],
+                color=MERGES[merge].color,
                 alpha=0.7,
-                label=f"{MERGE_LABELS[merge]}, @10",
+                label=f"{MERGES[merge].label}, @10",
             )
         ax.set_title(benchmark, fontsize=9)
         ax.set_xlabel("generated vectors searched (n)")

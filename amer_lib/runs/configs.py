@@ -15,12 +15,13 @@ from typing import ClassVar
 
 import torch
 
+import amer_lib.beyond  # noqa: F401  (registers the merges beyond the paper in core.merge.MERGES)
 from amer_lib.baselines.expansion import EXPANSION_SOURCES
 from amer_lib.config import Config, internal, param
 from amer_lib.core.backbones import BACKBONES, FINETUNE_MODES, is_large_backbone
 from amer_lib.core.device import DEVICES
 from amer_lib.core.loss import COMPONENT_DISTANCES, FIRST_VECTOR_MODES, MATCHED_REDUCTIONS
-from amer_lib.core.merge import MERGES
+from amer_lib.core.merge import MERGES, PAPER_MERGE
 from amer_lib.core.metrics import DISTANCES
 from amer_lib.core.train import SAMPLING_MODES
 from amer_lib.data.compound import TRAIN_COMPONENTS, check_component_count
@@ -48,6 +49,7 @@ EVAL_EVERY_HELP = "validation every this many steps; the best validation loss's 
 SEARCH_DEPTH_HELP = "documents each query vector's search returns before the merge"
 BOOTSTRAP_HELP = "paired bootstrap resamples of the significance tests"
 MERGES_HELP = "ways to merge the query vectors' rankings into one (amer_lib.core.merge)"
+MERGE_HELP = "how AMER's vectors' ranked lists are merged into one (amer_lib.core.merge; the paper: round_robin)"
 
 
 def temperature_param():
@@ -184,6 +186,7 @@ class SyntheticConfig(Config):
     )
     eval_every: int = param(200, minimum=1, help=EVAL_EVERY_HELP)
     search_depth: int = param(100, minimum=1, help=SEARCH_DEPTH_HELP)
+    merge: str = param(PAPER_MERGE, choices=MERGES, keyed_at_default=False, help=MERGE_HELP)
     seed: int = param(0, help="seed of the task and of the training")
     device: str = param("auto", choices=DEVICES, help=DEVICE_HELP)
     mixed_precision: bool = param(False, help="bfloat16 autocast (and bfloat16 frozen weights under LoRA), any device")
@@ -374,6 +377,7 @@ class RealConfig(Config):
     )
     eval_every: int = param(100, minimum=1, help=EVAL_EVERY_HELP)
     search_depth: int = param(100, minimum=100, help=SEARCH_DEPTH_HELP)
+    merge: str = param(PAPER_MERGE, choices=MERGES, keyed_at_default=False, help=MERGE_HELP)
     bootstrap_resamples: int = param(10000, minimum=1, run=False, help=BOOTSTRAP_HELP)
     workers: int = workers_param("runs")
     threads: int = threads_param()
@@ -472,7 +476,7 @@ class AblationConfig(Config):
     )
     real_seeds: list[int] = param([0], help="notebook 04 trained three; the other modes cost a training each")
     vector_counts: list[int] = param([1, 2, 3, 4, 5, 6, 7, 8], minimum=1, help="numbers of query vectors compared")
-    merges: list[str] = param(["round_robin", "rrf", "max_score"], choices=tuple(MERGES), help=MERGES_HELP)
+    merges: list[str] = param(["round_robin", "rrf", "max_score"], choices=MERGES, help=MERGES_HELP)
     bootstrap_resamples: int = param(10000, minimum=1, help=BOOTSTRAP_HELP)
     results_dir: str = param("../results/05_ablations", help=RESULTS_HELP)
     runs_dir: str = param("../runs/05_ablations", help=RUNS_HELP)
@@ -511,7 +515,7 @@ class BeyondConfig(Config):
     max_cosine: float = param(0.97, help="the similarity rule stops before a vector this close to one kept")
     merges: list[str] = param(
         ["round_robin", "coverage", "rrf", "max_score", "ranx_rrf", "combsum", "combmnz", "max_zmuv"],
-        choices=tuple(MERGES),
+        choices=MERGES,
         help=MERGES_HELP,
     )
     bootstrap_resamples: int = param(10000, minimum=1, help=BOOTSTRAP_HELP)

@@ -60,9 +60,10 @@ class RunStore:
     identity: dict = field(default_factory=dict)
 
     def run_params(self, params: dict) -> dict:
-        """The run key of a config's `as_dict()` (or of the parameters a results JSON holds)."""
-        non_run = self.config.non_run_keys()
-        return {k: v for k, v in params.items() if k not in non_run}
+        """The run key of a config's `as_dict()` (or of the parameters a results JSON holds): its
+        fields that shape a run, less those out of the key at their default (`keyed_at_default`)."""
+        non_run, unkeyed = self.config.non_run_keys(), self.config.unkeyed_defaults()
+        return {k: v for k, v in params.items() if k not in non_run and not (k in unkeyed and v == unkeyed[k])}
 
     def recipe(self, params: Config) -> dict:
         """The run key without where the run was made (its folders, device and processes): the

@@ -162,7 +162,7 @@ def test_info_nce_by_hand():
     l0 = -math.log(math.exp(1 / tau) / (math.exp(1 / tau) + math.exp(c / tau) + 1 + math.exp(-1 / tau)))
     # query 1: cosines 0, c, 1, 0; positive is pos1 (c)
     l1 = -math.log(math.exp(c / tau) / (1 + math.exp(c / tau) + math.exp(1 / tau) + 1))
-    assert info_nce(q, pos, neg, tau).item() == pytest.approx((l0 + l1) / 2, rel=1e-6)
+    assert info_nce(q, pos, neg, temperature=tau).item() == pytest.approx((l0 + l1) / 2, rel=1e-6)
 
 
 def test_matched_loss_with_one_target_is_info_nce():
@@ -203,9 +203,9 @@ def test_a_ranks_share_of_the_queries_is_scored_against_its_own_positives():
     the full batch's per-example losses of those examples, at any temperature."""
     torch.manual_seed(6)
     q, p, n = torch.randn(4, 8), torch.randn(4, 8), torch.randn(4, 8)
-    per_example = [info_nce(q[b : b + 1], p, n, 0.1, first=b).item() for b in range(4)]
-    assert info_nce(q, p, n, 0.1).item() == pytest.approx(sum(per_example) / 4, rel=1e-6)
-    assert info_nce(q[2:], p, n, 0.1, first=2).item() == pytest.approx(sum(per_example[2:]) / 2, rel=1e-6)
+    per_example = [info_nce(q[b : b + 1], p, n, temperature=0.1, first=b).item() for b in range(4)]
+    assert info_nce(q, p, n, temperature=0.1).item() == pytest.approx(sum(per_example) / 4, rel=1e-6)
+    assert info_nce(q[2:], p, n, temperature=0.1, first=2).item() == pytest.approx(sum(per_example[2:]) / 2, rel=1e-6)
     qm, pm, nm = torch.randn(4, 3, 6), torch.randn(4, 3, 6), torch.randn(4, 3, 6)
     mask = torch.tensor([[1, 1, 1], [1, 0, 0], [1, 1, 0], [1, 1, 1]], dtype=torch.bool)
     share = matched_info_nce(qm[2:], pm, nm, mask, temperature=0.1, first=2).item()
@@ -271,7 +271,9 @@ def test_matched_loss_with_spread_adds_the_penalty_of_the_brute_force_matching()
         ]
         penalties.append(sum(pairs) / len(pairs))
     expected = brute_force_matched(q, p, n, mask, tau) + weight * sum(penalties) / batch
-    assert matched_info_nce(q, p, n, mask, tau, spread_weight=weight).item() == pytest.approx(expected, rel=1e-5)
+    assert matched_info_nce(q, p, n, mask, temperature=tau, spread_weight=weight).item() == pytest.approx(
+        expected, rel=1e-5
+    )
 
 
 def test_two_ranks_shares_of_the_spread_loss_average_to_the_whole_batchs():
@@ -325,10 +327,10 @@ def test_component_loss_under_bfloat16_autocast_matches_float32(distance):
     torch.manual_seed(6)
     queries, components = torch.randn(3, 4, 8), torch.randn(3, 2, 8)
     candidates = (torch.randn(3, 2, 8), torch.randn(3, 2, 8), torch.ones(3, 2, dtype=torch.bool))
-    arguments = (queries, torch.tensor([4, 2, 1]), components, torch.ones(3, 2, dtype=torch.bool), distance, candidates)
-    exact = component_loss(*arguments)
+    arguments = (queries, torch.tensor([4, 2, 1]), components, torch.ones(3, 2, dtype=torch.bool))
+    exact = component_loss(*arguments, distance=distance, candidates=candidates)
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        mixed = component_loss(*arguments)
+        mixed = component_loss(*arguments, distance=distance, candidates=candidates)
     assert mixed.item() == pytest.approx(exact.item(), rel=0.05)
 
 
@@ -369,14 +371,14 @@ def test_the_ranking_distance_is_the_kl_of_each_matched_querys_softmax_from_its_
             kls.append(float((teacher * (teacher.log() - student.log())).sum()))
         per_example.append(np.mean(kls))
     candidates = (positives, negatives, target_mask)
-    loss = component_loss(queries, query_counts, components, component_mask, "ranking", candidates)
+    loss = component_loss(queries, query_counts, components, component_mask, distance="ranking", candidates=candidates)
     assert loss.item() == pytest.approx(np.mean(per_example), rel=1e-5)
     itself = torch.cat([components, components[:, :1]], dim=1)
-    assert component_loss(itself, query_counts, components, component_mask, "ranking", candidates).item() == (
-        pytest.approx(0.0, abs=1e-6)
-    )
+    assert component_loss(
+        itself, query_counts, components, component_mask, distance="ranking", candidates=candidates
+    ).item() == (pytest.approx(0.0, abs=1e-6))
     with pytest.raises(ValueError, match="unknown component distance 'l2'; valid: cosine, ranking"):
-        component_loss(queries, query_counts, components, component_mask, "l2")
+        component_loss(queries, query_counts, components, component_mask, distance="l2")
 
 
 def test_the_ranking_distance_holds_one_vector_to_the_mixture_of_several_components():
@@ -400,7 +402,9 @@ def test_the_ranking_distance_holds_one_vector_to_the_mixture_of_several_compone
     teacher = softmax(components[1, 0])
     second = float((teacher * (teacher.log() - softmax(queries[1, 0]).log())).sum())
     candidates = (positives, negatives, target_mask)
-    loss = component_loss(queries, torch.tensor([1, 1]), components, component_mask, "ranking", candidates)
+    loss = component_loss(
+        queries, torch.tensor([1, 1]), components, component_mask, distance="ranking", candidates=candidates
+    )
     assert loss.item() == pytest.approx((first + second) / 2, rel=1e-5)
     nearest = (F.normalize(queries[0, 0], dim=-1) @ F.normalize(components[0], dim=-1).T).max()
     cosine_loss = component_loss(queries[:1], torch.tensor([1]), components[:1], component_mask[:1])

@@ -1,15 +1,15 @@
 import numpy as np
 import pytest
 
+from amer_lib.beyond.merges import RANX_FUSIONS, coverage_merge, ranx_fusion
 from amer_lib.core.merge import (
     MERGES,
-    RANX_FUSIONS,
-    coverage_merge,
+    Merge,
     found_by,
     get_merge,
     max_score_merge,
-    ranx_fusion,
     reciprocal_rank_fusion,
+    register_merge,
     round_robin_merge,
 )
 
@@ -231,7 +231,7 @@ def test_coverage_at_a_tiny_temperature_stays_finite_and_serves_the_surer_vector
 def test_vector_weights_by_hand():
     """Uniform: 1 / (vectors searched); top_score: the softmax over the vectors of their best
     logits, computed per row even when the logits are too large for exp."""
-    from amer_lib.core.merge import _vector_weights
+    from amer_lib.beyond.merges import _vector_weights
 
     tops = np.array([[800.0, 799.0, -np.inf], [1.0, 1.0, 0.0]])
     assert np.allclose(_vector_weights(tops, "uniform"), [[0.5, 0.5, 0.0], [1 / 3, 1 / 3, 1 / 3]])
@@ -265,3 +265,25 @@ def test_found_by_names_the_vector_of_document_0():
     vectors, cosines = found_by(ids, scores, np.array([[5, 0, 7, -1]]))
     assert vectors.tolist() == [[0, 1, 1, -1]]  # document 0: vector 1 ranks it first
     assert np.allclose(cosines[0, :3], [0.9, 0.8, 0.3]) and np.isnan(cosines[0, 3])
+
+
+def test_a_registered_merge_is_a_choice_of_every_merge_parameter():
+    """A new merge is one entry: registered, it is what `get_merge`, notebook 04's `merge` and the
+    search command accept; a second merge under a taken name is refused with the registered ones."""
+    from amer_lib.runs.configs import RealConfig
+
+    def last_vector_first(ids, scores, k):  # the vectors' lists in reverse generation order
+        return round_robin_merge(ids[:, ::-1], k)
+
+    entry = Merge(last_vector_first, "last vector first", "#000000")
+    register_merge("last_vector_first", entry)
+    try:
+        ids = np.array([[[1, 2], [3, 4]]])
+        assert get_merge("last_vector_first")(ids, np.zeros(ids.shape), 3).tolist() == [[3, 1, 4]]
+        assert (
+            RealConfig.from_dict({**RealConfig.defaults(), "merge": "last_vector_first"}).merge == "last_vector_first"
+        )
+        with pytest.raises(ValueError, match="registered already; registered: round_robin"):
+            register_merge("last_vector_first", Merge(round_robin_merge, "another", "#ffffff"))
+    finally:
+        del MERGES["last_vector_first"]

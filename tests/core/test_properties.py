@@ -6,6 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import amer_lib.beyond  # noqa: F401  (registers the merges beyond the paper)
 from amer_lib.core.merge import MERGES, round_robin_merge
 from amer_lib.core.metrics import mrecall_at_k, pad_clusters, recall_at_k
 
@@ -61,7 +62,7 @@ def vector_lists(draw):
 def test_every_merge_returns_distinct_listed_documents_then_padding(lists, k):
     ids, scores = lists
     for name, merge in MERGES.items():
-        merged = merge(ids, scores, k)
+        merged = merge.function(ids, scores, k)
         assert merged.shape == (ids.shape[0], k), name
         for row, docs in enumerate(merged):
             listed = {d for d in ids[row].ravel().tolist() if d >= 0}

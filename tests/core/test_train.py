@@ -516,8 +516,8 @@ def test_a_batch_share_is_scored_by_the_matched_loss_of_its_settings(changes):
         batch.targets,
         batch.negatives,
         batch.mask,
-        config.temperature,
-        forbidden,
+        temperature=config.temperature,
+        forbidden=forbidden,
         first=2,
         reduction=config.matched_loss,
         spread_weight=config.spread_weight,
@@ -947,7 +947,11 @@ def test_the_component_term_adds_its_weight_times_the_component_loss_of_the_shar
         query_counts = batch.mask[rows].sum(-1)
     candidates = (batch.targets, batch.negatives, batch.mask)
     term = component_loss(
-        outputs, query_counts, *data.components(batch.indices[rows]), config.component_distance, candidates
+        outputs,
+        query_counts,
+        *data.components(batch.indices[rows]),
+        distance=config.component_distance,
+        candidates=candidates,
     )
     assert term > 0.1
     expected = batch_loss(model, data, batch, rows, config) + 0.7 * term

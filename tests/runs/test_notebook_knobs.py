@@ -538,6 +538,34 @@ def test_notebook_02s_tuning_trains_amer_at_every_grid_point_of_every_setting(mo
     ]
 
 
+@bites("SyntheticConfig.merge")
+def test_notebook_02_merges_amers_test_and_validation_lists_with_its_merge(monkeypatch, tmp_path):
+    """Notebook 02's trained systems (training and generation stubbed) search and score their test
+    and validation inputs for real, merging the lists with `merge`."""
+    from amer_lib.experiments import synthetic
+
+    seen = []
+    real_search = synthetic.multi_vector_search
+    monkeypatch.setattr(
+        synthetic,
+        "train_on_task",
+        lambda *a: (None, SimpleNamespace(seconds=0.0, best_step=1, best_val_loss=0.0, history=[])),
+    )
+    monkeypatch.setattr(synthetic, "vector_prompts", lambda model, inputs, device: inputs)
+    monkeypatch.setattr(synthetic, "generated_vectors", lambda model, inputs, n: np.ones((len(inputs), n, 8)))
+    monkeypatch.setattr(
+        synthetic,
+        "multi_vector_search",
+        lambda index, queries, k, **options: seen.append(options["merge"]) or real_search(index, queries, k, **options),
+    )
+    for merge in ("round_robin", "max_score"):
+        params = tiny_synthetic(merge=merge, n_train=30, n_test=20, corpus_size=300)
+        a_task = synthetic.task_from_params(params, "linear", "single")
+        index = synthetic.VectorIndex(a_task.corpus)
+        synthetic._train_and_evaluate(params, a_task, index, "amer", torch.device("cpu"), tmp_path, False, None)
+    assert seen == ["round_robin", "round_robin", "max_score", "max_score"]  # test, then validation, per merge
+
+
 @bites("SyntheticConfig.search_depth")
 def test_search_depth_is_how_many_documents_each_vector_retrieves_before_the_merge(monkeypatch, tmp_path):
     """Notebook 02's oracle (one vector; the trained systems stubbed): searched 10 deep, its top 100
@@ -660,10 +688,9 @@ def test_notebook_04s_tuning_trains_amer_at_every_grid_point_of_every_dataset(mo
     assert [r["val_mrecall"] for r in rows] == [25.0] * 4
 
 
-@bites("RealConfig.search_depth")
-def test_notebook_04_retrieves_search_depth_documents_per_vector_before_the_merge(monkeypatch, tmp_path):
-    """`run_one` (its benchmark, training and indexes stubbed) searches each vector max(search_depth,
-    100) deep (stopped there)."""
+def searched_by_run_one(monkeypatch, tmp_path, **changes) -> dict:
+    """The arguments notebook 04's `run_one` (its benchmark, training and indexes stubbed) searches
+    the test questions' vectors with (stopped there), under the notebook's config with `changes`."""
     from amer_lib.experiments import real_data
 
     class Data:
@@ -691,14 +718,31 @@ def test_notebook_04_retrieves_search_depth_documents_per_vector_before_the_merg
     monkeypatch.setattr(real_data, "Benchmark", lambda directory: None)
     monkeypatch.setattr(real_data, "RunContext", SimpleNamespace(of=lambda params, benchmark: context))
     monkeypatch.setattr(real_data, "run_facts", lambda *args: {})
-    for name in ("build_query_encoder", "run_index", "validation_retrieval", "train"):
+    for name in ("build_query_encoder", "run_index", "train"):
         monkeypatch.setattr(real_data, name, lambda *args, **options: None)
-    monkeypatch.setattr(real_data, "multi_vector_search", lambda index, vectors, k, depth: asking(depth))
+    validation = {}
+    monkeypatch.setattr(real_data, "validation_retrieval", lambda *args, **options: validation.update(options))
+    monkeypatch.setattr(real_data, "multi_vector_search", lambda index, vectors, k, **options: asking(options))
+    params = notebook_config("04_real_data", runs_dir=str(tmp_path), device="cpu", **changes)
+    with pytest.raises(Asked) as raised:
+        real_data.run_one(params, "a", "amer", 0, progress=False)
+    return {**raised.value.args[0], "validation": validation}
+
+
+@bites("RealConfig.search_depth")
+def test_notebook_04_retrieves_search_depth_documents_per_vector_before_the_merge(monkeypatch, tmp_path):
+    """`run_one` searches each vector max(search_depth, 100) deep."""
     for depth in (100, 250):
-        params = notebook_config("04_real_data", search_depth=depth, runs_dir=str(tmp_path), device="cpu")
-        with pytest.raises(Asked) as raised:
-            real_data.run_one(params, "a", "amer", 0, progress=False)
-        assert raised.value.args == (depth,)
+        assert searched_by_run_one(monkeypatch, tmp_path, search_depth=depth)["depth"] == depth
+
+
+@bites("RealConfig.merge")
+def test_notebook_04_merges_the_test_lists_with_its_merge_and_tracks_validation_with_it(monkeypatch, tmp_path):
+    """`run_one` merges the test questions' lists with `merge`, and hands it to the learning curves'
+    validation search (`validation_retrieval`)."""
+    for merge in ("round_robin", "max_score"):
+        searched = searched_by_run_one(monkeypatch, tmp_path, merge=merge)
+        assert searched["merge"] == searched["validation"]["merge"] == merge
 
 
 def summary_results(seeds=(0, 1)):
@@ -961,7 +1005,7 @@ def test_notebook_06_generates_with_each_seeds_run_and_compares_seen_questions_o
     )
     monkeypatch.setattr(diversity_analysis, "RunContext", SimpleNamespace(of=lambda params: context))
     monkeypatch.setattr(diversity_analysis, "ShardedFlatIndex", lambda shards: None)
-    monkeypatch.setattr(diversity_analysis, "retrieval_row", lambda *args: {})
+    monkeypatch.setattr(diversity_analysis, "retrieval_row", lambda *args, **options: {})
     real = notebook_config("04_real_data", datasets=["a"], device="cpu")
     params = notebook_config("06_diversity_analysis", seeds=[3, 8], seen_questions=4)
     rows = diversity_analysis.output_similarity(real, params.seeds, progress=False)

@@ -40,6 +40,24 @@ def test_a_run_of_another_cache_version_is_made_again(tmp_path):
     assert REAL_RUNS.cached(params, "a_seed0") is None
 
 
+def test_a_parameter_keyed_only_when_set_keeps_the_keys_of_the_runs_made_before_it(tmp_path):
+    """`merge` (`keyed_at_default=False`): at round-robin, the paper's merge and what every run made
+    before the parameter merged with, a run's key and folder are those of a run without it (the
+    pinned digests above), and a results JSON written without it is read back; another merge is
+    another run, with a folder of its own."""
+    params = notebook_config("04_real_data", results_dir=str(tmp_path))
+    name, facts = real_run_name("wordnet_kinds", "amer", 0), {"n_queries": 5}
+    assert "merge" not in REAL_RUNS.run_params(params.as_dict())
+    before = {k: v for k, v in params.as_dict().items() if k != "merge"}  # as a run made before it wrote
+    REAL_RUNS.write(params, name, {"params": before}, facts)
+    assert REAL_RUNS.cached(params, name, facts) is not None
+    other = params.replace(merge="max_score")
+    assert REAL_RUNS.run_params(other.as_dict())["merge"] == "max_score"
+    assert REAL_RUNS.cached(other, name, facts) is None
+    assert REAL_RUNS.run_dir(other, name, facts) != REAL_RUNS.run_dir(params, name, facts)
+    assert type(params).from_dict(before).merge == "round_robin"  # a file without it reads as its default
+
+
 @dataclass(frozen=True)
 class Toy(Config):
     lr: float = param()
