@@ -86,6 +86,18 @@ def tiny_synthetic_params(tmp_path, workers) -> SyntheticConfig:
 # ----- a tiny training problem: inputs whose targets are themselves, their negation and a roll ------
 DIM = 8
 TRAIN_CONFIG = dict(n_outputs=3, steps=12, batch_size=16, lr=1e-3, eval_every=4, checkpoint_every=4, seed=0)
+# the notebook fields that set loss terms, at their defaults (no term)
+TERM_FIELDS = dict(stop_weight=0.0, spread_weight=0.0, component_weight=0.0, component_distance="cosine")
+
+
+def with_terms(settings: dict) -> dict:
+    """TrainConfig's keyword arguments from `settings` that may name loss terms by their notebook
+    fields (`TERM_FIELDS`), those turned into `terms` as `train_config` turns a notebook config's."""
+    from amer_lib.runs.query_encoders import loss_terms
+
+    levers = {**TERM_FIELDS, **{k: v for k, v in settings.items() if k in TERM_FIELDS}}
+    rest = {k: v for k, v in settings.items() if k not in TERM_FIELDS}
+    return {**rest, "terms": loss_terms(SimpleNamespace(**levers))}
 
 
 def make_problem(n=64, m=3, seed=0):

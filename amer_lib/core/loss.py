@@ -1,11 +1,20 @@
-"""InfoNCE and the Hungarian-matched InfoNCE of the paper (Section 4.1, Eq. 2).
+"""InfoNCE and the Hungarian-matched InfoNCE of the paper (Section 4.1, Eq. 2), and the loss terms
+that training adds beside it.
 
 Candidates in a batch are every valid positive plus one random negative per positive; scores
 are cosine similarities over a temperature. A query's own other positives stay in its
 denominator. Variable numbers of targets are padded at the end and masked.
+
+A loss term is one class with its own parameters (a frozen dataclass with a `weight`), called on a
+step's `TermInputs` by `train.batch_loss`, which adds `weight` x its value to the matched loss;
+`TrainConfig.terms` lists a run's terms. The stop head's (`StopTerm`) is here; the terms beyond the
+paper are in `amer_lib.beyond`. `register_loss_term` lets a notebook config set a term by its fields.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 import torch
@@ -124,9 +133,9 @@ def matched_info_nce(
     forbidden: torch.Tensor | None = None,
     first: int = 0,
     reduction: str = "mean",
-    spread_weight: float = 0.0,
     first_vector: str = "matched",
-) -> torch.Tensor:
+    with_assignment: bool = False,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """Hungarian-matched InfoNCE.
 
     queries `[b, M, d]` (query j of an example is valid when its target j is), positives and
@@ -137,11 +146,11 @@ def matched_info_nce(
     an example with more targets weighs more) and "mean" averages them (the authors' code); the
     loss averages the examples.
     `forbidden [b, n, M]` excludes pairs from the matching (see `fed_target_pairs`); a perfect
-    matching must remain. `spread_weight` > 0 adds that multiple of `spread_penalty` (beyond the
-    paper). `first_vector` "single" (beyond the paper) trains query 0 as the single-query model is
+    matching must remain. `first_vector` "single" (beyond the paper) trains query 0 as the single-query model is
     trained (`info_nce` against the example's first target, in its random order: the batch's first
     targets and negatives the candidates) and matches queries 1.. to targets 1..: one vector stays
-    the whole question's query, the others share out the rest.
+    the whole question's query, the others share out the rest. `with_assignment`: also the target
+    each query is matched to, `[b, M]` (what a loss term may read: `TermInputs.assignment`).
     """
     if first_vector not in FIRST_VECTOR_MODES:
         raise ValueError(f"unknown first_vector {first_vector!r}; valid: {', '.join(FIRST_VECTOR_MODES)}")
@@ -160,7 +169,8 @@ def matched_info_nce(
         None if forbidden is None else forbidden.cpu().numpy(),
         fixed,
     )
-    matched = block.gather(-1, torch.as_tensor(assignment, device=block.device)[..., None]).squeeze(-1)
+    assignment = torch.as_tensor(assignment, device=block.device)
+    matched = block.gather(-1, assignment[..., None]).squeeze(-1)
     if fixed:  # query 0 scored as single-query's vector is
         single = info_nce_log_probs(
             queries[:, 0], positives[:, 0], negatives[:, 0], temperature=temperature, first=first
@@ -168,29 +178,7 @@ def matched_info_nce(
         matched = torch.cat([single[:, None], matched[:, 1:]], dim=1)
     per_example = -(matched * own_mask).sum(-1)
     loss = (per_example if reduction == "sum" else per_example / counts).mean()
-    if spread_weight > 0:
-        own = positives[first : first + queries.shape[0]]
-        matched_targets = own.gather(1, torch.as_tensor(assignment, device=own.device)[..., None].expand_as(own))
-        loss = loss + spread_weight * spread_penalty(queries, matched_targets, own_mask)
-    return loss
-
-
-def spread_penalty(queries: torch.Tensor, matched_targets: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Beyond the paper: how much closer an example's query vectors are to each other than the
-    targets they are matched to. For each pair of valid queries i < j, `relu(cos(q_i, q_j) -
-    cos(t_i, t_j))` with `t_i` query i's matched target, averaged over the example's pairs, then
-    over the examples with two or more targets. queries and matched_targets `[b, M, d]`, mask
-    `[b, M]` (valid first). Zero when every pair is at least as far apart as its targets."""
-    q, t = F.normalize(queries.float(), dim=-1), F.normalize(matched_targets.float(), dim=-1)
-    excess = torch.relu(q @ q.transpose(1, 2) - t @ t.transpose(1, 2))
-    upper = torch.ones_like(excess[0], dtype=torch.bool).triu(1)
-    pairs = mask[:, :, None] & mask[:, None, :] & upper
-    per_pair = pairs.sum((1, 2))
-    several = per_pair > 0
-    if not bool(several.any()):
-        return excess.sum() * 0.0
-    per_example = (excess * pairs).sum((1, 2))[several] / per_pair[several]
-    return per_example.mean()
+    return (loss, assignment) if with_assignment else loss
 
 
 def stop_loss(stop_logits: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
@@ -205,67 +193,78 @@ def stop_loss(stop_logits: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
     return F.binary_cross_entropy_with_logits(stop_logits.float()[scored], labels[scored])
 
 
-# how a component's vector and its query are compared: 1 - cosine, or the KL divergence of the
-# query's softmax over the batch's candidates from the component vector's (a ranking distillation)
-COMPONENT_DISTANCES = ("cosine", "ranking")
+@dataclass(frozen=True)
+class TermInputs:
+    """What a loss term reads of one share of a step (the examples `first ..` of the batch): the
+    share's query vectors `outputs [b, n, d]` and how many of each example's are valid
+    (`query_counts [b]`: one per target, one for single-query), the whole batch's candidates
+    (`targets`, `negatives [B, M, d]`, `mask [B, M]`), the temperature they are scored at, the
+    target each query is matched to (`assignment [b, M]`; None for single-query), the stop head's
+    logits (`stop_logits [b, n]`, where a term uses the stop head), and the share's examples:
+    the training data and their indices in it."""
+
+    outputs: torch.Tensor
+    query_counts: torch.Tensor
+    targets: torch.Tensor
+    negatives: torch.Tensor
+    mask: torch.Tensor
+    first: int
+    temperature: float
+    assignment: torch.Tensor | None
+    stop_logits: torch.Tensor | None
+    data: Any
+    indices: torch.Tensor
 
 
-def component_loss(
-    queries: torch.Tensor,
-    query_counts: torch.Tensor,
-    components: torch.Tensor,
-    component_mask: torch.Tensor,
-    *,
-    distance: str = "cosine",
-    candidates: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
-    temperature: float = TEMPERATURE,
-) -> torch.Tensor:
-    """Beyond the paper: how far an example's query vectors are from the off-the-shelf encoder's
-    vectors of the questions it is made of (a compound question's components; a plain question
-    itself), each component matched to a query of its own by the Hungarian algorithm on cosine
-    similarity. `queries [b, n, d]` of which an example's first `query_counts[b]` are valid (one
-    per target, as in `matched_info_nce`; one for single-query), `components [b, C, d]` with
-    `component_mask [b, C]` (valid first). With fewer valid queries than components, each query
-    gets one component and the others are left out. A matched pair costs `1 - cos(q, c)`
-    ("cosine"), or ("ranking") the KL divergence of the query's softmax over the batch's
-    `candidates` (positives `[B, M, d]`, negatives, target mask, as `candidate_log_probs` takes
-    them) from the component vector's, held fixed: the query ranks the documents as the
-    component's own vector does. Averaged over an example's pairs, then over the examples.
+class LossTerm(Protocol):
+    """A term added to the matched loss: `weight` x `term(inputs)`. `NAME` names it in checkpoints;
+    `FIELDS` maps its fields to the notebook config fields that set it (`weight` first);
+    `uses_stop_head`: it reads the stop head's logits; `scores_single_query`: it is added to the
+    single-query model's InfoNCE too (otherwise to AMER's matched loss only); `ORDER`: where a
+    notebook config's terms add it (the float sum's order, so a run's numbers do not depend on which
+    module registered first)."""
 
-    One valid query against several components (single-query with `component_single` on a
-    compound): the cosine distance matches it to its nearest component, as above; the ranking
-    distance holds it to the mixture of its components' softmaxes (their mean), the one ranking
-    a single vector can be asked for when the question has several parts."""
-    if distance not in COMPONENT_DISTANCES:
-        raise ValueError(f"unknown component distance {distance!r}; valid: {', '.join(COMPONENT_DISTANCES)}")
-    counts = component_mask.sum(-1)
-    empty = torch.nonzero((counts == 0) | (query_counts == 0)).flatten().tolist()
-    if empty:
-        raise ValueError(f"examples {empty} have no components or no query vectors")
-    cosine = F.normalize(queries.float(), dim=-1) @ F.normalize(components.float(), dim=-1).transpose(1, 2)
-    detached = cosine.detach().float().cpu().numpy()  # under bfloat16 autocast the product is bfloat16
-    chosen = np.zeros(component_mask.shape, dtype=np.int64)  # the query each component is matched to
-    paired = torch.zeros(component_mask.shape, dtype=torch.bool)  # the components that got one
-    for b, (n, count) in enumerate(zip(query_counts.tolist(), counts.tolist())):
-        rows, cols = linear_sum_assignment(detached[b, :n, :count], maximize=True)
-        chosen[b, cols], paired[b, cols] = rows, True
-    paired, chosen = paired.to(cosine.device), torch.as_tensor(chosen, device=cosine.device)
-    if distance == "cosine":
-        matched = cosine.gather(1, chosen[:, None]).squeeze(1)  # [b, C]
-        return 1.0 - ((matched * paired).sum(-1) / paired.sum(-1)).mean()
-    if candidates is None:
-        raise ValueError("the ranking distance needs the batch's candidates (positives, negatives, target mask)")
-    matched = queries.gather(1, chosen[..., None].expand(-1, -1, queries.shape[-1]))  # [b, C, d]
-    student = candidate_log_probs(matched.float(), *candidates, temperature)
-    teacher = candidate_log_probs(components.float(), *candidates, temperature).detach()
-    terms = torch.where(torch.isfinite(teacher), teacher.exp() * (teacher - student), 0.0)  # padded: none
-    per_example = (terms.sum(-1) * paired).sum(-1) / paired.sum(-1)
-    alone = (query_counts == 1) & (counts > 1)  # one vector, several components: their mixture
-    if bool(alone.any()):
-        every = candidate_log_probs(components.float(), *candidates, temperature).detach()  # [b, C, N]
-        every = every.masked_fill(~component_mask.to(every.device)[..., None], float("-inf"))
-        mixture = torch.logsumexp(every, dim=1) - counts.to(every.device).log()[:, None]  # [b, N]
-        first = candidate_log_probs(queries[:, :1].float(), *candidates, temperature)[:, 0]
-        divergence = torch.where(torch.isfinite(mixture), mixture.exp() * (mixture - first), 0.0).sum(-1)
-        per_example = torch.where(alone.to(per_example.device), divergence, per_example)
-    return per_example.mean()
+    NAME: ClassVar[str]
+    FIELDS: ClassVar[dict[str, str]]
+    ORDER: ClassVar[int]
+    uses_stop_head: ClassVar[bool]
+    scores_single_query: ClassVar[bool]
+    weight: float
+
+    def __call__(self, inputs: TermInputs) -> torch.Tensor: ...
+
+
+LOSS_TERMS: dict[str, type] = {}  # NAME -> term class
+
+
+def register_loss_term(term: type) -> type:
+    """Make a term class one a notebook config can set (`runs.query_encoders.train_config` builds it
+    from the config's `FIELDS` when its weight is positive); returns it, so it decorates a class."""
+    if LOSS_TERMS.get(term.NAME, term) is not term:
+        raise ValueError(f"a loss term named {term.NAME!r} is registered already; registered: {', '.join(LOSS_TERMS)}")
+    LOSS_TERMS[term.NAME] = term
+    return term
+
+
+def check_weight(term: LossTerm) -> None:
+    if term.weight < 0:
+        raise ValueError(f"{type(term).__name__}'s weight must be >= 0, got {term.weight}")
+
+
+@register_loss_term
+@dataclass(frozen=True)
+class StopTerm:
+    """The stop head's binary cross-entropy (`stop_loss`) beside the matched loss (notebook 07)."""
+
+    NAME: ClassVar[str] = "stop"
+    FIELDS: ClassVar[dict[str, str]] = {"weight": "stop_weight"}
+    ORDER: ClassVar[int] = 20
+    uses_stop_head: ClassVar[bool] = True
+    scores_single_query: ClassVar[bool] = False
+    weight: float
+
+    def __post_init__(self):
+        check_weight(self)
+
+    def __call__(self, inputs: TermInputs) -> torch.Tensor:
+        return stop_loss(inputs.stop_logits, inputs.query_counts)

@@ -84,8 +84,8 @@ class AMERQueryEncoder(nn.Module):
         # frozen weights are bfloat16 generates as it was trained
         self.mixed_precision = False
         # peft's adapter layers; under autocast they take the bfloat16 activations as they come
-        # (`backbones.adapter_input_casts`). True: peft's own float32 round trip under autocast too, the path
-        # before issue 69, kept for the equivalence test and the operation count (benchmarks/bench_step_ops.py)
+        # (`backbones.adapter_input_casts`). True: peft's own float32 round trip under autocast too, which the
+        # equivalence test and the operation count (benchmarks/bench_step_ops.py) compare against
         self._adapters = adapter_layers(backbone)
         self.peft_input_casts = False
 
@@ -241,7 +241,7 @@ class AMERQueryEncoder(nn.Module):
         `teacher` is None). `keep_hidden`: also the hidden states the outputs were read from.
 
         What every step shares is made once before the loop (each step's operations run once per layer
-        and decoded position, forward and backward, and are a GPU step's kernel launches: issue 69): the
+        and decoded position, forward and backward, and are a GPU step's kernel launches): the
         attention mask of the whole sequence and whether it pads at all (asking at each step waited for
         the device), the fed-back positions, and under autocast the gold vectors in its dtype (the input
         projection casts them so anyway). A step slices these."""

@@ -10,6 +10,7 @@ of a step's gradient sums, not what they sum).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -22,11 +23,11 @@ from torch.nn.parallel import DistributedDataParallel
 
 from amer_lib.core import checkpointing, distributed
 from amer_lib.core.loss import (
-    COMPONENT_DISTANCES,
     FIRST_VECTOR_MODES,
     MATCHED_REDUCTIONS,
     TEMPERATURE,
-    component_loss,
+    LossTerm,
+    TermInputs,
     fed_target_pairs,
     info_nce,
     matched_info_nce,
@@ -56,8 +57,8 @@ class MultiTargetData(Protocol):
         ...
 
     def components(self, indices: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Only for `component_weight` > 0: the off-the-shelf vectors of the questions each example
-        is made of `[B, C, d]` and their mask `[B, C]` (`loss.component_loss`)."""
+        """Only for a run with the component term (`amer_lib.beyond.component`): the off-the-shelf
+        vectors of the questions each example is made of `[B, C, d]` and their mask `[B, C]`."""
         ...
 
 
@@ -86,21 +87,15 @@ class TrainConfig:
     group_by_targets: bool = False  # batches of examples with equal numbers of targets
     exclude_fed_targets: bool = False  # a teacher-forced target is not matched to later queries
     single_target_step: bool = False  # multi-vector runs: an extra single-query step per iteration
-    stop_weight: float = 0.0  # > 0: the stop head's loss (`loss.stop_loss`) joins the matched loss
     matched_loss: str = "mean"  # an example's matched terms: "mean" (the authors' code) or "sum" (Equation 2)
     hard_negative_share: float = 0.0  # beyond the paper: share of negatives drawn from the data's mined ones
-    spread_weight: float = 0.0  # beyond the paper: weight of `loss.spread_penalty` (vectors as apart as targets)
     first_vector: str = "matched"  # beyond the paper, "single": the first vector trained as single-query is
-    component_weight: float = 0.0  # beyond the paper: weight of `loss.component_loss` (the data's `components`)
-    component_distance: str = "cosine"  # of `loss.component_loss`: "cosine", or "ranking" (over the batch's candidates)
+    # the terms added to the loss, each weight x its value (`loss.LossTerm`: `loss.StopTerm`, amer_lib.beyond's)
+    terms: tuple[LossTerm, ...] = ()
 
     def __post_init__(self):
         if self.sampling not in SAMPLING_MODES:
             raise ValueError(f"unknown sampling mode {self.sampling!r}; valid: {', '.join(SAMPLING_MODES)}")
-        if self.component_distance not in COMPONENT_DISTANCES:
-            raise ValueError(
-                f"unknown component_distance {self.component_distance!r}; valid: {', '.join(COMPONENT_DISTANCES)}"
-            )
         if self.first_vector not in FIRST_VECTOR_MODES:
             raise ValueError(f"unknown first_vector {self.first_vector!r}; valid: {', '.join(FIRST_VECTOR_MODES)}")
         if self.matched_loss not in MATCHED_REDUCTIONS:
@@ -110,9 +105,11 @@ class TrainConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not 0.0 <= self.hard_negative_share <= 1.0:
             raise ValueError(f"hard_negative_share must be between 0 and 1, got {self.hard_negative_share}")
-        for name in ("spread_weight", "component_weight"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        names = [getattr(term, "NAME", None) for term in self.terms]
+        if None in names or not all(callable(term) and hasattr(term, "weight") for term in self.terms):
+            raise TypeError(f"terms must be loss terms (amer_lib.core.loss.LossTerm), got {self.terms}")
+        if len(set(names)) < len(names):
+            raise ValueError(f"each loss term at most once, got {names}")
         if self.micro_batch_size < 0:
             raise ValueError(f"micro_batch_size must be >= 0 (0: the whole batch at once), got {self.micro_batch_size}")
 
@@ -121,8 +118,17 @@ class TrainConfig:
 
     @classmethod
     def trained_recipe(cls, fields: dict) -> dict:
-        """Of a config's fields (`asdict`, or a checkpoint's), those a resumed run must match."""
+        """Of a config's fields (`record`, or a checkpoint's), those a resumed run must match."""
         return {k: v for k, v in fields.items() if k not in cls.MEMORY_LAYOUT}
+
+    def record(self) -> dict:
+        """The fields as plain values, as a checkpoint keeps them: each term as its name and fields."""
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "terms"}
+        return {**fields, "terms": [{"term": term.NAME, **asdict(term)} for term in self.terms]}
+
+    def term(self, name: str) -> LossTerm | None:
+        """The run's term called `name` (`LossTerm.NAME`), or None."""
+        return next((term for term in self.terms if term.NAME == name), None)
 
     def sampling_prob(self, step: int) -> float:
         if self.sampling == "teacher":
@@ -250,20 +256,34 @@ def batch_loss(
     config: TrainConfig,
 ) -> torch.Tensor:
     """The mean loss of the batch's examples `rows`, run through the model and scored against the
-    candidates of the whole batch. AMER: matched InfoNCE (plus the stop head's term where its
-    weight is set); single-query: plain InfoNCE against the first (random) target; either plus the
-    components' term where its weight is set."""
+    candidates of the whole batch. AMER: matched InfoNCE; single-query: plain InfoNCE against the
+    first (random) target; either plus weight x value of each of the run's terms (`config.terms`)
+    that scores it."""
     encoder = model.module if isinstance(model, DistributedDataParallel) else model
     prompt = data.prompt(encoder, batch.indices[rows])
     targets, negatives, mask = batch.targets, batch.negatives, batch.mask
+    inputs = dict(
+        targets=targets,
+        negatives=negatives,
+        mask=mask,
+        first=rows.start,
+        temperature=config.temperature,
+        data=data,
+        indices=batch.indices[rows],
+    )
     if config.n_outputs == 1:
         output = model(prompt, 1)
         loss = info_nce(output[:, 0], targets[:, 0], negatives[:, 0], temperature=config.temperature, first=rows.start)
-        return loss + _component_term(output, torch.ones_like(mask[rows].sum(-1)), data, batch, rows, config)
+        share = TermInputs(output, torch.ones_like(mask[rows].sum(-1)), assignment=None, stop_logits=None, **inputs)
+        return _with_terms(loss, [term for term in config.terms if term.scores_single_query], share)
     n = targets.shape[1]
     sample_mask = batch.sample_mask[rows]
     forbidden = fed_target_pairs(sample_mask, n, n) if config.exclude_fed_targets else None
-    matched = lambda outputs: matched_info_nce(
+    if any(term.uses_stop_head for term in config.terms):
+        outputs, stop_logits = model(prompt, n, targets[rows], sample_mask, with_stop=True)
+    else:
+        outputs, stop_logits = model(prompt, n, targets[rows], sample_mask), None
+    loss, assignment = matched_info_nce(
         outputs,
         targets,
         negatives,
@@ -272,40 +292,18 @@ def batch_loss(
         forbidden=forbidden,
         first=rows.start,
         reduction=config.matched_loss,
-        spread_weight=config.spread_weight,
         first_vector=config.first_vector,
+        with_assignment=True,
     )
-    if config.stop_weight <= 0:
-        outputs = model(prompt, n, targets[rows], sample_mask)
-        loss = matched(outputs)
-    else:
-        outputs, stop_logits = model(prompt, n, targets[rows], sample_mask, with_stop=True)
-        loss = matched(outputs) + config.stop_weight * stop_loss(stop_logits, mask[rows].sum(-1))
-    return loss + _component_term(outputs, mask[rows].sum(-1), data, batch, rows, config)
+    share = TermInputs(outputs, mask[rows].sum(-1), assignment=assignment, stop_logits=stop_logits, **inputs)
+    return _with_terms(loss, config.terms, share)
 
 
-def _component_term(
-    outputs: torch.Tensor,
-    query_counts: torch.Tensor,
-    data: MultiTargetData,
-    batch: Batch,
-    rows: slice,
-    config: TrainConfig,
-) -> torch.Tensor | float:
-    """`component_weight` x `loss.component_loss` of the share's outputs (0 when the weight is 0)."""
-    if config.component_weight <= 0:
-        return 0.0
-    components, component_mask = data.components(batch.indices[rows])
-    device = outputs.device
-    return config.component_weight * component_loss(
-        outputs,
-        query_counts,
-        components.to(device),
-        component_mask.to(device),
-        distance=config.component_distance,
-        candidates=(batch.targets, batch.negatives, batch.mask),
-        temperature=config.temperature,
-    )
+def _with_terms(loss: torch.Tensor, terms, inputs: TermInputs) -> torch.Tensor:
+    """`loss` plus weight x value of each term, in the run's order."""
+    for term in terms:
+        loss = loss + term.weight * term(inputs)
+    return loss
 
 
 def example_loss(
@@ -477,7 +475,7 @@ def _resume(
     if ckpt_path is None or not ckpt_path.exists():
         return 0, TrainResult(best_step=-1, best_val_loss=math.inf), None
     ckpt = _load_checkpoint(ckpt_path)
-    if TrainConfig.trained_recipe(ckpt.get("config") or {}) != TrainConfig.trained_recipe(asdict(config)):
+    if TrainConfig.trained_recipe(ckpt.get("config") or {}) != TrainConfig.trained_recipe(config.record()):
         raise CheckpointError(
             f"checkpoint {ckpt_path} was written with another configuration "
             f"({ckpt.get('config')}); use a new run directory"
@@ -553,7 +551,7 @@ def _checkpoint(model, optimizer, scheduler, config: TrainConfig, done: int, res
         scheduler=scheduler.state_dict(),
         rank_rng=states,
         step=done,
-        config=asdict(config),
+        config=config.record(),
         best_step=result.best_step,
         best_val_loss=result.best_val_loss,
         history=result.history,

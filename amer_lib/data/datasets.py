@@ -94,7 +94,7 @@ class MinedTextData(TextData):
 class ComponentTextData(TextData):
     """`TextData` with the off-the-shelf encoder's vectors of the questions each example is made
     of, `component_vectors [N, C, d]` and `component_mask [N, C]` (valid first): a compound
-    question's components, a plain question itself (`loss.component_loss`), beyond the paper."""
+    question's components, a plain question itself (`amer_lib.beyond.component`), beyond the paper."""
 
     component_vectors: torch.Tensor
     component_mask: torch.Tensor

@@ -581,7 +581,7 @@ class PrepConfig(Config):
     # the first line of the notebook's parameters cell
     CELL_HEADER: ClassVar[str] = (
         "Offline CPU default: 10 min on 2 shared cores, preparing and encoding the corpus, then the IVF-PQ "
-        "sweep (make figures at 937dc56; benchmarks/times.json). Paper scale: params/03_real_data_prep/"
+        "sweep (make figures; benchmarks/times.json). Paper scale: params/03_real_data_prep/"
     )
 
     source: str = param(

@@ -485,7 +485,8 @@ def relevance_queries(params: RealConfig, questions: list, trained: np.ndarray) 
 
 
 def _same_baseline(cached: dict, params: RealConfig, system: str) -> bool:
-    """A cached baseline was made the way `params` ask (runs before `mmr_query` existed: "trained")."""
+    """A cached baseline was made the way `params` ask (a result without `mmr_query` re-ranked the
+    trained single-query model's vectors: "trained")."""
     if system == "rerank":
         return cached.get("mmr_query", "trained") == params.mmr_query
     return cached.get("expansion") == _expansion_key(params, system)

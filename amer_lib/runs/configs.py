@@ -17,10 +17,11 @@ import torch
 
 import amer_lib.beyond  # noqa: F401  (registers the merges beyond the paper in core.merge.MERGES)
 from amer_lib.baselines.expansion import EXPANSION_SOURCES
+from amer_lib.beyond.component import COMPONENT_DISTANCES
 from amer_lib.config import Config, internal, param
 from amer_lib.core.backbones import BACKBONES, FINETUNE_MODES, is_large_backbone
 from amer_lib.core.device import DEVICES
-from amer_lib.core.loss import COMPONENT_DISTANCES, FIRST_VECTOR_MODES, MATCHED_REDUCTIONS
+from amer_lib.core.loss import FIRST_VECTOR_MODES, MATCHED_REDUCTIONS
 from amer_lib.core.merge import MERGES, PAPER_MERGE
 from amer_lib.core.metrics import DISTANCES
 from amer_lib.core.train import SAMPLING_MODES
@@ -99,9 +100,9 @@ class FailureConfig(Config):
 
     # the first line of the notebook's parameters cell
     CELL_HEADER: ClassVar[str] = (
-        "Offline CPU default: 10 s on 2 shared cores after notebook 03 (make figures at 937dc56; "
+        "Offline CPU default: 10 s on 2 shared cores after notebook 03 (make figures; "
         "benchmarks/times.json); its first use, preparing and encoding the corpus: 4 min on 2 shared cores "
-        "at c02234d. Paper scale: params/01_failure_analysis/"
+        "(benchmarks/times.json). Paper scale: params/01_failure_analysis/"
     )
 
     datasets: list[str] = param(
@@ -129,7 +130,7 @@ class SyntheticConfig(Config):
 
     # the first line of the notebook's parameters cell
     CELL_HEADER: ClassVar[str] = (
-        "Offline CPU default: 9 min on 2 idle cores (make figures at 937dc56; benchmarks/times.json). "
+        "Offline CPU default: 9 min on 2 idle cores (make figures; benchmarks/times.json). "
         "Paper scale: params/02_synthetic/*.yaml"
     )
 
@@ -241,7 +242,7 @@ class RealConfig(Config):
 
     # the first line of the notebook's parameters cell
     CELL_HEADER: ClassVar[str] = (
-        "Offline CPU default: 44 min on 2 shared cores after notebook 03 (make figures at 937dc56; "
+        "Offline CPU default: 44 min on 2 shared cores after notebook 03 (make figures; "
         "benchmarks/times.json); its first use prepares the corpus first, as notebook 01's does. "
         "Paper scale: params/04_real_data/*.yaml"
     )
@@ -317,7 +318,7 @@ class RealConfig(Config):
         study=True,
         minimum=0,
         help="beyond the paper: weight of a penalty on query vectors closer to each other than their matched "
-        "targets (amer_lib.core.loss.spread_penalty); 0: the paper's loss",
+        "targets (amer_lib.beyond.spread); 0: the paper's loss",
     )
     first_vector: str = param(
         "matched",
@@ -333,7 +334,7 @@ class RealConfig(Config):
         minimum=0,
         help="beyond the paper: weight of a term pulling AMER's query vectors onto the off-the-shelf encoder's "
         "vectors of the questions a training question is made of, its compound components or itself "
-        "(amer_lib.core.loss.component_loss); 0: the paper's loss",
+        "(amer_lib.beyond.component); 0: the paper's loss",
     )
     component_distance: str = param(
         "cosine",
@@ -457,8 +458,7 @@ class AblationConfig(Config):
 
     # the first line of the notebook's parameters cell
     CELL_HEADER: ClassVar[str] = (
-        "Offline CPU default: 27 min on 2 shared cores after notebooks 02 and 04 (make figures at 937dc56; "
-        "benchmarks/times.json)"
+        "Offline CPU default: 27 min on 2 shared cores after notebooks 02 and 04 (make figures; benchmarks/times.json)"
     )
 
     synthetic_params: str = param(
@@ -490,8 +490,7 @@ class BeyondConfig(Config):
 
     # the first line of the notebook's parameters cell
     CELL_HEADER: ClassVar[str] = (
-        "Offline CPU default: 16 min on 2 shared cores after notebooks 02 and 04 (make figures at 937dc56; "
-        "benchmarks/times.json)"
+        "Offline CPU default: 16 min on 2 shared cores after notebooks 02 and 04 (make figures; benchmarks/times.json)"
     )
 
     synthetic_params: str = param(
@@ -530,8 +529,7 @@ class DiversityConfig(Config):
 
     # the first line of the notebook's parameters cell
     CELL_HEADER: ClassVar[str] = (
-        "Offline CPU default: 2 min on 2 shared cores after notebooks 02 and 04 (make figures at 937dc56; "
-        "benchmarks/times.json)"
+        "Offline CPU default: 2 min on 2 shared cores after notebooks 02 and 04 (make figures; benchmarks/times.json)"
     )
 
     real_params: list[str] = param(

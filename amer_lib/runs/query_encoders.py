@@ -12,6 +12,7 @@ import torch
 
 from amer_lib.config import Config
 from amer_lib.core.backbones import add_lora, frozen_weights_dtype, get_backbone, load_backbone
+from amer_lib.core.loss import LOSS_TERMS, LossTerm
 from amer_lib.core.model import AMERQueryEncoder
 from amer_lib.core.train import TrainConfig, load_trainable_state
 from amer_lib.data.datasets import TextData, token_prompt
@@ -43,9 +44,9 @@ def build_query_encoder(
 
 def train_config(params: SyntheticConfig | RealConfig, n_outputs: int, seed: int, **options) -> TrainConfig:
     """The training configuration of a notebook's config: every `TrainConfig` field the config
-    holds under the same name (mixed precision, micro-batches and checkpointing among them),
-    checkpoints at the validation cadence; `options` sets what the config does not hold (e.g.
-    `group_by_targets`)."""
+    holds under the same name (mixed precision, micro-batches and checkpointing among them), the
+    loss terms its fields set (`loss_terms`), checkpoints at the validation cadence; `options` sets
+    what the config does not hold (e.g. `group_by_targets`)."""
     shared = {}
     for field in dataclasses.fields(TrainConfig):
         if hasattr(params, field.name):
@@ -57,9 +58,21 @@ def train_config(params: SyntheticConfig | RealConfig, n_outputs: int, seed: int
             "n_outputs": n_outputs,
             "seed": seed,
             "checkpoint_every": params.eval_every,
+            "terms": loss_terms(params),
             **options,
         }
     )
+
+
+def loss_terms(params: Config) -> tuple[LossTerm, ...]:
+    """The loss terms a notebook config sets: each registered term (`core.loss.LOSS_TERMS`, the
+    library's own and amer_lib.beyond's) whose fields the config holds (`LossTerm.FIELDS`), with a
+    positive weight, in their `ORDER`."""
+    terms = []
+    for term in sorted(LOSS_TERMS.values(), key=lambda term: term.ORDER):
+        if all(hasattr(params, name) for name in term.FIELDS.values()) and getattr(params, term.FIELDS["weight"]) > 0:
+            terms.append(term(**{field: getattr(params, name) for field, name in term.FIELDS.items()}))
+    return tuple(terms)
 
 
 def load_trained(

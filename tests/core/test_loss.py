@@ -6,18 +6,28 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from amer_lib.beyond.component import ComponentTerm, component_loss
+from amer_lib.beyond.spread import SpreadTerm, spread_penalty
 from amer_lib.core.loss import (
     MATCHED_REDUCTIONS,
+    TermInputs,
     candidate_log_probs,
-    component_loss,
     fed_target_pairs,
     hungarian_assignment,
     info_nce,
     matched_info_nce,
     own_positive_block,
-    spread_penalty,
     stop_loss,
 )
+
+
+def spread_share(q, p, n, mask, first=0, tau=0.05):
+    """The spread term of the queries `q` of examples `first ..`, on the assignment the matched loss
+    gave them, as `train.batch_loss` hands it over; with the matched loss."""
+    loss, assignment = matched_info_nce(q, p, n, mask, temperature=tau, first=first, with_assignment=True)
+    rows = mask[first : first + len(q)].sum(-1)
+    share = TermInputs(q, rows, p, n, mask, first, tau, assignment, None, None, torch.arange(len(q)))
+    return loss, SpreadTerm(1.0)(share)
 
 
 def brute_force_matched(
@@ -271,9 +281,8 @@ def test_matched_loss_with_spread_adds_the_penalty_of_the_brute_force_matching()
         ]
         penalties.append(sum(pairs) / len(pairs))
     expected = brute_force_matched(q, p, n, mask, tau) + weight * sum(penalties) / batch
-    assert matched_info_nce(q, p, n, mask, temperature=tau, spread_weight=weight).item() == pytest.approx(
-        expected, rel=1e-5
-    )
+    loss, spread = spread_share(q, p, n, mask, tau=tau)
+    assert (loss + weight * spread).item() == pytest.approx(expected, rel=1e-5)
 
 
 def test_two_ranks_shares_of_the_spread_loss_average_to_the_whole_batchs():
@@ -281,9 +290,18 @@ def test_two_ranks_shares_of_the_spread_loss_average_to_the_whole_batchs():
     q, p, n = torch.randn(4, 3, 5), torch.randn(4, 3, 5), torch.randn(4, 3, 5)
     mask = torch.ones(4, 3, dtype=torch.bool)
     mask[1, 2:] = False
-    whole = matched_info_nce(q, p, n, mask, spread_weight=0.5)
-    shares = [matched_info_nce(q[r : r + 2], p, n, mask, first=r, spread_weight=0.5) for r in (0, 2)]
+    whole = sum(spread_share(q, p, n, mask))
+    shares = [sum(spread_share(q[r : r + 2], p, n, mask, first=r)) for r in (0, 2)]
     assert whole.item() == pytest.approx(sum(s.item() for s in shares) / 2, rel=1e-6)
+
+
+def test_a_terms_weight_below_zero_and_an_unknown_distance_are_refused_by_name():
+    with pytest.raises(ValueError, match="SpreadTerm's weight must be >= 0, got -1.0"):
+        SpreadTerm(-1.0)
+    with pytest.raises(ValueError, match="ComponentTerm's weight must be >= 0, got -0.5"):
+        ComponentTerm(-0.5)
+    with pytest.raises(ValueError, match="unknown component distance 'l2'; valid: cosine, ranking"):
+        ComponentTerm(1.0, "l2")
 
 
 def test_component_loss_equals_the_brute_force_best_assignment():

@@ -2,9 +2,10 @@ import time
 
 import pytest
 import torch
-from stand_ins import DIM, TRAIN_CONFIG, make_model, make_problem, state
+from stand_ins import DIM, TRAIN_CONFIG, make_model, make_problem, state, with_terms
 
 from amer_lib.core.backbones import load_backbone
+from amer_lib.core.loss import StopTerm
 from amer_lib.core.model import AMERQueryEncoder
 from amer_lib.core.train import CheckpointError, TrainConfig, batch_indices, train
 from amer_lib.data.datasets import VectorData
@@ -272,7 +273,9 @@ def test_the_stop_head_learns_how_many_targets_an_input_has():
     model = AMERQueryEncoder(
         load_backbone("tiny", seed=0, config_overrides=dict(hidden_size=16, intermediate_size=32)), DIM, stop_head=True
     )
-    config = TrainConfig(**{**TRAIN_CONFIG, "steps": STOP_STEPS, "lr": 1e-2, "eval_every": 50, "stop_weight": 1.0})
+    config = TrainConfig(
+        **{**TRAIN_CONFIG, "steps": STOP_STEPS, "lr": 1e-2, "eval_every": 50, "terms": (StopTerm(1.0),)}
+    )
     train(model, data, counted_problem(64, seed=1)[0], pool, config, progress=False)
     test, _ = counted_problem(400, seed=2)
     _, counts, _ = model.generate_until_stop(model.prompt_from_vectors(test.inputs), 3)
@@ -421,8 +424,6 @@ def test_hard_negatives_need_data_that_holds_them_and_a_share_between_0_and_1():
         draw_batch(data, torch.arange(4), pool, config, 0.0, torch.Generator().manual_seed(0))
     with pytest.raises(ValueError, match="hard_negative_share must be between 0 and 1, got 1.5"):
         TrainConfig(**{**TRAIN_CONFIG, "hard_negative_share": 1.5})
-    with pytest.raises(ValueError, match="spread_weight must be >= 0, got -1"):
-        TrainConfig(**{**TRAIN_CONFIG, "spread_weight": -1.0})
 
 
 def test_the_optimizer_is_adamw_with_the_papers_betas_and_eps_under_the_warmup_and_decay():
@@ -498,10 +499,11 @@ def test_a_batch_share_is_scored_by_the_matched_loss_of_its_settings(changes):
     hand from the config: the share's outputs (teacher-forced where the sample mask says), scored
     against every candidate of the batch from row 2 on, fed targets forbidden when asked, the
     reduction and spread weight passed, and the stop head's loss added with its weight."""
+    from amer_lib.beyond.spread import spread_penalty
     from amer_lib.core.loss import fed_target_pairs, matched_info_nce, stop_loss
     from amer_lib.core.train import batch_loss
 
-    config = TrainConfig(**{**TRAIN_CONFIG, **changes})
+    config = TrainConfig(**with_terms({**TRAIN_CONFIG, **changes}))
     data, batch = _drawn_batch(config)
     assert bool(batch.sample_mask.any()) and not bool(batch.sample_mask.all())  # both feeds occur
     torch.manual_seed(0)
@@ -511,7 +513,7 @@ def test_a_batch_share_is_scored_by_the_matched_loss_of_its_settings(changes):
     prompt = data.prompt(model, batch.indices[rows])
     outputs, stop_logits = model(prompt, n, batch.targets[rows], batch.sample_mask[rows], with_stop=True)
     forbidden = fed_target_pairs(batch.sample_mask[rows], n, n) if config.exclude_fed_targets else None
-    expected = matched_info_nce(
+    expected, assignment = matched_info_nce(
         outputs,
         batch.targets,
         batch.negatives,
@@ -520,11 +522,15 @@ def test_a_batch_share_is_scored_by_the_matched_loss_of_its_settings(changes):
         forbidden=forbidden,
         first=2,
         reduction=config.matched_loss,
-        spread_weight=config.spread_weight,
         first_vector=config.first_vector,
+        with_assignment=True,
     )
-    if config.stop_weight > 0:
-        expected = expected + config.stop_weight * stop_loss(stop_logits, batch.mask[rows].sum(-1))
+    if config.term("stop"):
+        expected = expected + config.term("stop").weight * stop_loss(stop_logits, batch.mask[rows].sum(-1))
+    if config.term("spread"):
+        own = batch.targets[rows]
+        matched_targets = own.gather(1, assignment[..., None].expand_as(own))
+        expected = expected + config.term("spread").weight * spread_penalty(outputs, matched_targets, batch.mask[rows])
     assert torch.allclose(batch_loss(model, data, batch, rows, config), expected, atol=1e-6)
 
 
@@ -545,7 +551,7 @@ def test_each_setting_of_the_batch_loss_changes_it():
         {"stop_weight": 0.5},
         {"first_vector": "single"},
     ):
-        changed = batch_loss(model, data, batch, slice(2, 6), TrainConfig(**{**TRAIN_CONFIG, **changes}))
+        changed = batch_loss(model, data, batch, slice(2, 6), TrainConfig(**with_terms({**TRAIN_CONFIG, **changes})))
         assert not torch.isclose(changed, plain, atol=1e-4), changes
     assert not torch.isclose(batch_loss(model, data, batch, slice(0, 4), base), plain, atol=1e-4)
 
@@ -834,8 +840,6 @@ def test_the_single_target_step_is_for_multi_vector_runs_only(n_outputs):
         ({"first_vector": "alone"}, "unknown first_vector 'alone'; valid: matched, single"),
         ({"steps": 0}, "steps must be >= 1, got 0"),
         ({"hard_negative_share": 1.5}, "hard_negative_share must be between 0 and 1, got 1.5"),
-        ({"component_weight": -1.0}, "component_weight must be >= 0, got -1.0"),
-        ({"component_distance": "l2"}, "unknown component_distance 'l2'; valid: cosine, ranking"),
     ],
 )
 def test_a_bad_setting_is_named_with_its_value_and_the_valid_choices(changes, message):
@@ -880,7 +884,7 @@ def test_weights_of_another_model_are_named_with_five_of_the_missing(tmp_path):
     assert f"missing {trained[:5]}, unexpected ['elsewhere.weight']" in message
     data, pool = make_problem()
     config = TrainConfig(**TRAIN_CONFIG)
-    saved = {"step": 4, "config": dict(config.__dict__), "model": {"elsewhere.weight": torch.zeros(1)}}
+    saved = {"step": 4, "config": config.record(), "model": {"elsewhere.weight": torch.zeros(1)}}
     torch.save(saved, tmp_path / "checkpoint.pt")
     with pytest.raises(CheckpointError, match=f"^{tmp_path / 'checkpoint.pt'} does not hold"):
         train(make_model(), data, data, pool, config, run_dir=tmp_path, progress=False)
@@ -927,13 +931,14 @@ def test_the_component_term_adds_its_weight_times_the_component_loss_of_the_shar
     """`batch_loss` with `component_weight` = the loss without it + the weight x `component_loss`
     of the share's outputs (the same forward pass; single-query's one vector goes to its nearest
     component) against its examples' components; a dataset without components is named."""
-    from amer_lib.core.loss import component_loss
+    from amer_lib.beyond.component import component_loss
     from amer_lib.core.train import batch_loss, draw_batch
 
     plain_data, pool = make_problem()
     data = ComponentVectorData(*plain_data._tensors())
-    config = TrainConfig(**{**TRAIN_CONFIG, **changes})
-    weighted = TrainConfig(**{**TRAIN_CONFIG, **changes, "component_weight": 0.7})
+    config = TrainConfig(**with_terms({**TRAIN_CONFIG, **changes}))
+    weighted = TrainConfig(**with_terms({**TRAIN_CONFIG, **changes, "component_weight": 0.7}))
+    distance = changes.get("component_distance", "cosine")
     batch = draw_batch(data, torch.arange(8), pool, config, 0.5, torch.Generator().manual_seed(3))
     torch.manual_seed(0)
     model = AMERQueryEncoder(make_model().backbone, DIM, stop_head=True).eval()
@@ -950,7 +955,7 @@ def test_the_component_term_adds_its_weight_times_the_component_loss_of_the_shar
         outputs,
         query_counts,
         *data.components(batch.indices[rows]),
-        distance=config.component_distance,
+        distance=distance,
         candidates=candidates,
     )
     assert term > 0.1
@@ -958,3 +963,60 @@ def test_the_component_term_adds_its_weight_times_the_component_loss_of_the_shar
     assert torch.allclose(batch_loss(model, data, batch, rows, weighted), expected, atol=1e-6)
     with pytest.raises(ValueError, match="VectorData holds no component vectors: component_weight > 0 needs"):
         batch_loss(model, plain_data, batch, rows, weighted)
+
+
+def test_terms_must_be_loss_terms_each_at_most_once():
+    with pytest.raises(TypeError, match="terms must be loss terms"):
+        TrainConfig(**{**TRAIN_CONFIG, "terms": (0.5,)})
+    with pytest.raises(ValueError, match=r"each loss term at most once, got \['stop', 'stop'\]"):
+        TrainConfig(**{**TRAIN_CONFIG, "terms": (StopTerm(1.0), StopTerm(0.5))})
+    config = TrainConfig(**{**TRAIN_CONFIG, "terms": (StopTerm(0.5),)})
+    assert config.term("stop") == StopTerm(0.5) and config.term("spread") is None
+    assert config.record()["terms"] == [{"term": "stop", "weight": 0.5}]  # what a checkpoint keeps
+
+
+def test_a_new_loss_term_is_one_registered_class_that_a_config_sets_and_the_loss_adds():
+    """The plug point worked once: a term of its own (the mean squared norm of the share's valid
+    vectors) registered with its notebook field, built by `train_config`'s `loss_terms` from a config
+    holding that field, and added by `batch_loss` as weight x its value (computed here by hand)."""
+    from dataclasses import dataclass
+    from types import SimpleNamespace
+    from typing import ClassVar
+
+    from amer_lib.core.loss import LOSS_TERMS, check_weight, register_loss_term
+    from amer_lib.core.train import batch_loss
+    from amer_lib.runs.query_encoders import loss_terms
+
+    @dataclass(frozen=True)
+    class NormTerm:
+        NAME: ClassVar[str] = "norm"
+        FIELDS: ClassVar[dict[str, str]] = {"weight": "norm_weight"}
+        ORDER: ClassVar[int] = 40
+        uses_stop_head: ClassVar[bool] = False
+        scores_single_query: ClassVar[bool] = False
+        weight: float
+
+        def __post_init__(self):
+            check_weight(self)
+
+        def __call__(self, inputs):
+            valid = torch.arange(inputs.outputs.shape[1])[None] < inputs.query_counts[:, None]
+            return inputs.outputs.pow(2).sum(-1)[valid].mean()
+
+    register_loss_term(NormTerm)
+    try:
+        assert loss_terms(SimpleNamespace(norm_weight=0.3)) == (NormTerm(0.3),)
+        assert loss_terms(SimpleNamespace(norm_weight=0.0)) == ()
+        plain = TrainConfig(**TRAIN_CONFIG)
+        data, batch = _drawn_batch(plain)
+        model = make_model().eval()
+        rows = slice(2, 6)
+        n = batch.targets.shape[1]
+        outputs = model(data.prompt(model, batch.indices[rows]), n, batch.targets[rows], batch.sample_mask[rows])
+        counts = batch.mask[rows].sum(-1)
+        norms = torch.cat([outputs[b, : counts[b]].pow(2).sum(-1) for b in range(4)]).mean()
+        with_norm = TrainConfig(**{**TRAIN_CONFIG, "terms": (NormTerm(0.3),)})
+        expected = batch_loss(model, data, batch, rows, plain) + 0.3 * norms
+        assert torch.allclose(batch_loss(model, data, batch, rows, with_norm), expected, atol=1e-6)
+    finally:
+        del LOSS_TERMS["norm"]

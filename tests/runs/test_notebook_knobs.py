@@ -19,6 +19,8 @@ import torch
 from conftest import notebook_config
 from stand_ins import knob_registry
 
+from amer_lib.beyond.component import ComponentTerm
+from amer_lib.core.loss import LOSS_TERMS, StopTerm
 from amer_lib.core.train import TrainConfig
 from amer_lib.params import CONFIGS
 from amer_lib.runs.query_encoders import build_query_encoder, train_config
@@ -112,6 +114,32 @@ def test_a_training_setting_reaches_the_training_config(cls, field):
     assert changed == ({field, "checkpoint_every"} if field == "eval_every" else {field})
 
 
+# the notebooks that train, and their fields that set a loss term's (`LossTerm.FIELDS`)
+TERM_FIELDS = {
+    (cls, name, term.NAME, field)
+    for cls, notebook in TRAINING_NOTEBOOKS.items()
+    for term in LOSS_TERMS.values()
+    for field, name in term.FIELDS.items()
+    if name in {f.name for f in dataclasses.fields(CONFIGS[notebook]) if not f.metadata.get("internal")}
+}
+for _cls, _name, _term, _field in sorted(TERM_FIELDS):  # the test below covers these
+    KNOB_TESTS.setdefault(f"{_cls}.{_name}", []).append("test_a_loss_terms_field_reaches_its_term")
+
+
+@pytest.mark.parametrize("cls, name, term, field", sorted(TERM_FIELDS))
+def test_a_loss_terms_field_reaches_its_term(cls, name, term, field):
+    """Built as the experiments build it, the training config holds the term a notebook field sets
+    (a weight above 0 adds it, with the notebook's other field values), holding the notebook's value;
+    at the notebook's defaults (the paper's loss) it holds no term."""
+    params = notebook_config(TRAINING_NOTEBOOKS[cls], device="cpu")
+    assert train_config(params, n_outputs=5, seed=0).terms == ()
+    weight = LOSS_TERMS[term].FIELDS["weight"]
+    value = OTHER_VALUES[name]
+    changed = params.replace(**{weight: OTHER_VALUES[weight], name: value})
+    built = train_config(changed, n_outputs=5, seed=0).term(term)
+    assert built is not None and getattr(built, field) == value
+
+
 @bites("SyntheticConfig.n_queries")
 def test_n_queries_is_the_number_of_vectors_amer_trains(monkeypatch, tmp_path):
     """Notebook 02's runs train AMER with n_outputs = n_queries and single-query with 1
@@ -181,9 +209,9 @@ def test_a_positive_stop_weight_gives_the_encoder_a_stop_head():
 @bites("RealConfig.component_single")
 def test_component_single_keeps_the_component_term_in_single_querys_training_config():
     params = notebook_config("04_real_data", device="cpu").replace(component_weight=2.0, component_distance="ranking")
-    assert train_config(params.for_system("single"), 1, 0).component_weight == 0.0
+    assert train_config(params.for_system("single"), 1, 0).terms == ()
     kept = train_config(params.replace(component_single=True).for_system("single"), 1, 0)
-    assert (kept.component_weight, kept.component_distance) == (2.0, "ranking")
+    assert kept.terms == (ComponentTerm(2.0, "ranking"),)
 
 
 @bites(
@@ -330,7 +358,7 @@ def test_notebook_07s_varying_task_trains_notebook_02s_model_for_its_steps_seeds
     beyond.varying_runs(params, tiny_synthetic(), progress=False)
     assert [p.seed for p in made] == [4, 6]
     configs = [train_config(p, p.n_queries, p.seed) for p in made]
-    assert [(c.steps, c.stop_weight, c.seed) for c in configs] == [(17, 0.25, 4), (17, 0.25, 6)]
+    assert [(c.steps, c.terms, c.seed) for c in configs] == [(17, (StopTerm(0.25),), 4), (17, (StopTerm(0.25),), 6)]
     with pytest.raises(ValueError, match="the varying task trains a stop head: stop_weight must be > 0, got 0"):
         varying_run(beyond.varying_config(params.replace(stop_weight=0.0), tiny_synthetic(), 4))
 

@@ -4,6 +4,8 @@ arrives under its name, the sampling schedule included."""
 import pytest
 import yaml
 
+from amer_lib.beyond.component import ComponentTerm
+from amer_lib.beyond.spread import SpreadTerm
 from amer_lib.params import NOTEBOOKS, from_files
 from amer_lib.runs.query_encoders import train_config
 
@@ -37,9 +39,10 @@ def test_notebook_04s_levers_beyond_the_paper_reach_the_training_config_and_are_
     file = tmp_path / "levers.yaml"
     file.write_text(yaml.safe_dump({"hard_negative_share": 0.25, "spread_weight": 0.5, "component_weight": 3}))
     config = train_config(from_files(NOTEBOOKS / "04_real_data.ipynb", file), n_outputs=5, seed=0)
-    assert (config.hard_negative_share, config.spread_weight, config.component_weight) == (0.25, 0.5, 3.0)
+    assert config.hard_negative_share == 0.25
+    assert config.terms == (SpreadTerm(0.5), ComponentTerm(3.0, "cosine"))  # in their ORDER
     defaults = train_config(from_files(NOTEBOOKS / "04_real_data.ipynb"), n_outputs=5, seed=0)
-    assert (defaults.hard_negative_share, defaults.spread_weight, defaults.component_weight) == (0, 0, 0)  # the paper
+    assert (defaults.hard_negative_share, defaults.terms) == (0, ())  # the paper
     for name, value, message in (
         ("hard_negative_share", 1.5, "'hard_negative_share' must be between 0 and 1, got 1.5"),
         ("spread_weight", -0.5, "'spread_weight' must be >= 0, got -0.5"),
@@ -64,8 +67,10 @@ def test_single_query_and_what_is_built_on_it_train_without_the_levers_of_amers_
     for system in ("single", "decomposition_oracle", "rerank", "query_expansion"):
         assert params.for_system(system) == recipe
     single = train_config(params.for_system("single"), n_outputs=1, seed=0)
-    assert (single.component_weight, single.spread_weight, single.first_vector) == (0.0, 0.0, "matched")
-    assert train_config(params.for_system("amer"), n_outputs=5, seed=0).component_weight == 3.0
+    assert (single.terms, single.first_vector) == ((), "matched")
+    assert train_config(params.for_system("amer"), n_outputs=5, seed=0).term("component") == ComponentTerm(
+        3.0, "ranking"
+    )
     run_dir = lambda p: REAL_RUNS.run_dir(p, "wordnet_kinds_single_seed0").name
     assert run_dir(params.for_system("single")) == run_dir(recipe) != run_dir(params)
     both = params.replace(component_single=True).for_system("single")
