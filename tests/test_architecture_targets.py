@@ -27,9 +27,10 @@ def test_the_targets_table_quotes_the_tree_as_it_is():
     assert cells["core/"] == f"{lines:,} lines in {len(core)} files"
     assert cells["TrainConfig` fields"].startswith(f"{len(dataclasses.fields(TrainConfig))},")
     real_data = len((ROOT / "amer_lib" / "experiments" / "real_data.py").read_text().splitlines())
-    assert cells["experiments/real_data.py"] == f"{real_data:,} lines"
+    assert cells["experiments/real_data.py"].startswith(f"{real_data:,} lines")
     # the table's grep: its module imported, or its figure folders named (04_real_data_compound: the dot any character)
     pattern = re.compile(r"data.compound|data import .*compound")
     importing = [p for p in (ROOT / "amer_lib").rglob("*.py") if pattern.search(p.read_text())]
-    assert cells["modules naming the compound benchmark"] == str(len(importing))
+    outside = len([p for p in importing if "beyond" not in p.parts])
+    assert cells["modules naming the compound benchmark"] == f"{len(importing)}, {outside} of them outside the wing"
     assert cells["the matched loss's parameters"].startswith(f"{len(inspect.signature(matched_info_nce).parameters)} ")

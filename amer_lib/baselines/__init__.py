@@ -1,2 +1,3 @@
-"""The paper's baselines beside single-query (its appendix): query expansion and MMR re-ranking.
-Depends on `core` and `data`."""
+"""The paper's baselines beside single-query (its appendix): query expansion (`expansion`) and MMR
+re-ranking (`mmr`), and their runs on notebook 04's trained single-query models (`runs`).
+Depends on `core`, `data` and `runs`."""

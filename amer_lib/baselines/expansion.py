@@ -32,7 +32,6 @@ KEYWORD_PROMPT = (
     "generate similar keywords; they should be distinct. Just answer with the list, and do not generate "
     "anything else. Keywords are separated by commas.\n\nQuestion:\n{question}"
 )
-EXPANSION_SOURCES = ("prf", "chat", "hf")  # pseudo-relevance feedback, a chat endpoint, a local HF model
 DEFAULT_ENDPOINT = "https://api.openai.com/v1"
 DEFAULT_CHAT_MODEL = "gpt-4.1-mini"
 

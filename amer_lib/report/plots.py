@@ -317,7 +317,7 @@ def _finish_with_legend(fig, ax, path: str | Path | None, title: str, offset: fl
 
 
 def learning_curve_figure(curve_rows: list[dict], path: str | Path | None = None, title: str = ""):
-    """Validation MRecall@100 against training steps (`experiments.real_data.learning_curves`): one
+    """Validation MRecall@100 against training steps (`report.summaries.learning_curves`): one
     panel per dataset and subset (whole / low-similarity validation questions), one line per
     system with a band of one std over seeds."""
     sns.set_theme(style="whitegrid", context="paper")

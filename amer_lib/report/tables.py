@@ -170,7 +170,7 @@ CEILING_NAMES = {"decomposition_oracle": "trained oracle", "teacher_decompositio
 
 
 def compound_table(rows: list[dict], metrics: dict[str, str], alpha: float = 0.05, method: str = "holm"):
-    """The compound benchmark's comparison (`experiments.real_data.oracle_comparison` rows): per k and
+    """The compound benchmark's comparison (`beyond.decomposition.oracle_comparison` rows): per k and
     system, each metric as mean±std over seeds (* / † = significantly ahead of / behind single-query:
     two-sided p of the paired bootstrap over seeds and questions below alpha after `method`'s
     correction across the table's comparisons, said in the note; the seed-free teacher's

@@ -16,7 +16,6 @@ from typing import ClassVar
 import torch
 
 import amer_lib.beyond  # noqa: F401  (registers the merges beyond the paper in core.merge.MERGES)
-from amer_lib.baselines.expansion import EXPANSION_SOURCES
 from amer_lib.beyond.component import COMPONENT_DISTANCES
 from amer_lib.config import Config, internal, param
 from amer_lib.core.backbones import BACKBONES, FINETUNE_MODES, is_large_backbone
@@ -31,6 +30,7 @@ from amer_lib.data.synthetic import SETTINGS, TRANSFORMS
 from amer_lib.io import FIGURES_HELP
 
 SYSTEMS = ("single", "amer")  # one query vector, or the autoregressive sequence of n
+EXPANSION_SOURCES = ("prf", "chat", "hf")  # pseudo-relevance feedback, a chat endpoint, a local HF model
 BASELINES = ("query_expansion", "rerank")  # derived from notebook 04's single-query runs
 MMR_QUERIES = ("trained", "encoder")  # MMR's Sim_q: the trained single-query vector, or the document encoder's
 

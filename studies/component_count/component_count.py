@@ -78,7 +78,7 @@ def collect() -> dict:
     """Per count (266 here; 1036: the fair control): per system and seed the per-question MRecall@100,
     kept step, vectors and validation curve; the components found fully; and, for 266, each seed's
     vector roles from its trained model (the fair control's are `fair_control_roles.json`)."""
-    from amer_lib.experiments import real_data
+    from amer_lib.beyond import decomposition
     from amer_lib.params import validate
 
     found = {}
@@ -102,7 +102,7 @@ def collect() -> dict:
     written = yaml.safe_load((RESULTS["266"] / f"params_minilm_{DATASET}.yaml").read_text())
     os.chdir(ROOT / "notebooks")  # the notebook's paths are from notebooks/, as papermill ran it
     params = validate("04_real_data", written)
-    found["266"]["vector_roles"] = {str(s): real_data.vector_roles(params, DATASET, s) for s in params.seeds}
+    found["266"]["vector_roles"] = {str(s): decomposition.vector_roles(params, DATASET, s) for s in params.seeds}
     found["266"]["train_component_count"] = params.train_component_count
     return found
 

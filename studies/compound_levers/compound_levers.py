@@ -171,7 +171,7 @@ def compare(variant: str, made: dict[str, list[dict]], only=None, n_resamples: i
     """Per dataset: the variant's AMER against its baseline's (paired bootstrap on the seeds both
     have, within `only` if given), with single-query and the oracle of its reference variant's
     training; `made` is `made_runs`."""
-    from amer_lib.experiments.real_data import ORACLE
+    from amer_lib.beyond.decomposition import ORACLE
     from amer_lib.report.significance import paired_bootstrap, share_interval
 
     mine, against, others = (made.get(name, []) for name in (variant, baseline(variant), reference(variant)))
@@ -213,7 +213,7 @@ def _by_seed(results: list[dict], dataset: str, system: str) -> dict[int, dict]:
 
 def with_oracle(variant: str, seeds: list[int], folder: Path = FOLDER, overrides=None) -> None:
     """The decomposition oracle's runs of a variant that trains single-query (its k = 1 model)."""
-    from amer_lib.experiments.real_data import decomposition_oracle
+    from amer_lib.beyond.decomposition import decomposition_oracle
 
     params = params_of(variant, seeds, list(DATASETS), folder, overrides)
     for dataset in DATASETS[1:]:
@@ -356,7 +356,7 @@ def component_match(vectors: np.ndarray, components: np.ndarray, index, gold: np
     mean matched cosine, how often each position is matched, and the MRecall@100 of the matched k
     vectors alone (round-robin, as if AMER knew which of its vectors to keep) beside that of the
     components' own vectors (the off-the-shelf decomposition: notebook 04's
-    `real_data.teacher_decomposition`)."""
+    `beyond.decomposition.teacher_decomposition`)."""
     from scipy.optimize import linear_sum_assignment
 
     from amer_lib.core.metrics import K, evaluate

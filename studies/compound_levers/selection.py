@@ -160,10 +160,10 @@ def scores(runs: dict, variant: str, dataset: str, system: str, seeds: list[int]
 
 def teacher_scores(prepared: Path, dataset: str, qids: list[str]) -> np.ndarray:
     """The teacher's decomposition `[1, questions]` (percent) on the prepared benchmark's test
-    compounds, in the order of `qids` (notebook 04's `real_data.teacher_decomposition`: the
+    compounds, in the order of `qids` (notebook 04's `beyond.decomposition.teacher_decomposition`: the
     off-the-shelf encoder on each component question, merged round-robin; its run files under
     `TEACHER_FOLDER`)."""
-    from amer_lib.experiments.real_data import teacher_decomposition
+    from amer_lib.beyond.decomposition import teacher_decomposition
     from amer_lib.params import from_files
 
     folders = {name: str(TEACHER_FOLDER / name) for name in ("results", "runs", "figures")}

@@ -2,7 +2,7 @@
 
 The off-the-shelf MiniLM that embedded the corpus, chose the findable test components and is the
 component term's teacher, run on each component of a test compound and the lists merged
-round-robin (notebook 04's `real_data.teacher_decomposition`: nothing trained, one seed-free run).
+round-robin (notebook 04's `beyond.decomposition.teacher_decomposition`: nothing trained, one seed-free run).
 Per k: MRecall@100, MRecall@10 and Recall@100 in % over the 600 test compounds, and the commit of
 the code that ran it. The compound oracle tables committed before notebook 04 ran it lack it.
 
@@ -30,7 +30,7 @@ FOLDER = ROOT / "results" / "studies" / "teacher_decomposition"  # ignored by gi
 
 def measure(prepared_dir: str | None = None, folder: Path = FOLDER) -> list[dict]:
     """The teacher's decomposition on each compound dataset of notebook 04's compound recipe."""
-    from amer_lib.experiments.real_data import teacher_decomposition
+    from amer_lib.beyond.decomposition import teacher_decomposition
     from amer_lib.params import from_files
 
     params = from_files(NOTEBOOK, RECIPE).replace(

@@ -73,8 +73,8 @@ def test_mmr_query_relevance_comes_from_the_document_encoder_as_the_paper_says(m
     each question; `"trained"` (the offline default): the single-query vector that found the candidates."""
     from conftest import notebook_config
 
+    from amer_lib.baselines import runs as baselines
     from amer_lib.data.questions import MultiAnswerQuestion
-    from amer_lib.experiments import real_data as baselines
 
     asked = []
 

@@ -248,8 +248,9 @@ def test_the_decomposition_oracle_on_one_component_is_the_single_query_run(tmp_p
     the lists round-robin (checked against exact search and a merge by hand)."""
     from conftest import notebook_config
 
+    from amer_lib.beyond.decomposition import ORACLE, decomposition_oracle
     from amer_lib.data.preparation import prepare
-    from amer_lib.experiments.real_data import ORACLE, decomposition_oracle, run_all
+    from amer_lib.experiments.real_data import run_all
     from amer_lib.runs.benchmark_runs import RunContext
 
     recipe = notebook_config(
@@ -289,7 +290,7 @@ def test_the_decomposition_oracle_on_one_component_is_the_single_query_run(tmp_p
 
 
 def test_each_vector_serves_the_component_whose_answers_its_list_finds_most_of():
-    from amer_lib.experiments.real_data import served_components
+    from amer_lib.beyond.decomposition import served_components
 
     lists = np.array([[1, 2, 3], [7, 8, 9], [4, 10, 11], [20, 21, 22]])
     components = [[{1}, {2, 30}, {40}], [{7}, {8}, {4}]]  # component 0: rows 1, 2; component 1: 7, 8 and 4
@@ -386,7 +387,7 @@ def test_the_oracle_comparison_reads_each_metric_and_amers_share_of_the_oracles_
     the oracle on MRecall@100, so the better ceiling's share is taken against it."""
     from types import SimpleNamespace
 
-    from amer_lib.experiments import real_data as experiment
+    from amer_lib.beyond import decomposition as experiment
     from amer_lib.report.tables import compound_table
 
     ones = [1, 1, 1, 1]

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from amer_lib.experiments.real_data import METRICS, ceiling_shares
+from amer_lib.beyond.decomposition import METRICS, ceiling_shares
 from amer_lib.report.tables import compound_table
 
 
@@ -84,9 +84,9 @@ def test_the_teachers_decomposition_merges_each_components_own_list_round_robin(
     import numpy as np
     import torch
 
+    from amer_lib.beyond import decomposition as experiment
     from amer_lib.core.metrics import evaluate, pad_clusters
     from amer_lib.core.search import VectorIndex
-    from amer_lib.experiments import real_data as experiment
     from amer_lib.runs.configs import RealConfig
 
     n = 300

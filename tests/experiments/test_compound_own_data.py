@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
+from amer_lib.beyond.decomposition import _components, components_per_question
 from amer_lib.data import compound
 from amer_lib.data.questions import MultiAnswerQuestion
-from amer_lib.experiments.real_data import _components, components_per_question
 
 
 def question(qid, parts):

@@ -15,10 +15,10 @@ from conftest import ROOT, notebook_config
 from amer_lib.core.backbones import BackboneUnavailableError
 from amer_lib.data.benchmark import Benchmark
 from amer_lib.data.preparation import offline_sizes, prepare_wordnet
-from amer_lib.experiments import real_data
-from amer_lib.experiments.real_data import preflight_without_weights, ready_benchmark
+from amer_lib.experiments.real_data import ready_benchmark
 from amer_lib.params import notebook_defaults, validate
-from amer_lib.runs import memory
+from amer_lib.runs import memory, preflight
+from amer_lib.runs.preflight import preflight_without_weights
 
 DATASETS = ["wordnet_senses", "wordnet_kinds"]
 LLAMA8B = 7_504_924_672  # Llama-3.1-8B's parameters without its LM head (tests/core/test_memory.py counts them)
@@ -162,7 +162,7 @@ def test_a_gpu_here_is_what_the_preflight_checks_the_run_against(tmp_path, monke
     """Without the weights on a machine with a GPU (faked: 1 MiB), the run is for that GPU: the
     projection names it and, where it does not fit, the settings that fit."""
     monkeypatch.setattr(huggingface_hub, "try_to_load_from_cache", lambda *args, **kwargs: None)
-    monkeypatch.setattr(real_data, "resolve_device", lambda name: torch.device("cuda"))
+    monkeypatch.setattr(preflight, "resolve_device", lambda name: torch.device("cuda"))
     tiny_gpu = types.SimpleNamespace(total_memory=2**20, name="a 1 MiB GPU")
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: tiny_gpu)
     recipe = notebook_config("03_real_data_prep", max_train=6, max_test=4, corpus_size=120)

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow  # a tiny benchmark prepared, a model trained, two
 
 RUN_BASELINE = """
 import sys, torch
-from amer_lib.experiments.real_data import run_baseline
+from amer_lib.baselines.runs import run_baseline
 from amer_lib.runs.configs import RealConfig
 torch.set_num_threads(int(sys.argv[2]))
 run_baseline(RealConfig.from_yaml(sys.argv[1]), "wordnet_kinds", "query_expansion", 0, progress=False)

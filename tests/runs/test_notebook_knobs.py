@@ -639,14 +639,14 @@ def test_the_backbone_is_the_one_loaded_and_tokenized_and_the_encoder_the_embedd
 # ----- notebook 04 ------------------------------------------------------------------------------------
 @bites("RealConfig.baselines")
 def test_notebook_04s_baselines_run_on_every_dataset_and_seed_and_none_when_empty(monkeypatch):
-    from amer_lib.experiments import real_data
+    from amer_lib.baselines import runs as baselines
 
     handed = []
-    monkeypatch.setattr(real_data, "run_baseline", lambda params, *job: handed.append(job[:3]) or job)
+    monkeypatch.setattr(baselines, "run_baseline", lambda params, *job: handed.append(job[:3]) or job)
     params = notebook_config("04_real_data", datasets=["a"], seeds=[1, 2], baselines=["rerank"], device="cpu")
-    real_data.run_baselines(params, progress=False)
+    baselines.run_baselines(params, progress=False)
     assert handed == [("a", "rerank", 1), ("a", "rerank", 2)]
-    assert real_data.run_baselines(params.replace(baselines=[]), progress=False) == []
+    assert baselines.run_baselines(params.replace(baselines=[]), progress=False) == []
 
 
 @bites("RealConfig.expansion", "RealConfig.expansion_model")
@@ -654,27 +654,27 @@ def test_query_expansion_takes_its_keywords_from_the_source_and_model_named(monk
     """`keyword_source`: "prf" reads the corpus (no model), "chat" the endpoint with the model named,
     "hf" the local model named (loaded when first asked, not here) and refuses to run without one;
     a cached expansion made from another source or model is not reused."""
+    from amer_lib.baselines import runs as baselines
     from amer_lib.baselines.expansion import ChatEndpointGenerator, HFGenerator, PseudoRelevanceFeedback
-    from amer_lib.experiments import real_data
 
     documents = [SimpleNamespace(full_text="alpha beta"), SimpleNamespace(full_text="gamma delta")]
     context = SimpleNamespace(benchmark=SimpleNamespace(documents=lambda: iter(documents)))
     params = notebook_config("04_real_data", device="cpu")
-    assert isinstance(real_data.keyword_source(params.replace(expansion="prf"), context), PseudoRelevanceFeedback)
-    chat = real_data.keyword_source(params.replace(expansion="chat", expansion_model="my-chat-model"), context)
+    assert isinstance(baselines.keyword_source(params.replace(expansion="prf"), context), PseudoRelevanceFeedback)
+    chat = baselines.keyword_source(params.replace(expansion="chat", expansion_model="my-chat-model"), context)
     assert isinstance(chat, ChatEndpointGenerator) and chat.name == "my-chat-model"
-    local = real_data.keyword_source(params.replace(expansion="hf", expansion_model="org/model"), context)
+    local = baselines.keyword_source(params.replace(expansion="hf", expansion_model="org/model"), context)
     assert isinstance(local, HFGenerator) and local.name == "org/model"
     with pytest.raises(ValueError, match="expansion='hf' needs expansion_model"):
-        real_data.keyword_source(params.replace(expansion="hf", expansion_model=""), context)
+        baselines.keyword_source(params.replace(expansion="hf", expansion_model=""), context)
     cached = {"expansion": "prf:"}
-    assert real_data._same_baseline(cached, params.replace(expansion="prf"), "query_expansion")
-    assert not real_data._same_baseline(cached, params.replace(expansion="hf", expansion_model="m"), "query_expansion")
+    assert baselines._same_baseline(cached, params.replace(expansion="prf"), "query_expansion")
+    assert not baselines._same_baseline(cached, params.replace(expansion="hf", expansion_model="m"), "query_expansion")
 
 
 @bites("RealConfig.mmr_query", "RealConfig.encoder")
 def test_mmr_query_chooses_the_trained_vector_or_the_document_encoders_as_the_query_relevance(monkeypatch):
-    from amer_lib.experiments import real_data
+    from amer_lib.baselines import runs as baselines
 
     made = []
 
@@ -682,13 +682,13 @@ def test_mmr_query_chooses_the_trained_vector_or_the_document_encoders_as_the_qu
         made.append(name)
         return SimpleNamespace(encode_queries=lambda texts: np.full((len(texts), 2), 7.0))
 
-    monkeypatch.setattr(real_data, "DocumentEncoder", encoder)
+    monkeypatch.setattr(baselines, "DocumentEncoder", encoder)
     questions, trained = [SimpleNamespace(question="q?")], np.ones((1, 2))
     params = notebook_config("04_real_data", encoder="contriever-msmarco", device="cpu")
-    assert real_data.relevance_queries(params.replace(mmr_query="trained"), questions, trained) is trained and not made
-    assert real_data.relevance_queries(params.replace(mmr_query="encoder"), questions, trained).tolist() == [[7.0, 7.0]]
+    assert baselines.relevance_queries(params.replace(mmr_query="trained"), questions, trained) is trained and not made
+    assert baselines.relevance_queries(params.replace(mmr_query="encoder"), questions, trained).tolist() == [[7.0, 7.0]]
     assert made == ["contriever-msmarco"]
-    assert not real_data._same_baseline({"mmr_query": "trained"}, params.replace(mmr_query="encoder"), "rerank")
+    assert not baselines._same_baseline({"mmr_query": "trained"}, params.replace(mmr_query="encoder"), "rerank")
 
 
 @bites("RealConfig.tuning_grid")

@@ -12,6 +12,7 @@ from stand_ins import tiny_wordnet_runs
 from amer_lib.core.backbones import BACKBONES, is_large_backbone
 from amer_lib.experiments import real_data
 from amer_lib.params import notebook_defaults, validate
+from amer_lib.runs import preflight
 from amer_lib.runs.memory import MemoryPreflightError
 
 NOTEBOOK = ROOT / "notebooks" / "04_real_data.ipynb"
@@ -66,7 +67,8 @@ def test_a_run_that_does_not_fit_the_gpu_stops_before_any_weight_is_loaded(tmp_p
     params = tiny_wordnet_runs(tmp_path)
     built = []
     monkeypatch.setattr(real_data, "build_query_encoder", lambda *args: built.append(args))
-    monkeypatch.setattr(real_data, "resolve_device", lambda name: torch.device("cuda"))
+    for module in (real_data, preflight):  # the run and its preflight see a GPU
+        monkeypatch.setattr(module, "resolve_device", lambda name: torch.device("cuda"))
     tiny_gpu = types.SimpleNamespace(total_memory=2**20, name="a 1 MiB GPU")
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: tiny_gpu)
     with pytest.raises(MemoryPreflightError, match="a 1 MiB GPU has 0.0 GiB"):
@@ -78,7 +80,7 @@ def test_the_preflight_prints_its_projection_on_the_cpu(tmp_path, capsys):
     params = tiny_wordnet_runs(tmp_path)
     from amer_lib.data.benchmark import Benchmark
 
-    plan = real_data.memory_preflight(params, Benchmark(params.prepared_dir), "wordnet_kinds")
+    plan = preflight.memory_preflight(params, Benchmark(params.prepared_dir), "wordnet_kinds")
     out = capsys.readouterr().out
     assert out.startswith("memory preflight, wordnet_kinds:\n  peak on the CPU ")  # device cpu: the CPU's run
     assert f"peak on the CPU {plan.cpu_peak / 2**30:.1f} GiB" in out and "GPU peak" not in out
