@@ -5,7 +5,8 @@ Candidates in a batch are every valid positive plus one random negative per posi
 are cosine similarities over a temperature. A query's own other positives stay in its
 denominator. Variable numbers of targets are padded at the end and masked.
 
-A loss term is one class with its own parameters (a frozen dataclass with a `weight`), called on a
+The paper's loss owns its parameters (`MatchedLoss`, which `TrainConfig.loss` holds). A loss term is
+one class with its own parameters (a frozen dataclass with a `weight`), called on a
 step's `TermInputs` by `train.batch_loss`, which adds `weight` x its value to the matched loss;
 `TrainConfig.terms` lists a run's terms. The stop head's (`StopTerm`) is here; the terms beyond the
 paper are in `amer_lib.beyond`. `register_loss_term` lets a notebook config set a term by its fields.
@@ -191,6 +192,60 @@ def stop_loss(stop_logits: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
     scored = position < counts[:, None]
     labels = (position == counts[:, None] - 1).float()
     return F.binary_cross_entropy_with_logits(stop_logits.float()[scored], labels[scored])
+
+
+@dataclass(frozen=True)
+class MatchedLoss:
+    """The paper's loss with its parameters: AMER's vectors scored by `matched_info_nce` at
+    `temperature` (single-query's one vector by `info_nce` at the same temperature), an example's
+    matched terms averaged or summed (`reduction`); beyond the paper, the first vector trained as
+    single-query's (`first_vector` "single") and teacher-forced targets kept from later vectors'
+    matching (`exclude_fed_targets`). `FIELDS` maps its fields to the notebook config fields that
+    set them."""
+
+    FIELDS: ClassVar[dict[str, str]] = {
+        "temperature": "temperature",
+        "reduction": "matched_loss",
+        "first_vector": "first_vector",
+        "exclude_fed_targets": "exclude_fed_targets",
+    }
+    temperature: float = TEMPERATURE
+    reduction: str = "mean"
+    first_vector: str = "matched"
+    exclude_fed_targets: bool = False
+
+    def __post_init__(self):
+        if self.reduction not in MATCHED_REDUCTIONS:
+            raise ValueError(f"unknown reduction {self.reduction!r}; valid: {', '.join(MATCHED_REDUCTIONS)}")
+        if self.first_vector not in FIRST_VECTOR_MODES:
+            raise ValueError(f"unknown first_vector {self.first_vector!r}; valid: {', '.join(FIRST_VECTOR_MODES)}")
+
+    def __call__(
+        self,
+        queries: torch.Tensor,
+        positives: torch.Tensor,
+        negatives: torch.Tensor,
+        target_mask: torch.Tensor,
+        *,
+        first: int = 0,
+        sample_mask: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The loss of examples `first ..`'s `queries` and the target each is matched to; `sample_mask`
+        (where scheduled sampling fed the model's own output) says which targets were fed."""
+        n = positives.shape[1]
+        forbidden = fed_target_pairs(sample_mask, n, n) if self.exclude_fed_targets else None
+        return matched_info_nce(
+            queries,
+            positives,
+            negatives,
+            target_mask,
+            temperature=self.temperature,
+            forbidden=forbidden,
+            first=first,
+            reduction=self.reduction,
+            first_vector=self.first_vector,
+            with_assignment=True,
+        )
 
 
 @dataclass(frozen=True)

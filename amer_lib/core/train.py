@@ -22,17 +22,7 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 
 from amer_lib.core import checkpointing, distributed
-from amer_lib.core.loss import (
-    FIRST_VECTOR_MODES,
-    MATCHED_REDUCTIONS,
-    TEMPERATURE,
-    LossTerm,
-    TermInputs,
-    fed_target_pairs,
-    info_nce,
-    matched_info_nce,
-    stop_loss,
-)
+from amer_lib.core.loss import LossTerm, MatchedLoss, TermInputs, info_nce, stop_loss
 from amer_lib.core.model import AMERQueryEncoder, Prompt
 from amer_lib.io import save_torch
 from amer_lib.progress import announce_cost, report_done_before, tqdm
@@ -77,7 +67,6 @@ class TrainConfig:
     sampling: str = "scheduled"  # scheduled: p = min(max_p, rate * step/steps); teacher: p = 0; predicted: p = 1
     max_sampling_prob: float = 0.8
     sampling_rate: float = 1.0  # the paper: 1; the authors' distributed code: 10 for QAMPARI
-    temperature: float = TEMPERATURE
     eval_every: int = 100
     checkpoint_every: int = 100
     seed: int = 0
@@ -85,21 +74,17 @@ class TrainConfig:
     micro_batch_size: int = 0  # > 0: each rank's share of a batch back-propagated this many examples at a time
     gradient_checkpointing: bool = False  # recompute each backbone layer in the backward pass (`core.checkpointing`)
     group_by_targets: bool = False  # batches of examples with equal numbers of targets
-    exclude_fed_targets: bool = False  # a teacher-forced target is not matched to later queries
     single_target_step: bool = False  # multi-vector runs: an extra single-query step per iteration
-    matched_loss: str = "mean"  # an example's matched terms: "mean" (the authors' code) or "sum" (Equation 2)
     hard_negative_share: float = 0.0  # beyond the paper: share of negatives drawn from the data's mined ones
-    first_vector: str = "matched"  # beyond the paper, "single": the first vector trained as single-query is
+    loss: MatchedLoss = MatchedLoss()  # the paper's loss and its parameters (temperature, reduction, ...)
     # the terms added to the loss, each weight x its value (`loss.LossTerm`: `loss.StopTerm`, amer_lib.beyond's)
     terms: tuple[LossTerm, ...] = ()
 
     def __post_init__(self):
         if self.sampling not in SAMPLING_MODES:
             raise ValueError(f"unknown sampling mode {self.sampling!r}; valid: {', '.join(SAMPLING_MODES)}")
-        if self.first_vector not in FIRST_VECTOR_MODES:
-            raise ValueError(f"unknown first_vector {self.first_vector!r}; valid: {', '.join(FIRST_VECTOR_MODES)}")
-        if self.matched_loss not in MATCHED_REDUCTIONS:
-            raise ValueError(f"unknown matched_loss {self.matched_loss!r}; valid: {', '.join(MATCHED_REDUCTIONS)}")
+        if not isinstance(self.loss, MatchedLoss):
+            raise TypeError(f"loss must be a MatchedLoss (amer_lib.core.loss), got {self.loss!r}")
         for name in ("n_outputs", "steps", "batch_size", "eval_every", "checkpoint_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -123,8 +108,9 @@ class TrainConfig:
 
     def record(self) -> dict:
         """The fields as plain values, as a checkpoint keeps them: each term as its name and fields."""
-        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "terms"}
-        return {**fields, "terms": [{"term": term.NAME, **asdict(term)} for term in self.terms]}
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("loss", "terms")}
+        terms = [{"term": term.NAME, **asdict(term)} for term in self.terms]
+        return {**fields, "loss": asdict(self.loss), "terms": terms}
 
     def term(self, name: str) -> LossTerm | None:
         """The run's term called `name` (`LossTerm.NAME`), or None."""
@@ -267,34 +253,24 @@ def batch_loss(
         negatives=negatives,
         mask=mask,
         first=rows.start,
-        temperature=config.temperature,
+        temperature=config.loss.temperature,
         data=data,
         indices=batch.indices[rows],
     )
     if config.n_outputs == 1:
         output = model(prompt, 1)
-        loss = info_nce(output[:, 0], targets[:, 0], negatives[:, 0], temperature=config.temperature, first=rows.start)
+        loss = info_nce(
+            output[:, 0], targets[:, 0], negatives[:, 0], temperature=config.loss.temperature, first=rows.start
+        )
         share = TermInputs(output, torch.ones_like(mask[rows].sum(-1)), assignment=None, stop_logits=None, **inputs)
         return _with_terms(loss, [term for term in config.terms if term.scores_single_query], share)
     n = targets.shape[1]
     sample_mask = batch.sample_mask[rows]
-    forbidden = fed_target_pairs(sample_mask, n, n) if config.exclude_fed_targets else None
     if any(term.uses_stop_head for term in config.terms):
         outputs, stop_logits = model(prompt, n, targets[rows], sample_mask, with_stop=True)
     else:
         outputs, stop_logits = model(prompt, n, targets[rows], sample_mask), None
-    loss, assignment = matched_info_nce(
-        outputs,
-        targets,
-        negatives,
-        mask,
-        temperature=config.temperature,
-        forbidden=forbidden,
-        first=rows.start,
-        reduction=config.matched_loss,
-        first_vector=config.first_vector,
-        with_assignment=True,
-    )
+    loss, assignment = config.loss(outputs, targets, negatives, mask, first=rows.start, sample_mask=sample_mask)
     share = TermInputs(outputs, mask[rows].sum(-1), assignment=assignment, stop_logits=stop_logits, **inputs)
     return _with_terms(loss, config.terms, share)
 

@@ -12,7 +12,7 @@ import torch
 
 from amer_lib.config import Config
 from amer_lib.core.backbones import add_lora, frozen_weights_dtype, get_backbone, load_backbone
-from amer_lib.core.loss import LOSS_TERMS, LossTerm
+from amer_lib.core.loss import LOSS_TERMS, LossTerm, MatchedLoss
 from amer_lib.core.model import AMERQueryEncoder
 from amer_lib.core.train import TrainConfig, load_trainable_state
 from amer_lib.data.datasets import TextData, token_prompt
@@ -45,8 +45,8 @@ def build_query_encoder(
 def train_config(params: SyntheticConfig | RealConfig, n_outputs: int, seed: int, **options) -> TrainConfig:
     """The training configuration of a notebook's config: every `TrainConfig` field the config
     holds under the same name (mixed precision, micro-batches and checkpointing among them), the
-    loss terms its fields set (`loss_terms`), checkpoints at the validation cadence; `options` sets
-    what the config does not hold (e.g. `group_by_targets`)."""
+    matched loss and the loss terms its fields set (`matched_loss`, `loss_terms`), checkpoints at the
+    validation cadence; `options` sets what the config does not hold (e.g. `group_by_targets`)."""
     shared = {}
     for field in dataclasses.fields(TrainConfig):
         if hasattr(params, field.name):
@@ -58,10 +58,20 @@ def train_config(params: SyntheticConfig | RealConfig, n_outputs: int, seed: int
             "n_outputs": n_outputs,
             "seed": seed,
             "checkpoint_every": params.eval_every,
+            "loss": matched_loss(params),
             "terms": loss_terms(params),
             **options,
         }
     )
+
+
+def matched_loss(params: Config) -> MatchedLoss:
+    """The paper's loss with the parameters a notebook config holds (`MatchedLoss.FIELDS`; the
+    others at their defaults)."""
+    given = {field: getattr(params, name) for field, name in MatchedLoss.FIELDS.items() if hasattr(params, name)}
+    if "temperature" in given:
+        given["temperature"] = float(given["temperature"])  # YAML may give temperature: 1
+    return MatchedLoss(**given)
 
 
 def loss_terms(params: Config) -> tuple[LossTerm, ...]:

@@ -109,6 +109,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from amer_lib.core import checkpointing  # noqa: E402
 from amer_lib.core.backbones import LoraSettings, add_lora, backbone_config  # noqa: E402
+from amer_lib.core.loss import MatchedLoss  # noqa: E402
 from amer_lib.core.model import AMERQueryEncoder  # noqa: E402
 from amer_lib.core.train import (  # noqa: E402
     TrainConfig,
@@ -808,8 +809,7 @@ def training_setting(
         steps=1000,
         batch_size=size["batch"],
         lr=5e-5,
-        temperature=0.05,
-        matched_loss="sum",
+        loss=MatchedLoss(temperature=0.05, reduction="sum"),
         mixed_precision=True,
         micro_batch_size=micro,
         gradient_checkpointing=checkpointed,

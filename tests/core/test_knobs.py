@@ -47,6 +47,7 @@ PLACES_AND_PRINTING = {
 # loop returns or passes between its functions, not settings): a new dataclass there must be sorted here
 KNOB_CLASSES = (
     TrainConfig,
+    loss_module.MatchedLoss,
     loss_module.StopTerm,
     spread_module.SpreadTerm,
     component_module.ComponentTerm,
@@ -332,7 +333,7 @@ def test_the_rate_and_the_cap_set_scheduled_samplings_probability_and_the_fed_sh
 
 
 # ----- the loss --------------------------------------------------------------------------------------
-@bites("TrainConfig.temperature", "TrainConfig.n_outputs")
+@bites("MatchedLoss.temperature", "TrainConfig.n_outputs")
 def test_at_a_huge_temperature_each_infonce_term_is_the_log_of_the_valid_candidates():
     """Single-query (n = 1): each example's one query against the batch's 16 first targets and 16
     negatives, log 32. AMER (n = 3): each query against every valid target of the batch and a
@@ -362,7 +363,7 @@ def test_n_outputs_sets_the_vectors_each_training_pass_decodes(monkeypatch):
         assert all((batch.sample_mask is None) == (n_outputs == 1) for _, batch in spy.batches)
 
 
-@bites("TrainConfig.matched_loss")
+@bites("MatchedLoss.reduction", "TrainConfig.loss")
 def test_matched_loss_sum_weighs_an_example_by_its_number_of_targets():
     """At a huge temperature each matched term is log C: "mean" gives log C, "sum" the batch's mean
     target count times log C."""
@@ -373,7 +374,7 @@ def test_matched_loss_sum_weighs_an_example_by_its_number_of_targets():
     assert summed == pytest.approx(mask.sum(-1).float().mean().item() * log_c, abs=1e-4)
 
 
-@bites("TrainConfig.first_vector")
+@bites("MatchedLoss.first_vector")
 def test_first_vector_single_scores_the_first_query_as_single_query_is():
     """At a huge temperature: "single" scores query 0 against the batch's 16 first targets and 16
     negatives (log 32) and the others against every candidate (log C), averaged per example."""
@@ -385,7 +386,7 @@ def test_first_vector_single_scores_the_first_query_as_single_query_is():
     assert first_loss({"first_vector": "matched", "temperature": BIG_TEMPERATURE}) == pytest.approx(log_c, abs=1e-4)
 
 
-@bites("TrainConfig.exclude_fed_targets")
+@bites("MatchedLoss.exclude_fed_targets")
 def test_exclude_fed_targets_leaves_teacher_forcing_only_the_diagonal_matching(monkeypatch):
     """Under teacher forcing target t is fed before every query j > t; forbidding those pairs leaves one
     perfect matching, query j to target j. Without the exclusion the untrained model's matching is
@@ -433,7 +434,7 @@ def test_component_weight_adds_its_multiple_of_the_component_loss():
     assert losses[2.0] - losses[0.0] == pytest.approx(2 * (losses[1.0] - losses[0.0]), abs=1e-5)
 
 
-@bites("ComponentTerm.distance", "TrainConfig.temperature")
+@bites("ComponentTerm.distance", "MatchedLoss.temperature")
 def test_component_distance_ranking_vanishes_at_a_huge_temperature_and_cosine_does_not():
     """ "ranking" compares two softmaxes at the run's temperature, both uniform at a huge one: the term
     adds nothing. "cosine" adds 1 - the matched cosines, which the temperature does not touch."""
@@ -625,7 +626,7 @@ def test_single_target_step_adds_a_single_query_optimizer_step_per_iteration_for
     [
         ("sampling", "greedy", "unknown sampling mode 'greedy'; valid: scheduled, teacher, predicted"),
         ("first_vector", "last", "unknown first_vector 'last'; valid: matched, single"),
-        ("matched_loss", "max", "unknown matched_loss 'max'; valid: mean, sum"),
+        ("matched_loss", "max", "unknown reduction 'max'; valid: mean, sum"),
         ("n_outputs", 0, "n_outputs must be >= 1, got 0"),
         ("steps", 0, "steps must be >= 1, got 0"),
         ("batch_size", 0, "batch_size must be >= 1, got 0"),
@@ -682,7 +683,7 @@ def test_every_field_has_a_knob_test_or_is_listed_as_a_place_or_printing():
     assert not set(KNOB_TESTS) & set(PLACES_AND_PRINTING)
     assert not (set(KNOB_TESTS) | set(PLACES_AND_PRINTING)) - names, "registered names that are no field"
     assert all(callable(getattr(module, test, None)) for tests in KNOB_TESTS.values() for test in tests)
-    assert len(dataclasses.fields(TrainConfig)) == 24  # issue 77's count; a new field lands in the check above
+    assert len(dataclasses.fields(TrainConfig)) == 21  # issue 77's count; a new field lands in the check above
     found = {
         cls.__name__
         for source in MODULES

@@ -512,17 +512,17 @@ def test_a_batch_share_is_scored_by_the_matched_loss_of_its_settings(changes):
     n = batch.targets.shape[1]
     prompt = data.prompt(model, batch.indices[rows])
     outputs, stop_logits = model(prompt, n, batch.targets[rows], batch.sample_mask[rows], with_stop=True)
-    forbidden = fed_target_pairs(batch.sample_mask[rows], n, n) if config.exclude_fed_targets else None
+    forbidden = fed_target_pairs(batch.sample_mask[rows], n, n) if config.loss.exclude_fed_targets else None
     expected, assignment = matched_info_nce(
         outputs,
         batch.targets,
         batch.negatives,
         batch.mask,
-        temperature=config.temperature,
+        temperature=config.loss.temperature,
         forbidden=forbidden,
         first=2,
-        reduction=config.matched_loss,
-        first_vector=config.first_vector,
+        reduction=config.loss.reduction,
+        first_vector=config.loss.first_vector,
         with_assignment=True,
     )
     if config.term("stop"):
@@ -569,7 +569,7 @@ def test_the_single_query_loss_scores_the_first_target_against_the_whole_batch()
     rows = slice(2, 6)
     query = F.normalize(model(data.prompt(model, batch.indices[rows]), 1)[:, 0], dim=-1)
     candidates = F.normalize(torch.cat([batch.targets[:, 0], batch.negatives[:, 0]]), dim=-1)
-    log_probs = (query @ candidates.T / config.temperature).log_softmax(-1)
+    log_probs = (query @ candidates.T / config.loss.temperature).log_softmax(-1)
     expected = -log_probs[torch.arange(4), torch.arange(2, 6)].mean()
     assert torch.allclose(batch_loss(model, data, batch, rows, config), expected, atol=1e-5)
 
@@ -836,7 +836,7 @@ def test_the_single_target_step_is_for_multi_vector_runs_only(n_outputs):
     "changes, message",
     [
         ({"sampling": "greedy"}, "unknown sampling mode 'greedy'; valid: scheduled, teacher, predicted"),
-        ({"matched_loss": "max"}, "unknown matched_loss 'max'; valid: mean, sum"),
+        ({"matched_loss": "max"}, "unknown reduction 'max'; valid: mean, sum"),
         ({"first_vector": "alone"}, "unknown first_vector 'alone'; valid: matched, single"),
         ({"steps": 0}, "steps must be >= 1, got 0"),
         ({"hard_negative_share": 1.5}, "hard_negative_share must be between 0 and 1, got 1.5"),
@@ -844,7 +844,7 @@ def test_the_single_target_step_is_for_multi_vector_runs_only(n_outputs):
 )
 def test_a_bad_setting_is_named_with_its_value_and_the_valid_choices(changes, message):
     with pytest.raises(ValueError) as raised:
-        TrainConfig(**{**TRAIN_CONFIG, **changes})
+        TrainConfig(**with_terms({**TRAIN_CONFIG, **changes}))
     assert str(raised.value) == message
     TrainConfig(**{**TRAIN_CONFIG, "hard_negative_share": 1.0})  # every negative mined is allowed
 
@@ -973,6 +973,14 @@ def test_terms_must_be_loss_terms_each_at_most_once():
     config = TrainConfig(**{**TRAIN_CONFIG, "terms": (StopTerm(0.5),)})
     assert config.term("stop") == StopTerm(0.5) and config.term("spread") is None
     assert config.record()["terms"] == [{"term": "stop", "weight": 0.5}]  # what a checkpoint keeps
+    assert config.record()["loss"] == {
+        "temperature": 0.05,
+        "reduction": "mean",
+        "first_vector": "matched",
+        "exclude_fed_targets": False,
+    }
+    with pytest.raises(TypeError, match="loss must be a MatchedLoss"):
+        TrainConfig(**{**TRAIN_CONFIG, "loss": "sum"})
 
 
 def test_a_new_loss_term_is_one_registered_class_that_a_config_sets_and_the_loss_adds():

@@ -20,6 +20,7 @@ from stand_ins import (
     make_problem,
     state,
     tiny_synthetic_params,
+    with_terms,
 )
 
 from amer_lib.core import distributed
@@ -82,7 +83,7 @@ def _two_rank_jobs(rank: int, store: str, out: str) -> None:
                 data,
                 make_problem(seed=1)[0],
                 pool,
-                TrainConfig(**{**TRAIN_CONFIG, **overrides}),
+                TrainConfig(**with_terms({**TRAIN_CONFIG, **overrides})),
                 run_dir=os.path.join(out, name, "run"),
                 progress=False,
             )
@@ -124,7 +125,7 @@ def test_two_ranks_train_what_one_process_trains(two_ranks, name):
     data, pool = make_problem()
     model = make_model()
     plain = {**config, "micro_batch_size": 0}
-    alone = train(model, data, make_problem(seed=1)[0], pool, TrainConfig(**plain), progress=False)
+    alone = train(model, data, make_problem(seed=1)[0], pool, TrainConfig(**with_terms(plain)), progress=False)
     for rank in ranks:  # the ranks stay in step with each other and with the one process
         for key, value in state(model).items():
             torch.testing.assert_close(rank["state"][key], value, rtol=1e-4, atol=1e-5, msg=key)

@@ -20,7 +20,7 @@ from conftest import notebook_config
 from stand_ins import knob_registry
 
 from amer_lib.beyond.component import ComponentTerm
-from amer_lib.core.loss import LOSS_TERMS, StopTerm
+from amer_lib.core.loss import LOSS_TERMS, MatchedLoss, StopTerm
 from amer_lib.core.train import TrainConfig
 from amer_lib.params import CONFIGS
 from amer_lib.runs.query_encoders import build_query_encoder, train_config
@@ -112,6 +112,31 @@ def test_a_training_setting_reaches_the_training_config(cls, field):
     assert getattr(after, field) == value and getattr(before, field) == getattr(params, field)
     changed = {f.name for f in dataclasses.fields(TrainConfig) if getattr(before, f.name) != getattr(after, f.name)}
     assert changed == ({field, "checkpoint_every"} if field == "eval_every" else {field})
+
+
+# the notebooks that train, and their fields that set the matched loss's parameters (`MatchedLoss.FIELDS`)
+LOSS_FIELDS = {
+    (cls, name, field)
+    for cls, notebook in TRAINING_NOTEBOOKS.items()
+    for field, name in MatchedLoss.FIELDS.items()
+    if name in {f.name for f in dataclasses.fields(CONFIGS[notebook]) if not f.metadata.get("internal")}
+}
+for _cls, _name, _field in sorted(LOSS_FIELDS):  # the test below covers these
+    KNOB_TESTS.setdefault(f"{_cls}.{_name}", []).append("test_a_matched_loss_field_reaches_the_loss")
+
+
+@pytest.mark.parametrize("cls, name, field", sorted(LOSS_FIELDS))
+def test_a_matched_loss_field_reaches_the_loss(cls, name, field):
+    """Built as the experiments build it, the training config's matched loss holds the notebook's
+    value of the field, and another valid value there changes that parameter only."""
+    params = notebook_config(TRAINING_NOTEBOOKS[cls], device="cpu")
+    value = OTHER_VALUES[name]
+    assert getattr(params, name) != value, f"pick another value for {name}: {value!r} is the notebook's own"
+    before = train_config(params, n_outputs=5, seed=0).loss
+    after = train_config(params.replace(**{name: value}), n_outputs=5, seed=0).loss
+    assert getattr(before, field) == getattr(params, name) and getattr(after, field) == value
+    changed = {f.name for f in dataclasses.fields(MatchedLoss) if getattr(before, f.name) != getattr(after, f.name)}
+    assert changed == {field}
 
 
 # the notebooks that train, and their fields that set a loss term's (`LossTerm.FIELDS`)

@@ -31,8 +31,8 @@ def test_notebook_04_schedules_at_the_papers_rate_and_its_sampling_mode():
 def test_every_training_field_a_config_holds_reaches_the_training_config():
     params = from_files(NOTEBOOKS / "04_real_data.ipynb").replace(lr=0.123, temperature=0.07, batch_size=8)
     config = train_config(params, n_outputs=5, seed=3)
-    assert (config.lr, config.temperature, config.batch_size, config.seed) == (0.123, 0.07, 8, 3)
-    assert config.checkpoint_every == params.eval_every and config.matched_loss == params.matched_loss
+    assert (config.lr, config.loss.temperature, config.batch_size, config.seed) == (0.123, 0.07, 8, 3)
+    assert config.checkpoint_every == params.eval_every and config.loss.reduction == params.matched_loss
 
 
 def test_notebook_04s_levers_beyond_the_paper_reach_the_training_config_and_are_checked_first(tmp_path):
@@ -67,7 +67,7 @@ def test_single_query_and_what_is_built_on_it_train_without_the_levers_of_amers_
     for system in ("single", "decomposition_oracle", "rerank", "query_expansion"):
         assert params.for_system(system) == recipe
     single = train_config(params.for_system("single"), n_outputs=1, seed=0)
-    assert (single.terms, single.first_vector) == ((), "matched")
+    assert (single.terms, single.loss.first_vector) == ((), "matched")
     assert train_config(params.for_system("amer"), n_outputs=5, seed=0).term("component") == ComponentTerm(
         3.0, "ranking"
     )
