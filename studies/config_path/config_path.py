@@ -1,6 +1,7 @@
 """Follow notebook 04's config through the calls of one tiny `run_all` (one dataset, single-query
 and AMER, 2 steps) and count the library files it visits, its stays (a run of calls in one file)
-and its climbs (a stay in a higher layer after one in a lower: core < data < runs < experiments).
+and its climbs (a stay in a higher layer after one in a lower: core < data < runs < baselines,
+report < experiments; the wing's modules at their level).
 
 A call is on the config's path when the called function receives the config, an object holding
 it (`.params`), or, in the wide count, one of its text values (a path, a model name); the
@@ -24,7 +25,19 @@ import amer_lib  # noqa: E402
 from amer_lib.experiments.real_data import run_all  # noqa: E402
 
 PACKAGE = Path(amer_lib.__file__).parent
-LAYERS = {"core": 0, "io.py": 0, "progress.py": 0, "params.py": 0, "data": 1, "runs": 2, "experiments": 3}
+LAYERS = {
+    **{leaf: 0 for leaf in ("core", "io.py", "progress.py", "params.py", "config.py", "packaged.py")},
+    "data": 1,
+    "runs": 2,
+    "baselines": 3,
+    "report": 3,
+    "experiments": 4,
+}
+WING_LEVELS = {"beyond/decomposition.py": 4}  # the wing's other modules sit at core's level
+
+
+def layer(where: str) -> int:
+    return WING_LEVELS.get(where, 0) if where.startswith("beyond/") else LAYERS[where.split("/")[0]]
 
 
 def traced_run(params) -> dict[str, list[tuple[str, str]]]:
@@ -61,7 +74,6 @@ def counts(calls: list[tuple[str, str]]) -> dict:
     for call in calls[1:]:
         if call[0] != stays[-1][0]:
             stays.append(call)
-    layer = lambda where: LAYERS[where.split("/")[0]]
     climbs = [b[0] for a, b in zip(stays, stays[1:]) if layer(b[0]) > layer(a[0])]
     return {"files": len({c[0] for c in calls}), "stays": len(stays), "climbs": len(climbs), "into": Counter(climbs)}
 
