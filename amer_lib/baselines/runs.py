@@ -1,6 +1,16 @@
 """The paper's baselines as runs: query expansion and MMR re-ranking on each seed's trained
-single-query model of notebook 04, each evaluated like a trained run (TREC run file and results
-JSON per dataset and seed)."""
+single-query model of notebook 04 (the diversity baselines of Tables 2-4 and 6-8), each evaluated
+like a trained run (TREC run file and results JSON per dataset and seed).
+
+Both reuse the trained single-query checkpoint of the same seed; nothing is trained here.
+Re-ranking: MMR over the trained model's top 500, lambda tuned on the run's own validation split
+(the 10% of the training questions it held out). Its query relevance is the document encoder's
+own query embedding (`mmr_query = "encoder"`, the paper: "for both similarity, we use the
+Inf-Retriever") or the trained single-query vector (`"trained"`, the offline default). Query
+expansion: the question followed by keywords from the chosen source (`expansion`: `chat`
+endpoint, local `hf` model, or offline `prf`, which is pseudo-relevance feedback, not an LLM, and
+is labelled so).
+"""
 
 from __future__ import annotations
 
@@ -18,26 +28,11 @@ from amer_lib.baselines.expansion import (
 )
 from amer_lib.baselines.mmr import mmr_rerank, tune_lambda
 from amer_lib.core.device import resolve_device
-from amer_lib.core.metrics import (
-    K,
-)
+from amer_lib.core.metrics import K
 from amer_lib.core.search import ShardedFlatIndex
 from amer_lib.data.encoders import DocumentEncoder
 from amer_lib.runs.benchmark_runs import RunContext, cached_result
 from amer_lib.runs.configs import BASELINES, EXPANSION_SOURCES, RealConfig
-
-# ----- the baselines: query expansion and MMR re-ranking ------------------------------------------------
-# The single-query model's diversity baselines of Tables 2-4 and 6-8: query expansion and MMR
-# re-ranking, evaluated like a trained run (TREC run file and results JSON per dataset and seed).
-#
-# Both reuse the trained single-query checkpoint of the same seed; nothing is trained here.
-# Re-ranking: MMR over the trained model's top 500, lambda tuned on the run's own validation split
-# (the 10% of the training questions it held out). Its query relevance is the document encoder's
-# own query embedding (`mmr_query = "encoder"`, the paper: "for both similarity, we use the
-# Inf-Retriever") or the trained single-query vector (`"trained"`, the offline default). Query
-# expansion: the question followed by keywords from the chosen source (`expansion`: `chat`
-# endpoint, local `hf` model, or offline `prf`, which is pseudo-relevance feedback, not an LLM, and
-# is labelled so).
 
 RERANK_DEPTH = 500  # |R| in the paper
 

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from scipy.optimize import linear_sum_assignment
 
-from amer_lib.core.loss import TEMPERATURE, TermInputs, candidate_log_probs, check_weight, register_loss_term
+from amer_lib.core.loss import TEMPERATURE, LossTerm, TermInputs, candidate_log_probs, register_loss_term
 
 # how a component's vector and its query are compared: 1 - cosine, or the KL divergence of the
 # query's softmax over the batch's candidates from the component vector's (a ranking distillation)
@@ -82,20 +82,18 @@ def component_loss(
 
 @register_loss_term
 @dataclass(frozen=True)
-class ComponentTerm:
+class ComponentTerm(LossTerm):
     """`component_loss` of the share's valid vectors against its examples' component vectors (the
     data's `components`), at the distance `distance`, over the batch's candidates."""
 
     NAME: ClassVar[str] = "component"
     FIELDS: ClassVar[dict[str, str]] = {"weight": "component_weight", "distance": "component_distance"}
     ORDER: ClassVar[int] = 30
-    uses_stop_head: ClassVar[bool] = False
     scores_single_query: ClassVar[bool] = True
-    weight: float
     distance: str = "cosine"
 
     def __post_init__(self):
-        check_weight(self)
+        super().__post_init__()
         if self.distance not in COMPONENT_DISTANCES:
             raise ValueError(f"unknown component distance {self.distance!r}; valid: {', '.join(COMPONENT_DISTANCES)}")
 

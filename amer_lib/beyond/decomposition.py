@@ -1,6 +1,17 @@
 """Beyond the paper: the compound benchmark's ceilings (the decomposition oracle and the teacher's
 decomposition), AMER's share of their lead, and what AMER's vectors do on compound questions
-(notebook 04 on a compound benchmark)."""
+(notebook 04 on a compound benchmark, `amer_lib.data.compound`).
+
+The decomposition oracle knows what AMER must discover: a compound question's components. It runs
+the single-query model trained on the components alone (`compound_k1`) on each component of a
+test compound, one vector per component, and merges their lists as AMER's are (the run's `merge`,
+round-robin in the paper). How close AMER comes to it is the measure of the method on these sets.
+The teacher's decomposition is the same search with the off-the-shelf encoder that embedded the
+corpus (`params.encoder`) on each component: nothing trained, so one seed-free run. That encoder
+chose the findable test components and is the teacher of the component term (`beyond.component`),
+so it can beat the trained oracle: the tables measure AMER against the better of the two.
+`vector_roles` asks whether AMER's vectors each take a component, several, or repeat one another.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +20,7 @@ import warnings
 import numpy as np
 
 from amer_lib.core.device import resolve_device
-from amer_lib.core.metrics import (
-    K,
-)
+from amer_lib.core.metrics import K
 from amer_lib.core.search import ShardedFlatIndex, multi_vector_search
 from amer_lib.data import compound
 from amer_lib.data.benchmark import Benchmark
@@ -20,19 +29,6 @@ from amer_lib.progress import AmerWarning
 from amer_lib.report.summaries import summary
 from amer_lib.runs.benchmark_runs import RunContext, cached_result
 from amer_lib.runs.configs import RealConfig
-
-# ----- the compound benchmark: the decomposition oracle and what AMER's vectors do -----------------
-# The compound benchmark's reference system and what AMER's vectors do on it (`amer_lib.data.compound`).
-#
-# The decomposition oracle knows what AMER must discover: a compound question's components. It runs
-# the single-query model trained on the components alone (`compound_k1`) on each component of a
-# test compound, one vector per component, and merges their lists round-robin as AMER's are. How
-# close AMER comes to it is the measure of the method on these sets. The teacher's decomposition
-# is the same search with the off-the-shelf encoder that embedded the corpus (`params.encoder`) on
-# each component: nothing trained, so one seed-free run. That encoder chose the findable test
-# components and is the teacher of the component term (beyond the paper), so it can beat the
-# trained oracle: the tables measure AMER against the better of the two. `vector_roles` asks
-# whether AMER's vectors each take a component, several, or repeat one another.
 
 ORACLE = "decomposition_oracle"
 TEACHER = "teacher_decomposition"
@@ -60,8 +56,8 @@ def decomposition_oracle(params: RealConfig, dataset: str, seed: int) -> dict:
 
 def teacher_decomposition(params: RealConfig, dataset: str) -> dict:
     """The teacher's decomposition on `dataset`'s test compounds: the off-the-shelf encoder's
-    vector of each component (`RunContext.part_vectors`), searched and merged round-robin like the
-    oracle's; one seed-free run (nothing is trained), its results JSON and TREC run like any run's."""
+    vector of each component (`RunContext.part_vectors`), searched and merged like the oracle's;
+    one seed-free run (nothing is trained), its results JSON and TREC run like any run's."""
     params = params.for_system(TEACHER)
     cached = cached_result(params, dataset, TEACHER, None)
     if cached is not None:

@@ -9,23 +9,17 @@ from typing import ClassVar
 import torch
 import torch.nn.functional as F
 
-from amer_lib.core.loss import TermInputs, check_weight, register_loss_term
+from amer_lib.core.loss import LossTerm, TermInputs, register_loss_term
 
 
 @register_loss_term
 @dataclass(frozen=True)
-class SpreadTerm:
+class SpreadTerm(LossTerm):
     """`spread_penalty` of the share's vectors against the targets the matching gave them."""
 
     NAME: ClassVar[str] = "spread"
     FIELDS: ClassVar[dict[str, str]] = {"weight": "spread_weight"}
     ORDER: ClassVar[int] = 10
-    uses_stop_head: ClassVar[bool] = False
-    scores_single_query: ClassVar[bool] = False
-    weight: float
-
-    def __post_init__(self):
-        check_weight(self)
 
     def __call__(self, inputs: TermInputs) -> torch.Tensor:
         rows = slice(inputs.first, inputs.first + inputs.outputs.shape[0])

@@ -6,7 +6,7 @@ are cosine similarities over a temperature. A query's own other positives stay i
 denominator. Variable numbers of targets are padded at the end and masked.
 
 The paper's loss owns its parameters (`MatchedLoss`, which `TrainConfig.loss` holds). A loss term is
-one class with its own parameters (a frozen dataclass with a `weight`), called on a
+one class with its own parameters (a frozen dataclass subclassing `LossTerm`, which holds its `weight`), called on a
 step's `TermInputs` by `train.batch_loss`, which adds `weight` x its value to the matched loss;
 `TrainConfig.terms` lists a run's terms. The stop head's (`StopTerm`) is here; the terms beyond the
 paper are in `amer_lib.beyond`. `register_loss_term` lets a notebook config set a term by its fields.
@@ -15,7 +15,7 @@ paper are in `amer_lib.beyond`. `register_loss_term` lets a notebook config set 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -271,22 +271,28 @@ class TermInputs:
     indices: torch.Tensor
 
 
-class LossTerm(Protocol):
-    """A term added to the matched loss: `weight` x `term(inputs)`. `NAME` names it in checkpoints;
-    `FIELDS` maps its fields to the notebook config fields that set it (`weight` first);
+@dataclass(frozen=True)
+class LossTerm:
+    """A term added to the matched loss: `weight` x `term(inputs)`, a subclass a frozen dataclass
+    of its own parameters. `NAME` names it in checkpoints; `FIELDS` maps its fields to the notebook
+    config fields that set it (`weight` first); `ORDER`: where a notebook config's terms add it (the
+    float sum's order, so a run's numbers do not depend on which module registered first);
     `uses_stop_head`: it reads the stop head's logits; `scores_single_query`: it is added to the
-    single-query model's InfoNCE too (otherwise to AMER's matched loss only); `ORDER`: where a
-    notebook config's terms add it (the float sum's order, so a run's numbers do not depend on which
-    module registered first)."""
+    single-query model's InfoNCE too (otherwise to AMER's matched loss only)."""
 
     NAME: ClassVar[str]
     FIELDS: ClassVar[dict[str, str]]
     ORDER: ClassVar[int]
-    uses_stop_head: ClassVar[bool]
-    scores_single_query: ClassVar[bool]
+    uses_stop_head: ClassVar[bool] = False
+    scores_single_query: ClassVar[bool] = False
     weight: float
 
-    def __call__(self, inputs: TermInputs) -> torch.Tensor: ...
+    def __post_init__(self):
+        if self.weight < 0:
+            raise ValueError(f"{type(self).__name__}'s weight must be >= 0, got {self.weight}")
+
+    def __call__(self, inputs: TermInputs) -> torch.Tensor:
+        raise NotImplementedError(f"{type(self).__name__} gives no value: a loss term defines __call__")
 
 
 LOSS_TERMS: dict[str, type] = {}  # NAME -> term class
@@ -301,25 +307,15 @@ def register_loss_term(term: type) -> type:
     return term
 
 
-def check_weight(term: LossTerm) -> None:
-    if term.weight < 0:
-        raise ValueError(f"{type(term).__name__}'s weight must be >= 0, got {term.weight}")
-
-
 @register_loss_term
 @dataclass(frozen=True)
-class StopTerm:
+class StopTerm(LossTerm):
     """The stop head's binary cross-entropy (`stop_loss`) beside the matched loss (notebook 07)."""
 
     NAME: ClassVar[str] = "stop"
     FIELDS: ClassVar[dict[str, str]] = {"weight": "stop_weight"}
     ORDER: ClassVar[int] = 20
     uses_stop_head: ClassVar[bool] = True
-    scores_single_query: ClassVar[bool] = False
-    weight: float
-
-    def __post_init__(self):
-        check_weight(self)
 
     def __call__(self, inputs: TermInputs) -> torch.Tensor:
         return stop_loss(inputs.stop_logits, inputs.query_counts)

@@ -90,9 +90,9 @@ class TrainConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not 0.0 <= self.hard_negative_share <= 1.0:
             raise ValueError(f"hard_negative_share must be between 0 and 1, got {self.hard_negative_share}")
-        names = [getattr(term, "NAME", None) for term in self.terms]
-        if None in names or not all(callable(term) and hasattr(term, "weight") for term in self.terms):
+        if not all(isinstance(term, LossTerm) for term in self.terms):
             raise TypeError(f"terms must be loss terms (amer_lib.core.loss.LossTerm), got {self.terms}")
+        names = [term.NAME for term in self.terms]
         if len(set(names)) < len(names):
             raise ValueError(f"each loss term at most once, got {names}")
         if self.micro_batch_size < 0:

@@ -21,17 +21,10 @@ import numpy as np
 import torch
 
 from amer_lib.core import distributed
-from amer_lib.core.backbones import (
-    BackboneUnavailableError,
-    require_weights,
-)
+from amer_lib.core.backbones import BackboneUnavailableError, require_weights
 from amer_lib.core.device import resolve_device
 from amer_lib.core.merge import PAPER_MERGE
-from amer_lib.core.metrics import (
-    K,
-    evaluate,
-    low_similarity_subset,
-)
+from amer_lib.core.metrics import K, evaluate, low_similarity_subset
 from amer_lib.core.model import AMERQueryEncoder
 from amer_lib.core.search import ResidentFlatIndex, ShardedFlatIndex, faiss_sees_gpus, multi_vector_search
 from amer_lib.core.train import train

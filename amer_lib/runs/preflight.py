@@ -9,11 +9,7 @@ from pathlib import Path
 
 import torch
 
-from amer_lib.core.backbones import (
-    describe,
-    get_backbone,
-    load_tokenizer,
-)
+from amer_lib.core.backbones import describe, get_backbone, load_tokenizer
 from amer_lib.core.device import DeviceUnavailableError, resolve_device
 from amer_lib.data.benchmark import Benchmark
 from amer_lib.data.encoders import get_encoder_spec

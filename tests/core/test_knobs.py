@@ -56,6 +56,7 @@ KNOB_CLASSES = (
     config_module.Config,  # the notebooks' base, no fields
 )
 RECORD_CLASSES = {
+    "LossTerm": "the base of the loss terms: its `weight` is each term's, tested on each (StopTerm.weight, ...)",
     "TermInputs": "what a loss term reads of a step's share, made by `batch_loss` from the settings tested here",
     "TrainResult": "what `train` returns (its fields are written by the loop, not read as settings)",
     "Batch": "one step's drawn batch, made by `draw_batch` from the settings tested here",

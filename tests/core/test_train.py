@@ -991,21 +991,15 @@ def test_a_new_loss_term_is_one_registered_class_that_a_config_sets_and_the_loss
     from types import SimpleNamespace
     from typing import ClassVar
 
-    from amer_lib.core.loss import LOSS_TERMS, check_weight, register_loss_term
+    from amer_lib.core.loss import LOSS_TERMS, LossTerm, register_loss_term
     from amer_lib.core.train import batch_loss
     from amer_lib.runs.query_encoders import loss_terms
 
     @dataclass(frozen=True)
-    class NormTerm:
+    class NormTerm(LossTerm):
         NAME: ClassVar[str] = "norm"
         FIELDS: ClassVar[dict[str, str]] = {"weight": "norm_weight"}
         ORDER: ClassVar[int] = 40
-        uses_stop_head: ClassVar[bool] = False
-        scores_single_query: ClassVar[bool] = False
-        weight: float
-
-        def __post_init__(self):
-            check_weight(self)
 
         def __call__(self, inputs):
             valid = torch.arange(inputs.outputs.shape[1])[None] < inputs.query_counts[:, None]
