@@ -138,10 +138,15 @@ NEUTRAL_REQUIRED = {"n_outputs": 1, "steps": 1, "batch_size": 1}
 
 
 def neutral_values() -> dict:
-    """Each `TrainConfig` field's neutral value: its default, or `NEUTRAL_REQUIRED`'s."""
-    from amer_lib.core.train import TrainConfig
+    """Each `TrainConfig` field's neutral value: its default, or `NEUTRAL_REQUIRED`'s; a group of
+    settings' fields (`SETTING_GROUPS`) each under "group.field", at the group's default."""
+    from amer_lib.core import train
 
+    TrainConfig = train.TrainConfig
     values = {}
+    for name in getattr(train, "SETTING_GROUPS", {}):
+        group = getattr(TrainConfig, name)
+        values.update({f"{name}.{field.name}": getattr(group, field.name) for field in dataclasses.fields(group)})
     for field in dataclasses.fields(TrainConfig):
         if field.default is not dataclasses.MISSING:
             values[field.name] = field.default
@@ -153,8 +158,9 @@ def neutral_values() -> dict:
 
 
 def config_read_mutants(source: str, neutral: dict) -> list[dict]:
-    """Every read of a setting in `source` (train.py's text): `config.<field>` anywhere and
-    `self.<field>` in `TrainConfig`'s methods, with its line, function and the text replacing it."""
+    """Every read of a setting in `source` (train.py's text): `config.<field>` (or
+    `config.<group>.<field>`) anywhere and `self.<field>` in `TrainConfig`'s methods, with its line,
+    function and the text replacing it."""
     tree = ast.parse(source)
     lines = source.splitlines(keepends=True)
     mutants = []
@@ -167,27 +173,31 @@ def config_read_mutants(source: str, neutral: dict) -> list[dict]:
             if isinstance(child, ast.ClassDef):
                 visit(child, function, child.name == "TrainConfig")
                 continue
-            owner = getattr(child, "value", None)
+            owner, key = getattr(child, "value", None), getattr(child, "attr", None)
+            if isinstance(owner, ast.Attribute) and isinstance(owner.value, ast.Name):
+                owner, key = owner.value, f"{owner.attr}.{key}"  # a group's field: config.<group>.<field>
             if (
                 isinstance(child, ast.Attribute)
                 and isinstance(child.ctx, ast.Load)
                 and isinstance(owner, ast.Name)
                 and (owner.id == "config" or (owner.id == "self" and in_config))
-                and child.attr in neutral
+                and key in neutral
                 and child.lineno == child.end_lineno
             ):
                 text = lines[child.lineno - 1][child.col_offset : child.end_col_offset]
-                if text == f"{owner.id}.{child.attr}":  # positions inside an f-string may be off before 3.12
+                if text == f"{owner.id}.{key}":  # positions inside an f-string may be off before 3.12
                     mutants.append(
                         dict(
                             line=child.lineno,
                             column=child.col_offset,
                             end_column=child.end_col_offset,
                             function=function,
-                            field=child.attr,
-                            replacement=repr(neutral[child.attr]),
+                            field=key,
+                            replacement=repr(neutral[key]),
                         )
                     )
+                    if "." in key:
+                        continue  # its group's read inside it is this mutant's
             visit(child, function, in_config)
 
     visit(tree, "<module>", False)

@@ -2,10 +2,11 @@
 
 Each case trains the stand-in problem of `tests/stand_ins.py` for six steps with one setting of the
 matched loss or its terms (spread, component by cosine and as a ranking, the stop head, the first
-vector as single-query's, the reduction, fed targets excluded, another temperature) and prints a
-hash of its losses and final weights. The settings are given by their notebook field names and
-built as the tree builds them, so a tree from before the loss owned its parameters (flat
-`TrainConfig` fields) and one after give the same cases. Run it from each tree and compare:
+vector as single-query's, the reduction, fed targets excluded, another temperature) or of the
+optimizer, scheduled sampling and micro-batches, and prints a hash of its losses and final
+weights. The settings are given by their notebook field names and built as the tree builds them,
+so a tree with flat `TrainConfig` fields, one where the loss owns its parameters and one with every
+group of settings (`core.train.SETTING_GROUPS`) give the same cases. Run it from each tree and compare:
 
     git worktree add /tmp/before ccfecbe
     PYTHONPATH=/tmp/before .venv/bin/python benchmarks/training_equivalence.py /tmp/before > before.txt
@@ -42,6 +43,15 @@ CASES = {
     "loss_options": {"temperature": 0.07, "matched_loss": "sum", "exclude_fed_targets": True},
     "first_single+spread": {"first_vector": "single", "spread_weight": 0.5},
     "single_tau": {"n_outputs": 1, "temperature": 0.1},
+    "teacher_forced": {"sampling": "teacher"},
+    "schedule+optimizer": {
+        "sampling_rate": 2.0,
+        "max_sampling_prob": 0.5,
+        "warmup": 0.3,
+        "weight_decay": 0.1,
+        "grad_clip": 0.5,
+    },
+    "micro_batches": {"micro_batch_size": 4},
 }
 
 
@@ -63,9 +73,19 @@ class ComponentData:
 
 
 def config(settings: dict) -> TrainConfig:
-    """TrainConfig of `settings` as this tree builds it: flat fields, or the loss and its terms."""
+    """TrainConfig of `settings` as this tree builds it: flat fields, or the loss and its terms, or
+    every group of settings (`SETTING_GROUPS`) and the terms."""
     settings = {**TRAIN_CONFIG, "steps": 6, "eval_every": 3, **settings}
     names = {f.name for f in dataclasses.fields(TrainConfig)}
+    if "optimizer" in names:
+        from amer_lib.core.train import SETTING_GROUPS
+        from amer_lib.runs.query_encoders import loss_terms, setting_group
+
+        levers = {**TERM_FIELDS, **{k: settings.pop(k) for k in list(settings) if k in TERM_FIELDS}}
+        named = {name for group in SETTING_GROUPS.values() for name in group.FIELDS.values()}
+        given = SimpleNamespace(**{k: settings.pop(k) for k in list(settings) if k in named})
+        groups = {name: setting_group(group, given) for name, group in SETTING_GROUPS.items()}
+        return TrainConfig(**settings, **groups, terms=loss_terms(SimpleNamespace(**levers)))
     if "terms" in names:
         from amer_lib.runs.query_encoders import loss_terms
 

@@ -90,20 +90,20 @@ TRAIN_CONFIG = dict(n_outputs=3, steps=12, batch_size=16, lr=1e-3, eval_every=4,
 TERM_FIELDS = dict(stop_weight=0.0, spread_weight=0.0, component_weight=0.0, component_distance="cosine")
 
 
-# the notebook fields that set the matched loss's parameters
-LOSS_FIELDS = ("temperature", "matched_loss", "first_vector", "exclude_fed_targets")
-
-
 def with_terms(settings: dict) -> dict:
-    """TrainConfig's keyword arguments from `settings` that may name the matched loss's parameters
-    and loss terms by their notebook fields (`LOSS_FIELDS`, `TERM_FIELDS`), those turned into `loss`
-    and `terms` as `train_config` turns a notebook config's."""
-    from amer_lib.runs.query_encoders import loss_terms, matched_loss
+    """TrainConfig's keyword arguments from `settings` that may name the groups' settings (the
+    optimizer's, scheduled sampling's, the memory layout's, the matched loss's) and the loss terms
+    by their notebook fields (`FIELDS`, `TERM_FIELDS`), those turned into the groups and `terms` as
+    `train_config` turns a notebook config's."""
+    from amer_lib.core.train import SETTING_GROUPS
+    from amer_lib.runs.query_encoders import loss_terms, setting_group
 
+    named = {name for group in SETTING_GROUPS.values() for name in group.FIELDS.values()}
     levers = {**TERM_FIELDS, **{k: v for k, v in settings.items() if k in TERM_FIELDS}}
-    loss = {k: v for k, v in settings.items() if k in LOSS_FIELDS}
-    rest = {k: v for k, v in settings.items() if k not in TERM_FIELDS and k not in LOSS_FIELDS}
-    return {**rest, "loss": matched_loss(SimpleNamespace(**loss)), "terms": loss_terms(SimpleNamespace(**levers))}
+    given = SimpleNamespace(**{k: v for k, v in settings.items() if k in named})
+    rest = {k: v for k, v in settings.items() if k not in TERM_FIELDS and k not in named}
+    groups = {name: setting_group(group, given) for name, group in SETTING_GROUPS.items()}
+    return {**groups, "terms": loss_terms(SimpleNamespace(**levers)), **rest}  # a group or terms given whole wins
 
 
 def make_problem(n=64, m=3, seed=0):

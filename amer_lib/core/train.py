@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 import torch
 from torch.nn.parallel import DistributedDataParallel
@@ -55,24 +55,76 @@ class MultiTargetData(Protocol):
 CHECKPOINT_SECONDS = 600.0  # a checkpoint at least this often, whatever `checkpoint_every` says
 
 
+@dataclass(frozen=True)
+class Optimizer:
+    """AdamW at `lr` with decoupled `weight_decay`, the learning rate warmed up linearly over the
+    first `warmup` share of the steps and then decayed linearly to 0, each step's gradients
+    clipped to a total norm of `grad_clip`. `FIELDS` maps its fields to the notebook config fields
+    that set them."""
+
+    FIELDS: ClassVar[dict[str, str]] = {
+        "lr": "lr",
+        "weight_decay": "weight_decay",
+        "warmup": "warmup",
+        "grad_clip": "grad_clip",
+    }
+    lr: float = 5e-5
+    weight_decay: float = 0.01
+    warmup: float = 0.05
+    grad_clip: float = 1.0
+
+
+@dataclass(frozen=True)
+class ScheduledSampling:
+    """How often a fed-back input is the model's own output instead of the teacher's target:
+    `mode` "scheduled" with p = min(`max_prob`, `rate` x step / steps) (the paper's rate is 1; the
+    authors' distributed code uses 10 for QAMPARI), "teacher" p = 0, "predicted" p = 1."""
+
+    FIELDS: ClassVar[dict[str, str]] = {"mode": "sampling", "max_prob": "max_sampling_prob", "rate": "sampling_rate"}
+    mode: str = "scheduled"
+    max_prob: float = 0.8
+    rate: float = 1.0
+
+    def __post_init__(self):
+        if self.mode not in SAMPLING_MODES:
+            raise ValueError(f"unknown sampling mode {self.mode!r}; valid: {', '.join(SAMPLING_MODES)}")
+
+
+@dataclass(frozen=True)
+class MemoryLayout:
+    """How a step is laid out in memory, not what it computes (a run may resume with other
+    values): each rank's share of a batch back-propagated `micro_batch_size` examples at a time (0:
+    all at once), each backbone layer recomputed in the backward pass (`gradient_checkpointing`,
+    `core.checkpointing`)."""
+
+    FIELDS: ClassVar[dict[str, str]] = {
+        "micro_batch_size": "micro_batch_size",
+        "gradient_checkpointing": "gradient_checkpointing",
+    }
+    micro_batch_size: int = 0
+    gradient_checkpointing: bool = False
+
+    def __post_init__(self):
+        if self.micro_batch_size < 0:
+            raise ValueError(f"micro_batch_size must be >= 0 (0: the whole batch at once), got {self.micro_batch_size}")
+
+
+# the groups of settings a TrainConfig holds, each built from the notebook fields its FIELDS names
+SETTING_GROUPS = {"optimizer": Optimizer, "sampling": ScheduledSampling, "memory": MemoryLayout, "loss": MatchedLoss}
+
+
 @dataclass
 class TrainConfig:
     n_outputs: int  # query vectors per example; 1 is the single-query baseline
     steps: int
     batch_size: int
-    lr: float = 5e-5
-    weight_decay: float = 0.01
-    warmup: float = 0.05
-    grad_clip: float = 1.0
-    sampling: str = "scheduled"  # scheduled: p = min(max_p, rate * step/steps); teacher: p = 0; predicted: p = 1
-    max_sampling_prob: float = 0.8
-    sampling_rate: float = 1.0  # the paper: 1; the authors' distributed code: 10 for QAMPARI
+    optimizer: Optimizer = Optimizer()
+    sampling: ScheduledSampling = ScheduledSampling()
     eval_every: int = 100
     checkpoint_every: int = 100
     seed: int = 0
     mixed_precision: bool = False  # bfloat16 autocast, on whichever device the model is
-    micro_batch_size: int = 0  # > 0: each rank's share of a batch back-propagated this many examples at a time
-    gradient_checkpointing: bool = False  # recompute each backbone layer in the backward pass (`core.checkpointing`)
+    memory: MemoryLayout = MemoryLayout()
     group_by_targets: bool = False  # batches of examples with equal numbers of targets
     single_target_step: bool = False  # multi-vector runs: an extra single-query step per iteration
     hard_negative_share: float = 0.0  # beyond the paper: share of negatives drawn from the data's mined ones
@@ -81,10 +133,9 @@ class TrainConfig:
     terms: tuple[LossTerm, ...] = ()
 
     def __post_init__(self):
-        if self.sampling not in SAMPLING_MODES:
-            raise ValueError(f"unknown sampling mode {self.sampling!r}; valid: {', '.join(SAMPLING_MODES)}")
-        if not isinstance(self.loss, MatchedLoss):
-            raise TypeError(f"loss must be a MatchedLoss (amer_lib.core.loss), got {self.loss!r}")
+        for name, group in SETTING_GROUPS.items():
+            if not isinstance(getattr(self, name), group):
+                raise TypeError(f"{name} must be a {group.__name__} ({group.__module__}), got {getattr(self, name)!r}")
         for name in ("n_outputs", "steps", "batch_size", "eval_every", "checkpoint_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -95,20 +146,22 @@ class TrainConfig:
         names = [term.NAME for term in self.terms]
         if len(set(names)) < len(names):
             raise ValueError(f"each loss term at most once, got {names}")
-        if self.micro_batch_size < 0:
-            raise ValueError(f"micro_batch_size must be >= 0 (0: the whole batch at once), got {self.micro_batch_size}")
 
-    # how a step is laid out in memory, not what it computes: a run may resume with other values
-    MEMORY_LAYOUT = ("micro_batch_size", "gradient_checkpointing")
-
-    @classmethod
-    def trained_recipe(cls, fields: dict) -> dict:
-        """Of a config's fields (`record`, or a checkpoint's), those a resumed run must match."""
-        return {k: v for k, v in fields.items() if k not in cls.MEMORY_LAYOUT}
+    @staticmethod
+    def trained_recipe(fields: dict) -> dict:
+        """Of a config's fields (`record`, or a checkpoint's), those a resumed run must match: all but
+        the memory layout's."""
+        return {k: v for k, v in fields.items() if k not in MemoryLayout.FIELDS.values()}
 
     def record(self) -> dict:
-        """The fields as plain values, as a checkpoint keeps them: each term as its name and fields."""
-        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("loss", "terms")}
+        """The fields as plain values, as a checkpoint keeps them: the optimizer's, sampling's and
+        memory layout's under their notebook names (`FIELDS`), the loss's as a dict, each term as its
+        name and fields."""
+        grouped = ("optimizer", "sampling", "memory", "loss", "terms")
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in grouped}
+        for name in ("optimizer", "sampling", "memory"):
+            group = getattr(self, name)
+            fields.update({notebook: getattr(group, field) for field, notebook in group.FIELDS.items()})
         terms = [{"term": term.NAME, **asdict(term)} for term in self.terms]
         return {**fields, "loss": asdict(self.loss), "terms": terms}
 
@@ -117,14 +170,16 @@ class TrainConfig:
         return next((term for term in self.terms if term.NAME == name), None)
 
     def sampling_prob(self, step: int) -> float:
-        if self.sampling == "teacher":
+        """Scheduled sampling's p at `step` (`ScheduledSampling`)."""
+        if self.sampling.mode == "teacher":
             return 0.0
-        if self.sampling == "predicted":
+        if self.sampling.mode == "predicted":
             return 1.0
-        return min(self.max_sampling_prob, self.sampling_rate * step / self.steps)
+        return min(self.sampling.max_prob, self.sampling.rate * step / self.steps)
 
     def lr_factor(self, step: int) -> float:
-        warmup = max(1, math.ceil(self.warmup * self.steps))
+        """The learning rate's factor at `step` (`Optimizer`): linear warmup, then linear decay to 0."""
+        warmup = max(1, math.ceil(self.optimizer.warmup * self.steps))
         if step < warmup:
             return (step + 1) / warmup
         return max(0.0, (self.steps - step) / max(1, self.steps - warmup))
@@ -311,13 +366,13 @@ def accumulate_gradients(
     batch: Batch,
     config: TrainConfig,
 ) -> torch.Tensor:
-    """Back-propagate this rank's share of the batch, `config.micro_batch_size` examples at a time,
+    """Back-propagate this rank's share of the batch, `config.memory.micro_batch_size` examples at a time,
     and return its loss (detached). Each micro-batch's loss is the mean over its examples scored
     against the whole batch's candidates, weighted by its share of the rank's examples, so the
     gradients add up to those of the share's mean loss: the paper's reduction (a mean over the
     batch's examples; DistributedDataParallel then averages equal shares over the ranks)."""
     own = distributed.local_share(len(batch.indices))
-    parts = micro_batches(own, config.micro_batch_size)
+    parts = micro_batches(own, config.memory.micro_batch_size)
     total = torch.zeros(())
     for number, rows in enumerate(parts):
         last = number == len(parts) - 1
@@ -402,7 +457,7 @@ def _optimizer_step(
     """One optimizer step on `batch` (its gradients accumulated over micro-batches, clipped); its loss."""
     optimizer.zero_grad(set_to_none=True)
     loss = accumulate_gradients(model, data, batch, config)
-    torch.nn.utils.clip_grad_norm_(params, config.grad_clip)
+    torch.nn.utils.clip_grad_norm_(params, config.optimizer.grad_clip)
     optimizer.step()
     return loss
 
@@ -433,10 +488,10 @@ def _adamw(model: torch.nn.Module, config: TrainConfig):
     # the fused kernel: on one CPU thread a 22M-parameter step takes 0.03 s instead of 0.23 s
     optimizer = torch.optim.AdamW(
         params,
-        lr=config.lr,
+        lr=config.optimizer.lr,
         betas=(0.9, 0.98),
         eps=1e-6,
-        weight_decay=config.weight_decay,
+        weight_decay=config.optimizer.weight_decay,
         fused=_device_type(model) in ("cpu", "cuda"),
     )
     # a plain function, whose state LambdaLR does not save (a bound method's attributes it pickles)
@@ -597,7 +652,7 @@ def train(
     forward = (
         model if size == 1 else DistributedDataParallel(model, broadcast_buffers=False, find_unused_parameters=True)
     )
-    if config.gradient_checkpointing:
+    if config.memory.gradient_checkpointing:
         checkpointing.enable(model.backbone)
     params, optimizer, scheduler = _adamw(model, config)
     ckpt_path, best_path = (

@@ -14,7 +14,7 @@ from amer_lib.config import Config
 from amer_lib.core.backbones import add_lora, frozen_weights_dtype, get_backbone, load_backbone
 from amer_lib.core.loss import LOSS_TERMS, LossTerm, MatchedLoss
 from amer_lib.core.model import AMERQueryEncoder
-from amer_lib.core.train import TrainConfig, load_trainable_state
+from amer_lib.core.train import SETTING_GROUPS, TrainConfig, load_trainable_state
 from amer_lib.data.datasets import TextData, token_prompt
 from amer_lib.runs.configs import RealConfig, SyntheticConfig
 from amer_lib.runs.store import RunStore
@@ -44,34 +44,50 @@ def build_query_encoder(
 
 def train_config(params: SyntheticConfig | RealConfig, n_outputs: int, seed: int, **options) -> TrainConfig:
     """The training configuration of a notebook's config: every `TrainConfig` field the config
-    holds under the same name (mixed precision, micro-batches and checkpointing among them), the
-    matched loss and the loss terms its fields set (`matched_loss`, `loss_terms`), checkpoints at the
+    holds under the same name (mixed precision among them), each group of settings (`SETTING_GROUPS`:
+    the optimizer, scheduled sampling, the memory layout, the matched loss) from the fields its
+    `FIELDS` names (`setting_group`), the loss terms its fields set (`loss_terms`), checkpoints at the
     validation cadence; `options` sets what the config does not hold (e.g. `group_by_targets`)."""
-    shared = {}
-    for field in dataclasses.fields(TrainConfig):
-        if hasattr(params, field.name):
-            value = getattr(params, field.name)
-            shared[field.name] = float(value) if field.type in (float, "float") else value  # YAML may give lr: 1
+    own = {field.name: field.name for field in dataclasses.fields(TrainConfig) if field.name not in SETTING_GROUPS}
+    shared = _given(TrainConfig, own, params)
+    groups = {name: setting_group(group, params) for name, group in SETTING_GROUPS.items()}
     return TrainConfig(
         **{
             **shared,
+            **groups,
             "n_outputs": n_outputs,
             "seed": seed,
             "checkpoint_every": params.eval_every,
-            "loss": matched_loss(params),
             "terms": loss_terms(params),
             **options,
         }
     )
 
 
+def setting_group(group: type, params: Config):
+    """A group of training settings (`core.train.SETTING_GROUPS`: `Optimizer`, `ScheduledSampling`,
+    `MemoryLayout`, `MatchedLoss`) with the values of the notebook fields its `FIELDS` names that
+    `params` holds, the others at their defaults; a float field's value as a float (YAML may give
+    lr: 1)."""
+    return group(**_given(group, group.FIELDS, params))
+
+
+def _given(cls: type, names: dict[str, str], params: Config) -> dict:
+    """`cls`'s fields whose notebook field (`names`) `params` holds, with its values; a float
+    field's as a float (YAML may give lr: 1)."""
+    types = {field.name: field.type for field in dataclasses.fields(cls)}
+    given = {}
+    for field, name in names.items():
+        if hasattr(params, name):
+            value = getattr(params, name)
+            given[field] = float(value) if types[field] in (float, "float") else value
+    return given
+
+
 def matched_loss(params: Config) -> MatchedLoss:
     """The paper's loss with the parameters a notebook config holds (`MatchedLoss.FIELDS`; the
     others at their defaults)."""
-    given = {field: getattr(params, name) for field, name in MatchedLoss.FIELDS.items() if hasattr(params, name)}
-    if "temperature" in given:
-        given["temperature"] = float(given["temperature"])  # YAML may give temperature: 1
-    return MatchedLoss(**given)
+    return setting_group(MatchedLoss, params)
 
 
 def loss_terms(params: Config) -> tuple[LossTerm, ...]:

@@ -112,6 +112,8 @@ from amer_lib.core.backbones import LoraSettings, add_lora, backbone_config  # n
 from amer_lib.core.loss import MatchedLoss  # noqa: E402
 from amer_lib.core.model import AMERQueryEncoder  # noqa: E402
 from amer_lib.core.train import (  # noqa: E402
+    MemoryLayout,
+    Optimizer,
     TrainConfig,
     _adamw,
     _optimizer_step,
@@ -808,11 +810,10 @@ def training_setting(
         n_outputs=int(data.mask.sum(-1).max()),
         steps=1000,
         batch_size=size["batch"],
-        lr=5e-5,
+        optimizer=Optimizer(lr=5e-5),
         loss=MatchedLoss(temperature=0.05, reduction="sum"),
         mixed_precision=True,
-        micro_batch_size=micro,
-        gradient_checkpointing=checkpointed,
+        memory=MemoryLayout(micro_batch_size=micro, gradient_checkpointing=checkpointed),
     )
     params, optimizer, _ = _adamw(model, config)
     model.train()

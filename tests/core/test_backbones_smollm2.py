@@ -12,7 +12,7 @@ from conftest import FIXTURES
 
 from amer_lib.core.backbones import add_lora, get_backbone, load_backbone, load_tokenizer
 from amer_lib.core.model import AMERQueryEncoder
-from amer_lib.core.train import TrainConfig, train
+from amer_lib.core.train import Optimizer, TrainConfig, train
 from amer_lib.data.datasets import TextData
 from amer_lib.data.prompts import INSTRUCTION, PromptTemplate
 from amer_lib.packaged import SMOLLM2, PackagedWeights, PackagedWeightsError
@@ -158,7 +158,9 @@ def test_an_interrupted_lora_run_resumes_to_the_uninterrupted_weights(backbone, 
     negatives = torch.nn.functional.normalize(torch.randn(50, DIM, generator=generator), dim=-1)
     # two steps, a checkpoint and a validation after each: the crash comes after the first checkpoint,
     # so the resumed step needs the checkpoint's weights, optimizer moments and sampler state
-    config = TrainConfig(n_outputs=3, steps=2, batch_size=2, lr=1e-3, eval_every=1, checkpoint_every=1, seed=0)
+    config = TrainConfig(
+        n_outputs=3, steps=2, batch_size=2, optimizer=Optimizer(lr=1e-3), eval_every=1, checkpoint_every=1, seed=0
+    )
 
     def lora_model(seed=0):
         torch.manual_seed(seed)

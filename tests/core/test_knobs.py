@@ -47,6 +47,9 @@ PLACES_AND_PRINTING = {
 # loop returns or passes between its functions, not settings): a new dataclass there must be sorted here
 KNOB_CLASSES = (
     TrainConfig,
+    training.Optimizer,
+    training.ScheduledSampling,
+    training.MemoryLayout,
     loss_module.MatchedLoss,
     loss_module.StopTerm,
     spread_module.SpreadTerm,
@@ -238,7 +241,7 @@ def test_checkpoint_every_sets_the_steps_written_to_the_run_folder(tmp_path, mon
 
 
 # ----- the optimizer: learning rate, weight decay, warmup, clipping --------------------------------------
-@bites("TrainConfig.lr")
+@bites("Optimizer.lr", "TrainConfig.optimizer")
 def test_lr_sets_the_first_adam_steps_size(monkeypatch):
     """Adam's first step moves each weight by lr x g / (|g| + 1e-6): by lr itself wherever the gradient
     is well above 1e-6, never by more (weight decay 0, the schedule's factor 1 for a one-step run).
@@ -253,7 +256,7 @@ def test_lr_sets_the_first_adam_steps_size(monkeypatch):
     torch.testing.assert_close(moves[2e-3], 2 * moves[1e-3], rtol=1e-4, atol=1e-9)
 
 
-@bites("TrainConfig.weight_decay")
+@bites("Optimizer.weight_decay")
 def test_weight_decay_shrinks_each_weight_by_lr_times_the_decay():
     """AdamW's decoupled decay: a one-step run with decay 0.5 ends at the run without it minus
     lr x 0.5 x the initial weight (the same gradient either way), for every weight with a gradient
@@ -270,7 +273,7 @@ def test_weight_decay_shrinks_each_weight_by_lr_times_the_decay():
     assert moved > 10
 
 
-@bites("TrainConfig.warmup", "TrainConfig.steps")
+@bites("Optimizer.warmup", "TrainConfig.steps")
 def test_warmup_and_steps_set_the_learning_rate_of_each_optimizer_step(monkeypatch):
     """10 steps at lr 1e-3: a warmup of 0.3 (3 steps) gives 1/3, 2/3, 1, then the decay (10 - s) / 7
     from step 3; a warmup of 0.05 (1 step) 1, then (10 - s) / 9."""
@@ -283,7 +286,7 @@ def test_warmup_and_steps_set_the_learning_rate_of_each_optimizer_step(monkeypat
         assert [lr for lr, _ in spy.steps] == pytest.approx([1e-3 * f for f in factors])
 
 
-@bites("TrainConfig.grad_clip")
+@bites("Optimizer.grad_clip")
 def test_grad_clip_caps_the_gradients_norm_at_each_step(monkeypatch):
     """The norm the optimizer sees: the clip where the gradient is larger, the gradient's own below it."""
     spy = Spy(monkeypatch)
@@ -300,7 +303,7 @@ def test_grad_clip_caps_the_gradients_norm_at_each_step(monkeypatch):
 
 
 # ----- scheduled sampling -----------------------------------------------------------------------------
-@bites("TrainConfig.sampling")
+@bites("ScheduledSampling.mode", "TrainConfig.sampling")
 def test_sampling_sets_what_share_of_the_fed_inputs_are_the_models_own(monkeypatch):
     """teacher: none of the fed positions take the model's output (p = 0); predicted: all (p = 1);
     scheduled: p = min(0.8, step / steps) at each step."""
@@ -314,7 +317,7 @@ def test_sampling_sets_what_share_of_the_fed_inputs_are_the_models_own(monkeypat
     assert [p for p, _ in spy.batches] == pytest.approx([0, 0.25, 0.5, 0.75])
 
 
-@bites("TrainConfig.max_sampling_prob", "TrainConfig.sampling_rate")
+@bites("ScheduledSampling.max_prob", "ScheduledSampling.rate")
 def test_the_rate_and_the_cap_set_scheduled_samplings_probability_and_the_fed_share(monkeypatch):
     """p = min(cap, rate x step / steps) by hand for 10 steps; over a run at p = 0.3 throughout (from
     step 1), the share of the model's own outputs among the 2 x 64 x 9 fed positions is within 0.06
@@ -562,7 +565,7 @@ def test_mixed_precision_runs_the_training_passes_in_bfloat16():
         assert {training for training, _ in seen} == {True, False} and {d for _, d in seen} == {dtype}
 
 
-@bites("TrainConfig.micro_batch_size")
+@bites("MemoryLayout.micro_batch_size", "TrainConfig.memory")
 def test_micro_batch_size_splits_each_step_into_passes_of_that_many_examples_with_the_same_update():
     sizes, weights = {}, {}
     for micro in (0, 4, 6):
@@ -576,7 +579,7 @@ def test_micro_batch_size_splits_each_step_into_passes_of_that_many_examples_wit
             torch.testing.assert_close(weight, weights[0][name], rtol=1e-4, atol=1e-6)
 
 
-@bites("TrainConfig.gradient_checkpointing")
+@bites("MemoryLayout.gradient_checkpointing")
 def test_gradient_checkpointing_recomputes_each_layer_in_the_backward_pass_with_the_same_update():
     """A checkpointed decoder layer runs twice per training pass (forward, then recomputed in the
     backward pass), once in the validation; the weights end where the run without it ends."""
@@ -684,7 +687,7 @@ def test_every_field_has_a_knob_test_or_is_listed_as_a_place_or_printing():
     assert not set(KNOB_TESTS) & set(PLACES_AND_PRINTING)
     assert not (set(KNOB_TESTS) | set(PLACES_AND_PRINTING)) - names, "registered names that are no field"
     assert all(callable(getattr(module, test, None)) for tests in KNOB_TESTS.values() for test in tests)
-    assert len(dataclasses.fields(TrainConfig)) == 21  # issue 77's count; a new field lands in the check above
+    assert len(dataclasses.fields(TrainConfig)) == 15  # issue 77's count; a new field lands in the check above
     found = {
         cls.__name__
         for source in MODULES

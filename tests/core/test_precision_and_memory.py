@@ -4,7 +4,7 @@ outside autocast), and micro-batches and gradient checkpointing give the plain s
 
 import pytest
 import torch
-from stand_ins import DIM, TRAIN_CONFIG, make_problem
+from stand_ins import DIM, TRAIN_CONFIG, make_problem, with_terms
 
 from amer_lib.core import checkpointing
 from amer_lib.core.backbones import LoraSettings, add_lora, load_backbone
@@ -28,7 +28,7 @@ def test_a_bfloat16_lora_model_validates_and_generates_on_the_cpu():
     data, pool = make_problem()
     model = lora_model(torch.bfloat16)
     assert model.backbone.get_input_embeddings().weight.dtype == torch.bfloat16
-    config = TrainConfig(**{**TRAIN_CONFIG, "mixed_precision": True})
+    config = TrainConfig(**with_terms({**TRAIN_CONFIG, "mixed_precision": True}))
     loss = validation_loss(model, data, pool, config)  # today's code: BFloat16 != float in a matmul
     assert torch.isfinite(torch.tensor(loss))
     vectors = model.generate(model.prompt_from_vectors(data.inputs[:5]), 3)
@@ -40,7 +40,7 @@ def test_a_bfloat16_lora_model_validates_and_generates_on_the_cpu():
 def test_a_bfloat16_run_trains_past_its_validation_and_keeps_its_best_weights(tmp_path):
     """The paper files' failure at step 500: the first validation after bfloat16 training steps."""
     data, pool = make_problem()
-    config = TrainConfig(**{**TRAIN_CONFIG, "steps": 8, "eval_every": 4, "mixed_precision": True})
+    config = TrainConfig(**with_terms({**TRAIN_CONFIG, "steps": 8, "eval_every": 4, "mixed_precision": True}))
     result = train(lora_model(torch.bfloat16), data, data, pool, config, run_dir=tmp_path, progress=False)
     assert [h["step"] for h in result.history] == [4, 8] and (tmp_path / "best.pt").exists()
 
@@ -48,7 +48,7 @@ def test_a_bfloat16_run_trains_past_its_validation_and_keeps_its_best_weights(tm
 def gradients(model: AMERQueryEncoder, config: TrainConfig, p: float) -> dict[str, torch.Tensor]:
     """The gradients of one step of `config` on the tiny problem with scheduled-sampling rate `p`."""
     data, pool = make_problem()
-    if config.gradient_checkpointing:
+    if config.memory.gradient_checkpointing:
         checkpointing.enable(model.backbone)
     model.train()
     batch = draw_batch(data, torch.arange(16), pool, config, p, torch.Generator().manual_seed(3))
@@ -69,8 +69,8 @@ def assert_layout_keeps_the_gradients(make_model, layout: dict, p: float) -> Non
     order of sums differs), both models made by `make_model`."""
     torch.set_default_dtype(torch.float64)
     try:
-        plain = gradients(make_model(), TrainConfig(**TRAIN_CONFIG), p)
-        changed = gradients(make_model(), TrainConfig(**{**TRAIN_CONFIG, **layout}), p)
+        plain = gradients(make_model(), TrainConfig(**with_terms(TRAIN_CONFIG)), p)
+        changed = gradients(make_model(), TrainConfig(**with_terms({**TRAIN_CONFIG, **layout})), p)
     finally:
         torch.set_default_dtype(torch.float32)
     assert plain.keys() == changed.keys() and len(plain) > 10
@@ -104,7 +104,7 @@ def test_checkpointing_keeps_the_kv_cache_that_hugging_face_would_drop():
     give other gradients. Hugging Face's own checkpointing, for contrast, does drop it."""
     torch.set_default_dtype(torch.float64)
     try:
-        config = TrainConfig(**TRAIN_CONFIG)
+        config = TrainConfig(**with_terms(TRAIN_CONFIG))
         plain = gradients(lora_model(torch.float64), config, 1.0)
         hugging_face = lora_model(torch.float64)
         hugging_face.backbone.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
@@ -129,15 +129,15 @@ def test_micro_batches_cover_the_share_in_order():
     assert micro_batches(slice(0, 10), 16) == [slice(0, 10)]
     assert micro_batches(slice(4, 14), 4) == [slice(4, 8), slice(8, 12), slice(12, 14)]
     with pytest.raises(ValueError, match="micro_batch_size"):
-        TrainConfig(**{**TRAIN_CONFIG, "micro_batch_size": -1})
+        TrainConfig(**with_terms({**TRAIN_CONFIG, "micro_batch_size": -1}))
 
 
 def test_a_run_resumes_with_another_memory_layout(tmp_path):
     """Micro-batches and checkpointing say how a step fits in memory: a run stopped for memory
     resumes with smaller micro-batches (the other fields must match, as before)."""
     data, pool = make_problem()
-    first = TrainConfig(**{**TRAIN_CONFIG, "steps": 8, "checkpoint_every": 4})
+    first = TrainConfig(**with_terms({**TRAIN_CONFIG, "steps": 8, "checkpoint_every": 4}))
     train(lora_model(torch.float32), data, data, pool, first, run_dir=tmp_path, progress=False)
-    again = TrainConfig(**{**TRAIN_CONFIG, "steps": 8, "checkpoint_every": 4, "micro_batch_size": 4})
+    again = TrainConfig(**with_terms({**TRAIN_CONFIG, "steps": 8, "checkpoint_every": 4, "micro_batch_size": 4}))
     result = train(lora_model(torch.float32, seed=3), data, data, pool, again, run_dir=tmp_path, progress=False)
     assert [h["step"] for h in result.history] == [4, 8]

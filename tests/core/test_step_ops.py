@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from stand_ins import DIM, TRAIN_CONFIG, make_problem
+from stand_ins import DIM, TRAIN_CONFIG, make_problem, with_terms
 
 from amer_lib.core import checkpointing
 from amer_lib.core.backbones import LoraSettings, adapter_layers, add_lora, load_backbone
@@ -44,7 +44,9 @@ def step(model: AMERQueryEncoder, checkpointed: bool = False) -> tuple[torch.Ten
     """One mixed-precision step's loss and gradients on the tiny problem, scheduled sampling at p = 0.5
     (the decode path, some gold vectors fed), dropout's masks drawn from seed 5."""
     data, pool = make_problem()
-    config = TrainConfig(**{**TRAIN_CONFIG, "mixed_precision": True, "gradient_checkpointing": checkpointed})
+    config = TrainConfig(
+        **with_terms({**TRAIN_CONFIG, "mixed_precision": True, "gradient_checkpointing": checkpointed})
+    )
     batch = draw_batch(data, torch.arange(16), pool, config, 0.5, torch.Generator().manual_seed(3))
     assert batch.sample_mask.any() and not batch.sample_mask.all()
     torch.manual_seed(5)

@@ -7,7 +7,7 @@ from stand_ins import DIM, TRAIN_CONFIG, make_model, make_problem, state, with_t
 from amer_lib.core.backbones import load_backbone
 from amer_lib.core.loss import StopTerm
 from amer_lib.core.model import AMERQueryEncoder
-from amer_lib.core.train import CheckpointError, TrainConfig, batch_indices, train
+from amer_lib.core.train import CheckpointError, Optimizer, ScheduledSampling, TrainConfig, batch_indices, train
 from amer_lib.data.datasets import VectorData
 
 
@@ -18,7 +18,7 @@ def test_training_lowers_the_validation_loss():
         data,
         make_problem(seed=1)[0],
         pool,
-        TrainConfig(**{**TRAIN_CONFIG, "steps": 40, "lr": 3e-3, "eval_every": 10}),
+        TrainConfig(**with_terms({**TRAIN_CONFIG, "steps": 40, "lr": 3e-3, "eval_every": 10})),
         progress=False,
     )
     assert result.history[-1]["val_loss"] < result.history[0]["val_loss"]
@@ -28,8 +28,8 @@ def test_training_lowers_the_validation_loss():
 def test_same_seed_same_weights(tmp_path):
     data, pool = make_problem()
     a, b = make_model(), make_model()
-    train(a, data, data, pool, TrainConfig(**TRAIN_CONFIG), progress=False)
-    train(b, data, data, pool, TrainConfig(**TRAIN_CONFIG), progress=False)
+    train(a, data, data, pool, TrainConfig(**with_terms(TRAIN_CONFIG)), progress=False)
+    train(b, data, data, pool, TrainConfig(**with_terms(TRAIN_CONFIG)), progress=False)
     assert all(torch.equal(x, y) for x, y in zip(state(a).values(), state(b).values()))
 
 
@@ -53,7 +53,7 @@ class CrashingData(VectorData):
 
 def test_a_resumed_run_ends_where_an_uninterrupted_run_ends(tmp_path):
     data, pool = make_problem()
-    config = TrainConfig(**TRAIN_CONFIG)
+    config = TrainConfig(**with_terms(TRAIN_CONFIG))
     uninterrupted = make_model()
     expected = train(uninterrupted, data, data, pool, config, run_dir=tmp_path / "a", progress=False)
 
@@ -71,7 +71,7 @@ def test_a_slow_run_checkpoints_by_the_clock_and_says_where_it_resumes(tmp_path,
     """With `checkpoint_seconds = 0` every step is saved although `checkpoint_every` is the whole
     run: a crash in step 7 resumes from step 6, not from zero, and ends where an uninterrupted run ends."""
     data, pool = make_problem()
-    config = TrainConfig(**{**TRAIN_CONFIG, "checkpoint_every": 12})
+    config = TrainConfig(**with_terms({**TRAIN_CONFIG, "checkpoint_every": 12}))
     uninterrupted = make_model()
     expected = train(uninterrupted, data, data, pool, config, progress=False)
     crashing = CrashingData(data, crash_at=7)  # one call per training step: the 7th is step 7
@@ -104,7 +104,7 @@ def test_single_query_training_runs_with_one_output_and_keeps_its_best_weights()
     from amer_lib.core.train import validation_loss
 
     data, pool = make_problem()
-    config = TrainConfig(**{**TRAIN_CONFIG, "n_outputs": 1, "lr": 3e-3})
+    config = TrainConfig(**with_terms({**TRAIN_CONFIG, "n_outputs": 1, "lr": 3e-3}))
     model = make_model()
     result = train(model, data, data, pool, config, progress=False)
     assert result.best_val_loss == min(h["val_loss"] for h in result.history)
@@ -120,7 +120,7 @@ def test_corrupted_checkpoint_is_named(tmp_path):
         match=r"(?s)checkpoint .*checkpoint.pt is corrupted or unreadable \(UnpicklingError: .*\); "
         "delete it to start the run again",
     ):
-        train(make_model(), data, data, pool, TrainConfig(**TRAIN_CONFIG), run_dir=tmp_path, progress=False)
+        train(make_model(), data, data, pool, TrainConfig(**with_terms(TRAIN_CONFIG)), run_dir=tmp_path, progress=False)
 
 
 class Pickled:
@@ -131,16 +131,22 @@ def test_a_checkpoint_holding_code_is_refused(tmp_path):
     data, pool = make_problem()
     torch.save({"step": 1, "payload": Pickled()}, tmp_path / "checkpoint.pt")
     with pytest.raises(CheckpointError, match="corrupted or unreadable"):
-        train(make_model(), data, data, pool, TrainConfig(**TRAIN_CONFIG), run_dir=tmp_path, progress=False)
+        train(make_model(), data, data, pool, TrainConfig(**with_terms(TRAIN_CONFIG)), run_dir=tmp_path, progress=False)
 
 
 def test_checkpoint_of_another_configuration_is_refused(tmp_path):
     data, pool = make_problem()
-    train(make_model(), data, data, pool, TrainConfig(**TRAIN_CONFIG), run_dir=tmp_path, progress=False)
+    train(make_model(), data, data, pool, TrainConfig(**with_terms(TRAIN_CONFIG)), run_dir=tmp_path, progress=False)
     # the message shows the configuration the checkpoint holds (lr 1e-3), not the one asked for
     with pytest.raises(CheckpointError, match=r"another configuration \(\{.*'lr': 0\.001"):
         train(
-            make_model(), data, data, pool, TrainConfig(**{**TRAIN_CONFIG, "lr": 0.1}), run_dir=tmp_path, progress=False
+            make_model(),
+            data,
+            data,
+            pool,
+            TrainConfig(**with_terms({**TRAIN_CONFIG, "lr": 0.1})),
+            run_dir=tmp_path,
+            progress=False,
         )
 
 
@@ -149,10 +155,17 @@ def test_schedules():
     assert [config.sampling_prob(s) for s in (0, 50, 80, 99)] == [0.0, 0.5, 0.8, 0.8]
     assert config.lr_factor(0) == pytest.approx(0.2) and config.lr_factor(4) == 1.0
     assert config.lr_factor(52) == pytest.approx(48 / 95) and config.lr_factor(100) == 0.0  # linear decay after warmup
-    assert TrainConfig(n_outputs=5, steps=10, batch_size=4, sampling="predicted").sampling_prob(0) == 1.0
-    assert TrainConfig(n_outputs=5, steps=10, batch_size=4, sampling="teacher").sampling_prob(9) == 0.0
+    assert (
+        TrainConfig(n_outputs=5, steps=10, batch_size=4, sampling=ScheduledSampling("predicted")).sampling_prob(0)
+        == 1.0
+    )
+    assert (
+        TrainConfig(n_outputs=5, steps=10, batch_size=4, sampling=ScheduledSampling("teacher")).sampling_prob(9) == 0.0
+    )
     with pytest.raises(ValueError, match="unknown sampling mode 'sometimes'"):
-        TrainConfig(n_outputs=5, steps=10, batch_size=4, sampling="sometimes")
+        ScheduledSampling("sometimes")
+    with pytest.raises(TypeError, match="sampling must be a ScheduledSampling"):
+        TrainConfig(n_outputs=5, steps=10, batch_size=4, sampling="teacher")
 
 
 def test_batches_cover_each_epoch_once():
@@ -219,7 +232,7 @@ def test_lora_checkpoints_hold_only_what_training_changes(tmp_path):
 
     data, pool = make_problem()
     model = lora_model()
-    train(model, data, data, pool, TrainConfig(**TRAIN_CONFIG), run_dir=tmp_path, progress=False)
+    train(model, data, data, pool, TrainConfig(**with_terms(TRAIN_CONFIG)), run_dir=tmp_path, progress=False)
     best = torch.load(tmp_path / "best.pt", weights_only=True)
     assert set(best) == {n for n, p in model.named_parameters() if p.requires_grad}
     assert all("lora_" in n or "projection" in n for n in best)
@@ -246,13 +259,20 @@ def test_single_target_step_adds_a_single_query_step_per_iteration(monkeypatch):
     )
     data, pool = make_problem()
     model = make_model()
-    config = TrainConfig(**{**TRAIN_CONFIG, "steps": 3, "eval_every": 10, "single_target_step": True})
+    config = TrainConfig(**with_terms({**TRAIN_CONFIG, "steps": 3, "eval_every": 10, "single_target_step": True}))
     train(model, data, data, pool, config, progress=False)
     optimizer_steps = [(n, batch) for n, batch in calls if len(batch) == config.batch_size]
     assert [n for n, _ in optimizer_steps] == [3, 1] * 3  # each AMER step followed by a single-query one
     assert all(a[1] == b[1] for a, b in zip(optimizer_steps[::2], optimizer_steps[1::2]))  # on the same examples
     single = make_model()
-    train(single, data, data, pool, TrainConfig(**{**TRAIN_CONFIG, "steps": 3, "eval_every": 10}), progress=False)
+    train(
+        single,
+        data,
+        data,
+        pool,
+        TrainConfig(**with_terms({**TRAIN_CONFIG, "steps": 3, "eval_every": 10})),
+        progress=False,
+    )
     assert not torch.equal(state(single)["output_projection.weight"], state(model)["output_projection.weight"])
 
 
@@ -297,7 +317,7 @@ def test_scheduled_sampling_feeds_the_models_output_at_the_drawn_rate(p):
 
     inputs = torch.zeros(2000, DIM)
     data = VectorData(inputs, torch.randn(2000, 5, DIM), torch.ones(2000, 5, dtype=torch.bool))
-    config = TrainConfig(**TRAIN_CONFIG)
+    config = TrainConfig(**with_terms(TRAIN_CONFIG))
     batch = draw_batch(data, torch.arange(2000), torch.randn(10, DIM), config, p, torch.Generator().manual_seed(0))
     assert batch.sample_mask.shape == (2000, 4)
     assert abs(batch.sample_mask.float().mean().item() - p) < 0.03
@@ -315,7 +335,7 @@ def test_a_resume_keeps_the_best_weights_saved_before_the_crash(tmp_path, monkey
     """Validation losses rise after step 4, so the best step (4) lies before the crash (in step 9,
     after the step-8 checkpoint): the resumed run ends on best.pt's weights, as the uninterrupted one."""
     data, pool = make_problem()
-    config = TrainConfig(**TRAIN_CONFIG)  # 12 steps, validation and checkpoint every 4
+    config = TrainConfig(**with_terms(TRAIN_CONFIG))  # 12 steps, validation and checkpoint every 4
     scripted_validation(monkeypatch, [1.0, 2.0, 3.0])
     uninterrupted = make_model()
     expected = train(uninterrupted, data, data, pool, config, run_dir=tmp_path / "a", progress=False)
@@ -339,7 +359,7 @@ import sys, time
 from pathlib import Path
 import torch
 torch.set_num_threads(1)
-from stand_ins import TRAIN_CONFIG, make_model, make_problem
+from stand_ins import TRAIN_CONFIG, make_model, make_problem, with_terms
 from amer_lib.core.train import TrainConfig, train
 
 run_dir, marker = Path(sys.argv[1]), Path(sys.argv[2])
@@ -352,7 +372,8 @@ def on_step():
         time.sleep(60)
 
 data, pool = make_problem()
-train(make_model(), data, data, pool, TrainConfig(**TRAIN_CONFIG), run_dir=run_dir, progress=False, on_step=on_step)
+config = TrainConfig(**with_terms(TRAIN_CONFIG))
+train(make_model(), data, data, pool, config, run_dir=run_dir, progress=False, on_step=on_step)
 """
 
 
@@ -382,7 +403,7 @@ def test_a_training_process_killed_with_sigkill_resumes_to_the_uninterrupted_end
     assert child.returncode == -signal.SIGKILL
     assert torch.load(tmp_path / "b" / "checkpoint.pt", weights_only=False)["step"] == 4
     data, pool = make_problem()
-    config = TrainConfig(**TRAIN_CONFIG)
+    config = TrainConfig(**with_terms(TRAIN_CONFIG))
     with cpu_threads(1):
         uninterrupted = make_model()
         expected = train(uninterrupted, data, data, pool, config, run_dir=tmp_path / "a", progress=False)
@@ -419,11 +440,11 @@ def test_hard_negatives_need_data_that_holds_them_and_a_share_between_0_and_1():
     from amer_lib.core.train import draw_batch
 
     data, pool = make_problem()
-    config = TrainConfig(**{**TRAIN_CONFIG, "hard_negative_share": 0.5})
+    config = TrainConfig(**with_terms({**TRAIN_CONFIG, "hard_negative_share": 0.5}))
     with pytest.raises(ValueError, match="VectorData holds no mined hard negatives"):
         draw_batch(data, torch.arange(4), pool, config, 0.0, torch.Generator().manual_seed(0))
     with pytest.raises(ValueError, match="hard_negative_share must be between 0 and 1, got 1.5"):
-        TrainConfig(**{**TRAIN_CONFIG, "hard_negative_share": 1.5})
+        TrainConfig(**with_terms({**TRAIN_CONFIG, "hard_negative_share": 1.5}))
 
 
 def test_the_optimizer_is_adamw_with_the_papers_betas_and_eps_under_the_warmup_and_decay():
@@ -433,7 +454,7 @@ def test_the_optimizer_is_adamw_with_the_papers_betas_and_eps_under_the_warmup_a
     1e-6, weight decay 0.1 (not torch's defaults 1e-3, (0.9, 0.999), 1e-8, 0.01)."""
     from amer_lib.core.train import _adamw
 
-    config = TrainConfig(**{**TRAIN_CONFIG, "steps": 40, "lr": 3e-3, "weight_decay": 0.1})
+    config = TrainConfig(**with_terms({**TRAIN_CONFIG, "steps": 40, "lr": 3e-3, "weight_decay": 0.1}))
     model, reference = make_model(), make_model()
     params, optimizer, scheduler = _adamw(model, config)
     before = [p.detach().clone() for p in params]
@@ -458,7 +479,7 @@ def test_each_validation_records_its_step_sampling_probability_learning_rate_and
     (min(0.8, step / 12): 3/12, 7/12, then the cap); the learning rate after the step (a one-step
     warmup, then 3e-3 x (12 - done) / 11); and what `evaluate` returned, called on the trained model."""
     data, pool = make_problem()
-    config = TrainConfig(**{**TRAIN_CONFIG, "steps": 12, "eval_every": 4, "lr": 3e-3})
+    config = TrainConfig(**with_terms({**TRAIN_CONFIG, "steps": 12, "eval_every": 4, "lr": 3e-3}))
     model, seen = make_model(), []
 
     def evaluate(evaluated):
@@ -541,7 +562,7 @@ def test_each_setting_of_the_batch_loss_changes_it():
 
     torch.manual_seed(0)
     model = AMERQueryEncoder(make_model().backbone, DIM, stop_head=True).eval()
-    base = TrainConfig(**TRAIN_CONFIG)
+    base = TrainConfig(**with_terms(TRAIN_CONFIG))
     data, batch = _drawn_batch(base)
     plain = batch_loss(model, data, batch, slice(2, 6), base)
     for changes in (
@@ -563,7 +584,7 @@ def test_the_single_query_loss_scores_the_first_target_against_the_whole_batch()
 
     from amer_lib.core.train import batch_loss
 
-    config = TrainConfig(**{**TRAIN_CONFIG, "n_outputs": 1})
+    config = TrainConfig(**with_terms({**TRAIN_CONFIG, "n_outputs": 1}))
     data, batch = _drawn_batch(config)
     model = make_model().eval()
     rows = slice(2, 6)
@@ -585,7 +606,7 @@ def test_a_drawn_batch_puts_each_examples_valid_targets_first_in_its_own_random_
     from amer_lib.core.train import draw_batch
 
     data, pool = make_problem()
-    config = TrainConfig(**TRAIN_CONFIG)
+    config = TrainConfig(**with_terms(TRAIN_CONFIG))
     indices = torch.arange(16)
     batch = draw_batch(data, indices, pool, config, 0.5, torch.Generator().manual_seed(0))
     orders = set()
@@ -609,7 +630,7 @@ def test_a_drawn_batch_mixes_the_examples_mined_negatives_in_at_their_share():
 
     data, pool = make_problem()
     data = HardVectorData(data.inputs, data.target_vectors, data.mask)
-    config = TrainConfig(**{**TRAIN_CONFIG, "hard_negative_share": 0.5})
+    config = TrainConfig(**with_terms({**TRAIN_CONFIG, "hard_negative_share": 0.5}))
     indices = torch.arange(8, 24)
     batch = draw_batch(data, indices, pool, config, 0.5, torch.Generator().manual_seed(0))
     mined = batch.negatives[..., 0] >= 100
@@ -626,7 +647,7 @@ def test_one_example_micro_batches_and_two_halves_add_up_to_the_batch():
 
     assert micro_batches(slice(0, 3), 1) == [slice(0, 1), slice(1, 2), slice(2, 3)]
     data, pool = make_problem()
-    config = TrainConfig(**{**TRAIN_CONFIG, "micro_batch_size": 4})
+    config = TrainConfig(**with_terms({**TRAIN_CONFIG, "micro_batch_size": 4}))
     batch = draw_batch(data, torch.arange(8), pool, config, 0.5, torch.Generator().manual_seed(1))
     model = make_model().eval()
     whole = batch_loss(model, data, batch, slice(0, 8), config)
@@ -637,9 +658,9 @@ def test_the_autocast_of_a_full_precision_run_is_off():
     from amer_lib.core.train import _autocast
 
     model, a = make_model(), torch.randn(4, 4)
-    with _autocast(model, TrainConfig(**TRAIN_CONFIG)):
+    with _autocast(model, TrainConfig(**with_terms(TRAIN_CONFIG))):
         assert (a @ a).dtype == torch.float32
-    with _autocast(model, TrainConfig(**{**TRAIN_CONFIG, "mixed_precision": True})):
+    with _autocast(model, TrainConfig(**with_terms({**TRAIN_CONFIG, "mixed_precision": True}))):
         assert (a @ a).dtype == torch.bfloat16
 
 
@@ -652,7 +673,7 @@ def test_validation_runs_under_the_training_steps_autocast():
     model = make_model().eval()
     losses = {}
     for mixed in (False, True):
-        config = TrainConfig(**{**TRAIN_CONFIG, "mixed_precision": mixed})
+        config = TrainConfig(**with_terms({**TRAIN_CONFIG, "mixed_precision": mixed}))
         with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=mixed):
             generator = _step_generator(config.seed, -1)
             by_hand = example_loss(model, data, torch.arange(len(data)), pool, config, 1.0, generator).item()
@@ -666,7 +687,7 @@ def test_the_schedule_and_epoch_edges():
     an epoch smaller than a batch is one batch."""
     from amer_lib.core.train import batches_per_epoch
 
-    config = TrainConfig(n_outputs=2, steps=2, batch_size=4, warmup=0.5)
+    config = TrainConfig(n_outputs=2, steps=2, batch_size=4, optimizer=Optimizer(warmup=0.5))
     assert [config.lr_factor(0), config.lr_factor(1)] == [1.0, 1.0]
     assert [batches_per_epoch(10, 16), batches_per_epoch(40, 16)] == [1, 2]
 
@@ -687,7 +708,7 @@ class RecordingData(VectorData):
 def test_batches_grouped_by_target_count_hold_one_count(grouped):
     data, pool = make_problem()
     recording = RecordingData(data)
-    config = TrainConfig(**{**TRAIN_CONFIG, "steps": 6, "batch_size": 8, "group_by_targets": grouped})
+    config = TrainConfig(**with_terms({**TRAIN_CONFIG, "steps": 6, "batch_size": 8, "group_by_targets": grouped}))
     train(make_model(), recording, data, pool, config, progress=False)
     counts = [set(data.mask[call].sum(-1).tolist()) for call in recording.calls if len(call) == 8]
     assert len(counts) == 6
@@ -724,7 +745,7 @@ def test_the_progress_bar_and_the_cost_announcement(monkeypatch, progress):
     data, pool = make_problem()
     shown = {} if progress else {"progress": False}  # a bar unless told otherwise
     on_step = lambda: stepped.append(time.perf_counter())  # noqa: E731
-    result = train(make_model(), data, data, pool, TrainConfig(**TRAIN_CONFIG), on_step=on_step, **shown)
+    result = train(make_model(), data, data, pool, TrainConfig(**with_terms(TRAIN_CONFIG)), on_step=on_step, **shown)
     (bar,) = FakeBar.made
     assert bar.settings == dict(initial=0, total=12, disable=not progress, desc="train n=3", leave=False)
     assert bar.postfixes == [
@@ -743,7 +764,7 @@ def test_the_run_time_is_kept_across_a_resume_and_only_a_resume_says_so(tmp_path
     crash before its first evaluation (no best weights saved yet) carries the time before the crash
     on, ends where an uninterrupted run ends, and only it prints where it resumed."""
     data, pool = make_problem()
-    config = TrainConfig(**TRAIN_CONFIG)
+    config = TrainConfig(**with_terms(TRAIN_CONFIG))
     began = time.perf_counter()
     expected = train(make_model(), data, data, pool, config, run_dir=tmp_path / "a", progress=False)
     assert 0 < expected.seconds <= time.perf_counter() - began
@@ -777,7 +798,7 @@ def test_a_run_is_the_same_whatever_the_global_random_state(changes):
     """Gradient checkpointing recomputes activations without changing the step (the same weights as
     without it, to rounding), and the extra single-query step draws from the run's own generators."""
     data, pool = make_problem()
-    config = TrainConfig(**{**TRAIN_CONFIG, "steps": 4, **changes})
+    config = TrainConfig(**with_terms({**TRAIN_CONFIG, "steps": 4, **changes}))
     weights = []
     for global_seed in (1, 2):
         torch.manual_seed(global_seed)
@@ -788,7 +809,7 @@ def test_a_run_is_the_same_whatever_the_global_random_state(changes):
     assert all(torch.equal(a, b) for a, b in zip(*(w.values() for w in weights)))
     if "gradient_checkpointing" in changes:
         plain = make_model()
-        train(plain, data, data, pool, TrainConfig(**{**TRAIN_CONFIG, "steps": 4}), progress=False)
+        train(plain, data, data, pool, TrainConfig(**with_terms({**TRAIN_CONFIG, "steps": 4})), progress=False)
         assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(state(plain).values(), weights[0].values()))
 
 
@@ -813,7 +834,9 @@ def test_a_float16_pool_gives_float32_negatives():
     from amer_lib.core.train import draw_batch
 
     data, pool = make_problem()
-    batch = draw_batch(data, torch.arange(8), pool.half(), TrainConfig(**TRAIN_CONFIG), 0.5, torch.Generator())
+    batch = draw_batch(
+        data, torch.arange(8), pool.half(), TrainConfig(**with_terms(TRAIN_CONFIG)), 0.5, torch.Generator()
+    )
     assert batch.negatives.dtype == torch.float32
 
 
@@ -825,7 +848,9 @@ def test_the_single_target_step_is_for_multi_vector_runs_only(n_outputs):
     weights = {}
     for extra in (False, True):
         model = make_model()
-        config = TrainConfig(**{**TRAIN_CONFIG, "n_outputs": n_outputs, "steps": 3, "single_target_step": extra})
+        config = TrainConfig(
+            **with_terms({**TRAIN_CONFIG, "n_outputs": n_outputs, "steps": 3, "single_target_step": extra})
+        )
         train(model, data, data, pool, config, progress=False)
         weights[extra] = state(model)
     same = all(torch.equal(a, b) for a, b in zip(weights[False].values(), weights[True].values()))
@@ -846,7 +871,7 @@ def test_a_bad_setting_is_named_with_its_value_and_the_valid_choices(changes, me
     with pytest.raises(ValueError) as raised:
         TrainConfig(**with_terms({**TRAIN_CONFIG, **changes}))
     assert str(raised.value) == message
-    TrainConfig(**{**TRAIN_CONFIG, "hard_negative_share": 1.0})  # every negative mined is allowed
+    TrainConfig(**with_terms({**TRAIN_CONFIG, "hard_negative_share": 1.0}))  # every negative mined is allowed
 
 
 def test_a_batch_that_does_not_share_among_the_ranks_is_refused(monkeypatch):
@@ -855,7 +880,7 @@ def test_a_batch_that_does_not_share_among_the_ranks_is_refused(monkeypatch):
     monkeypatch.setattr(training.distributed, "rank_and_size", lambda: (0, 3))
     data, pool = make_problem()
     with pytest.raises(ValueError, match="^batch_size 16 must divide evenly among the 3 ranks$"):
-        train(make_model(), data, data, pool, TrainConfig(**TRAIN_CONFIG), progress=False)
+        train(make_model(), data, data, pool, TrainConfig(**with_terms(TRAIN_CONFIG)), progress=False)
 
 
 def test_of_tied_validation_losses_the_first_is_kept(monkeypatch):
@@ -865,7 +890,7 @@ def test_of_tied_validation_losses_the_first_is_kept(monkeypatch):
 
     monkeypatch.setattr(training, "validation_loss", lambda *args, **kwargs: 1.0)
     data, pool = make_problem()
-    result = train(make_model(), data, data, pool, TrainConfig(**TRAIN_CONFIG), progress=False)
+    result = train(make_model(), data, data, pool, TrainConfig(**with_terms(TRAIN_CONFIG)), progress=False)
     assert [h["step"] for h in result.history] == [4, 8, 12] and result.best_step == 4
 
 
@@ -883,7 +908,7 @@ def test_weights_of_another_model_are_named_with_five_of_the_missing(tmp_path):
     assert message.startswith(f"{tmp_path / 'checkpoint.pt'} does not hold this model's trained weights")
     assert f"missing {trained[:5]}, unexpected ['elsewhere.weight']" in message
     data, pool = make_problem()
-    config = TrainConfig(**TRAIN_CONFIG)
+    config = TrainConfig(**with_terms(TRAIN_CONFIG))
     saved = {"step": 4, "config": config.record(), "model": {"elsewhere.weight": torch.zeros(1)}}
     torch.save(saved, tmp_path / "checkpoint.pt")
     with pytest.raises(CheckpointError, match=f"^{tmp_path / 'checkpoint.pt'} does not hold"):
@@ -895,11 +920,11 @@ def test_a_single_query_batch_has_no_sample_mask_and_mined_draws_use_the_run_gen
 
     data, pool = make_problem()
     single = draw_batch(
-        data, torch.arange(8), pool, TrainConfig(**{**TRAIN_CONFIG, "n_outputs": 1}), 0.5, torch.Generator()
+        data, torch.arange(8), pool, TrainConfig(**with_terms({**TRAIN_CONFIG, "n_outputs": 1})), 0.5, torch.Generator()
     )
     assert single.sample_mask is None
     data = HardVectorData(data.inputs, data.target_vectors, data.mask)
-    config = TrainConfig(**{**TRAIN_CONFIG, "hard_negative_share": 0.5})
+    config = TrainConfig(**with_terms({**TRAIN_CONFIG, "hard_negative_share": 0.5}))
     draws = []
     for global_seed in (1, 2):
         torch.manual_seed(global_seed)
@@ -967,10 +992,10 @@ def test_the_component_term_adds_its_weight_times_the_component_loss_of_the_shar
 
 def test_terms_must_be_loss_terms_each_at_most_once():
     with pytest.raises(TypeError, match="terms must be loss terms"):
-        TrainConfig(**{**TRAIN_CONFIG, "terms": (0.5,)})
+        TrainConfig(**with_terms({**TRAIN_CONFIG, "terms": (0.5,)}))
     with pytest.raises(ValueError, match=r"each loss term at most once, got \['stop', 'stop'\]"):
-        TrainConfig(**{**TRAIN_CONFIG, "terms": (StopTerm(1.0), StopTerm(0.5))})
-    config = TrainConfig(**{**TRAIN_CONFIG, "terms": (StopTerm(0.5),)})
+        TrainConfig(**with_terms({**TRAIN_CONFIG, "terms": (StopTerm(1.0), StopTerm(0.5))}))
+    config = TrainConfig(**with_terms({**TRAIN_CONFIG, "terms": (StopTerm(0.5),)}))
     assert config.term("stop") == StopTerm(0.5) and config.term("spread") is None
     assert config.record()["terms"] == [{"term": "stop", "weight": 0.5}]  # what a checkpoint keeps
     assert config.record()["loss"] == {
@@ -980,7 +1005,7 @@ def test_terms_must_be_loss_terms_each_at_most_once():
         "exclude_fed_targets": False,
     }
     with pytest.raises(TypeError, match="loss must be a MatchedLoss"):
-        TrainConfig(**{**TRAIN_CONFIG, "loss": "sum"})
+        TrainConfig(**with_terms({**TRAIN_CONFIG, "loss": "sum"}))
 
 
 def test_a_new_loss_term_is_one_registered_class_that_a_config_sets_and_the_loss_adds():
@@ -1009,7 +1034,7 @@ def test_a_new_loss_term_is_one_registered_class_that_a_config_sets_and_the_loss
     try:
         assert loss_terms(SimpleNamespace(norm_weight=0.3)) == (NormTerm(0.3),)
         assert loss_terms(SimpleNamespace(norm_weight=0.0)) == ()
-        plain = TrainConfig(**TRAIN_CONFIG)
+        plain = TrainConfig(**with_terms(TRAIN_CONFIG))
         data, batch = _drawn_batch(plain)
         model = make_model().eval()
         rows = slice(2, 6)
@@ -1017,8 +1042,32 @@ def test_a_new_loss_term_is_one_registered_class_that_a_config_sets_and_the_loss
         outputs = model(data.prompt(model, batch.indices[rows]), n, batch.targets[rows], batch.sample_mask[rows])
         counts = batch.mask[rows].sum(-1)
         norms = torch.cat([outputs[b, : counts[b]].pow(2).sum(-1) for b in range(4)]).mean()
-        with_norm = TrainConfig(**{**TRAIN_CONFIG, "terms": (NormTerm(0.3),)})
+        with_norm = TrainConfig(**with_terms({**TRAIN_CONFIG, "terms": (NormTerm(0.3),)}))
         expected = batch_loss(model, data, batch, rows, plain) + 0.3 * norms
         assert torch.allclose(batch_loss(model, data, batch, rows, with_norm), expected, atol=1e-6)
     finally:
         del LOSS_TERMS["norm"]
+
+
+def test_a_checkpoint_keeps_each_groups_settings_under_their_notebook_names():
+    """`record` (what a checkpoint keeps) holds the optimizer's, scheduled sampling's and the memory
+    layout's settings flat, under the notebook fields that set them, and the resumed run's match
+    leaves out the memory layout alone."""
+    from amer_lib.core.train import MemoryLayout
+
+    config = TrainConfig(
+        n_outputs=3,
+        steps=10,
+        batch_size=4,
+        optimizer=Optimizer(lr=0.5, weight_decay=0.2, warmup=0.3, grad_clip=4.0),
+        sampling=ScheduledSampling("teacher", max_prob=0.6, rate=2.0),
+        memory=MemoryLayout(micro_batch_size=2, gradient_checkpointing=True),
+    )
+    record = config.record()
+    assert {k: record[k] for k in ("lr", "weight_decay", "warmup", "grad_clip")} == dict(
+        lr=0.5, weight_decay=0.2, warmup=0.3, grad_clip=4.0
+    )
+    assert (record["sampling"], record["max_sampling_prob"], record["sampling_rate"]) == ("teacher", 0.6, 2.0)
+    assert (record["micro_batch_size"], record["gradient_checkpointing"]) == (2, True)
+    recipe = TrainConfig.trained_recipe(record)
+    assert set(record) - set(recipe) == {"micro_batch_size", "gradient_checkpointing"}

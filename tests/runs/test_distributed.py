@@ -408,7 +408,7 @@ def _resumable_rank(
         # length (a different number of dropout draws): here a different number of draws per rank
         torch.rand(3 + rank)
         data = CrashingData(data, crash_at, kill) if crash_at else data
-        config = TrainConfig(**{**TRAIN_CONFIG, "checkpoint_every": 4})
+        config = TrainConfig(**with_terms({**TRAIN_CONFIG, "checkpoint_every": 4}))
         try:
             result = train(  # resumes from run/checkpoint.pt where there is one
                 model,
@@ -503,7 +503,7 @@ def test_a_checkpoint_of_another_number_of_ranks_resumes_the_ranks_it_holds_and_
     def resumed(checkpoint, rank, size):
         monkeypatch.setattr(distributed, "rank_and_size", lambda: (rank, size))
         torch.manual_seed(99)  # whatever state the rank had before: the checkpoint's must replace it
-        training._restore_rng_states(checkpoint, tmp_path / "checkpoint.pt", TrainConfig(**TRAIN_CONFIG))
+        training._restore_rng_states(checkpoint, tmp_path / "checkpoint.pt", TrainConfig(**with_terms(TRAIN_CONFIG)))
         return torch.rand(4)
 
     two_ranks = {"rank_rng": [states(1), states(2)], "step": 6}

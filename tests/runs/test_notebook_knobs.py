@@ -20,8 +20,8 @@ from conftest import notebook_config
 from stand_ins import knob_registry
 
 from amer_lib.beyond.component import ComponentTerm
-from amer_lib.core.loss import LOSS_TERMS, MatchedLoss, StopTerm
-from amer_lib.core.train import TrainConfig
+from amer_lib.core.loss import LOSS_TERMS, StopTerm
+from amer_lib.core.train import SETTING_GROUPS, TrainConfig
 from amer_lib.params import CONFIGS
 from amer_lib.runs.query_encoders import build_query_encoder, train_config
 
@@ -52,12 +52,13 @@ OTHER_VALUES = {
 }
 TRAINING_NOTEBOOKS = {"SyntheticConfig": "02_synthetic", "RealConfig": "04_real_data"}
 # the notebooks that train, and their fields named as a TrainConfig field (but `seed`: the experiments
-# pass the run's seed themselves, `test_the_synthetic_encoder_is_built_to_the_dimension_the_overrides_and_the_seed`)
+# pass the run's seed themselves, `test_the_synthetic_encoder_is_built_to_the_dimension_the_overrides_and_the_seed`;
+# and a group of settings, whose notebook fields are its `FIELDS`, tested below)
 SHARED = {
     (cls, field.name)
     for cls, notebook in TRAINING_NOTEBOOKS.items()
     for field in dataclasses.fields(CONFIGS[notebook])
-    if field.name in {f.name for f in dataclasses.fields(TrainConfig)} - {"seed"}
+    if field.name in {f.name for f in dataclasses.fields(TrainConfig)} - {"seed"} - set(SETTING_GROUPS)
 }
 for _cls, _field in sorted(SHARED):  # the generic test below covers these
     KNOB_TESTS.setdefault(f"{_cls}.{_field}", []).append("test_a_training_setting_reaches_the_training_config")
@@ -114,29 +115,35 @@ def test_a_training_setting_reaches_the_training_config(cls, field):
     assert changed == ({field, "checkpoint_every"} if field == "eval_every" else {field})
 
 
-# the notebooks that train, and their fields that set the matched loss's parameters (`MatchedLoss.FIELDS`)
-LOSS_FIELDS = {
-    (cls, name, field)
+# the notebooks that train, and their fields that set a group of settings' (`SETTING_GROUPS`: the
+# optimizer's, scheduled sampling's, the memory layout's, the matched loss's; each group's `FIELDS`)
+GROUP_FIELDS = {
+    (cls, name, group, field)
     for cls, notebook in TRAINING_NOTEBOOKS.items()
-    for field, name in MatchedLoss.FIELDS.items()
+    for group, settings in SETTING_GROUPS.items()
+    for field, name in settings.FIELDS.items()
     if name in {f.name for f in dataclasses.fields(CONFIGS[notebook]) if not f.metadata.get("internal")}
 }
-for _cls, _name, _field in sorted(LOSS_FIELDS):  # the test below covers these
-    KNOB_TESTS.setdefault(f"{_cls}.{_name}", []).append("test_a_matched_loss_field_reaches_the_loss")
+for _cls, _name, _group, _field in sorted(GROUP_FIELDS):  # the test below covers these
+    KNOB_TESTS.setdefault(f"{_cls}.{_name}", []).append("test_a_grouped_setting_reaches_its_group")
 
 
-@pytest.mark.parametrize("cls, name, field", sorted(LOSS_FIELDS))
-def test_a_matched_loss_field_reaches_the_loss(cls, name, field):
-    """Built as the experiments build it, the training config's matched loss holds the notebook's
-    value of the field, and another valid value there changes that parameter only."""
+@pytest.mark.parametrize("cls, name, group, field", sorted(GROUP_FIELDS))
+def test_a_grouped_setting_reaches_its_group(cls, name, group, field):
+    """Built as the experiments build it, the training config's group (`optimizer`, `sampling`,
+    `memory`, `loss`) holds the notebook's value of the field, and another valid value there changes
+    that setting only, in that group only."""
     params = notebook_config(TRAINING_NOTEBOOKS[cls], device="cpu")
     value = OTHER_VALUES[name]
     assert getattr(params, name) != value, f"pick another value for {name}: {value!r} is the notebook's own"
-    before = train_config(params, n_outputs=5, seed=0).loss
-    after = train_config(params.replace(**{name: value}), n_outputs=5, seed=0).loss
-    assert getattr(before, field) == getattr(params, name) and getattr(after, field) == value
-    changed = {f.name for f in dataclasses.fields(MatchedLoss) if getattr(before, f.name) != getattr(after, f.name)}
-    assert changed == {field}
+    before = train_config(params, n_outputs=5, seed=0)
+    after = train_config(params.replace(**{name: value}), n_outputs=5, seed=0)
+    assert getattr(getattr(before, group), field) == getattr(params, name)
+    assert getattr(getattr(after, group), field) == value
+    changed = {f.name for f in dataclasses.fields(TrainConfig) if getattr(before, f.name) != getattr(after, f.name)}
+    assert changed == {group}
+    old, new = getattr(before, group), getattr(after, group)
+    assert {f.name for f in dataclasses.fields(new) if getattr(old, f.name) != getattr(new, f.name)} == {field}
 
 
 # the notebooks that train, and their fields that set a loss term's (`LossTerm.FIELDS`)

@@ -6,7 +6,7 @@ import queue
 
 import pytest
 from spawned_jobs import resumed_job  # what a spawned worker imports: no more than the job needs
-from stand_ins import TRAIN_CONFIG, make_model, make_problem
+from stand_ins import TRAIN_CONFIG, make_model, make_problem, with_terms
 
 from amer_lib import progress
 from amer_lib.core.train import TrainConfig, train
@@ -30,7 +30,7 @@ def test_a_resumed_training_reports_the_steps_it_had_done_apart_from_those_it_tr
     """Stopped at step 6 of 12 with a checkpoint every 4 steps, it resumes at step 4: the reporter
     hears of the 4 steps done before, then of the 8 trained."""
     data, pool = make_problem()
-    config = TrainConfig(**TRAIN_CONFIG)
+    config = TrainConfig(**with_terms(TRAIN_CONFIG))
     with pytest.raises(KeyboardInterrupt):
         train(make_model(), data, data, pool, config, run_dir=tmp_path, progress=False, on_step=CtrlC(6))
     steps = queue.Queue()

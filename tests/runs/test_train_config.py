@@ -31,7 +31,7 @@ def test_notebook_04_schedules_at_the_papers_rate_and_its_sampling_mode():
 def test_every_training_field_a_config_holds_reaches_the_training_config():
     params = from_files(NOTEBOOKS / "04_real_data.ipynb").replace(lr=0.123, temperature=0.07, batch_size=8)
     config = train_config(params, n_outputs=5, seed=3)
-    assert (config.lr, config.loss.temperature, config.batch_size, config.seed) == (0.123, 0.07, 8, 3)
+    assert (config.optimizer.lr, config.loss.temperature, config.batch_size, config.seed) == (0.123, 0.07, 8, 3)
     assert config.checkpoint_every == params.eval_every and config.loss.reduction == params.matched_loss
 
 
