@@ -40,10 +40,11 @@ $(VENV)/.installed-%: pyproject.toml constraints.txt $(VENV)/.torch $(VENV)/.smo
 	$(PY) amer_lib/clean_notebook.py --install
 	touch $@
 
-# the tests marked slow (over 20 s: the notebooks' papermill runs, a SmolLM2 resume) run in CI, which
-# calls `make test PYTEST_MARKERS=`; the suite runs in PYTEST_WORKERS processes (pytest-xdist), a test
-# file each at a time, so a file's shared fixtures are built once (timings: benchmarks/make_test.md)
-PYTEST_MARKERS ?= not slow
+# the tests marked slow (over 20 s: the notebooks' papermill runs, a SmolLM2 resume) and the lab's
+# (studies/tests, benchmarks/tests: marked lab) run in CI, which calls `make test PYTEST_MARKERS=`; the
+# suite runs in PYTEST_WORKERS processes (pytest-xdist), a test file each at a time, so a file's shared
+# fixtures are built once (timings: benchmarks/make_test.md)
+PYTEST_MARKERS ?= not slow and not lab
 PYTEST_WORKERS ?= 2
 
 install: $(VENV)/.installed-notebooks

@@ -57,7 +57,7 @@ from paper_shapes import (  # noqa: E402
 
 from amer_lib.core import checkpointing  # noqa: E402
 from amer_lib.core.backbones import LORA_TARGETS  # noqa: E402
-from amer_lib.core.train import TrainConfig, _step_generator, accumulate_gradients, draw_batch  # noqa: E402
+from amer_lib.core.train import TrainConfig, accumulate_gradients, draw_batch, step_generator  # noqa: E402
 from amer_lib.io import write_json  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "step_ops.json"
@@ -240,7 +240,7 @@ def count(layers: int, n: int, lora: bool, dropout: float, checkpointed: bool, p
     model, size = encoder(layers, lora, dropout, checkpointed, peft_casts)
     data = question_data({**size, "datasets": {"q": dict(questions=4, targets=(n, n))}}, "q", "cpu")
     train = TrainConfig(n_outputs=n, steps=10, batch_size=4, mixed_precision=True)
-    batch = draw_batch(data, torch.arange(4), negative_pool(size, "cpu"), train, 1.0, _step_generator(0, 0))
+    batch = draw_batch(data, torch.arange(4), negative_pool(size, "cpu"), train, 1.0, step_generator(0, 0))
     accumulate_gradients(model, data, batch, train)  # warm-up
     model.zero_grad(set_to_none=True)
     with Attributing(model) as counter:

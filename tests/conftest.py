@@ -46,6 +46,18 @@ def documentation() -> str:
     return "\n\n".join(page.read_text() for page in pages)
 
 
+# ----- the lab's tests -----------------------------------------------------------------------------
+# studies/tests and benchmarks/tests test what serves the lab (studies, benchmarks no user command
+# runs), not the library: marked `lab`, which `make test` leaves out and CI runs with every other test
+LAB_TESTS = (ROOT / "studies" / "tests", ROOT / "benchmarks" / "tests")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if any(folder in Path(item.path).parents for folder in LAB_TESTS):
+            item.add_marker(pytest.mark.lab)
+
+
 # ----- no process outlives the suite -----------------------------------------------------------------
 # Every process the tests start (worker pools, torchrun ranks, papermill kernels, subprocesses)
 # inherits this variable; at the end of the session none may be left, orphaned or not.

@@ -153,3 +153,60 @@ def test_an_experiment_imports_only_the_experiments_of_earlier_notebooks():
         and notebook_of(target).stem >= notebook_of(module).stem
     ]
     assert not wrong, "\n".join(wrong)
+
+
+# ----- the lab beside the product --------------------------------------------------------------------
+LAB = ("studies", "benchmarks")  # what serves the lab: studies and the benchmarks, with their tests
+
+
+def private_uses(path: Path) -> list[str]:
+    """The private names of amer_lib `path` reaches: `from amer_lib.x import _y`, and `m._y` (or a string
+    "_y" beside it in a monkeypatch) where `m` is an amer_lib module it imported."""
+    tree = ast.parse(path.read_text())
+    modules, found = set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "amer_lib":
+            for alias in node.names:
+                if alias.name.startswith("_"):
+                    found.append(f"{node.lineno}: from {node.module} import {alias.name}")
+                modules.add(alias.asname or alias.name)
+        elif isinstance(node, ast.Import):
+            modules |= {a.asname or a.name.split(".")[0] for a in node.names if a.name.split(".")[0] == "amer_lib"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules:
+            if node.attr.startswith("_") and not node.attr.startswith("__"):
+                found.append(f"{node.lineno}: {node.value.id}.{node.attr}")
+        if isinstance(node, ast.Call) and len(node.args) >= 2 and isinstance(node.args[0], ast.Name):
+            name = node.args[1]
+            if node.args[0].id in modules and isinstance(name, ast.Constant) and str(name.value).startswith("_"):
+                found.append(f"{node.lineno}: {node.args[0].id}, {name.value!r}")
+    return found
+
+
+def test_the_lab_reaches_the_library_through_its_public_names_only():
+    """studies/ and benchmarks/ (their tests too) import, read and patch no private name of amer_lib:
+    what they need of the library is its public API."""
+    root = PACKAGE.parent
+    found = {
+        str(path.relative_to(root)): uses
+        for folder in LAB
+        for path in sorted((root / folder).rglob("*.py"))
+        if (uses := private_uses(path))
+    }
+    assert found == {}
+
+
+def test_the_private_name_scan_sees_imports_attributes_and_patches(tmp_path):
+    script = tmp_path / "lab.py"
+    script.write_text(
+        "from amer_lib.core.train import _adamw, train\n"
+        "from amer_lib.data import bm25\n"
+        "bm25._merge\n"
+        "monkeypatch.setattr(bm25, '_merge', None)\n"
+        "bm25.index_corpus\n"
+    )
+    assert private_uses(script) == [
+        "1: from amer_lib.core.train import _adamw",
+        "3: bm25._merge",
+        "4: bm25, '_merge'",
+    ]

@@ -7,7 +7,7 @@ test` (CI runs it), `make figures` (hours of CPU; run before each commit of figu
 set-up lines, the hand-started torchrun trainings and encodings (tests/runs/test_distributed.py runs
 the same entries), the WordNet derivation (needs Debian's wordnet-base), `benchmarks/bench_core.py`
 (timings, not behaviour), `benchmarks/bench_search.py` (timings, over notebook 04's offline runs)
-and `benchmarks/bench_scale.py` (tests/test_bench_scale.py runs it at a tiny size)."""
+and `benchmarks/bench_scale.py` (benchmarks/tests/test_bench_scale.py runs it at a tiny size)."""
 
 import json
 import re

@@ -55,7 +55,7 @@ class VectorIndex:
         self.dim = vectors.shape[1]
         index = faiss.IndexFlatIP(self.dim)
         self.gpu_resources = None  # a rank's FAISS GPU resources: kept alive as long as its index
-        if _use_gpu(use_gpu):
+        if searches_on_gpu(use_gpu):
             gpu = rank_gpu()
             if gpu is None:
                 index = faiss.index_cpu_to_all_gpus(index)
@@ -88,7 +88,7 @@ def faiss_sees_gpus() -> bool:
     return hasattr(faiss, "get_num_gpus") and faiss.get_num_gpus() > 0
 
 
-def _use_gpu(use_gpu: bool | None) -> bool:
+def searches_on_gpu(use_gpu: bool | None) -> bool:
     if use_gpu is None:
         return faiss_sees_gpus()
     return use_gpu
@@ -121,7 +121,7 @@ class ShardedFlatIndex:
 
     def __init__(self, shards, block_rows: int = 500_000, use_gpu: bool | None = None, progress: bool = False):
         self.shards, self.dim, self.block_rows, self.progress = shards, shards.dim, block_rows, progress
-        self.gpu = faiss.StandardGpuResources() if _use_gpu(use_gpu) else None
+        self.gpu = faiss.StandardGpuResources() if searches_on_gpu(use_gpu) else None
 
     def __len__(self) -> int:
         return len(self.shards)
@@ -294,7 +294,7 @@ class IVFPQIndex:
         on_phase=None,
     ):
         on_phase = on_phase or (lambda phase: None)
-        self.dim, self.on_gpu = shards.dim, _use_gpu(use_gpu)
+        self.dim, self.on_gpu = shards.dim, searches_on_gpu(use_gpu)
         index = faiss.index_factory(self.dim, factory, faiss.METRIC_INNER_PRODUCT)
         ivf = faiss.extract_index_ivf(index)
         if self.on_gpu:  # k-means on the GPUs (faiss's clustering_index)

@@ -193,7 +193,7 @@ class TrainResult:
     seconds: float = 0.0
 
 
-def _step_generator(seed: int, step: int) -> torch.Generator:
+def step_generator(seed: int, step: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed * 1_000_003 + step)
 
 
@@ -378,7 +378,7 @@ def accumulate_gradients(
         last = number == len(parts) - 1
         synced = contextlib.nullcontext() if last or not isinstance(model, DistributedDataParallel) else model.no_sync()
         with synced:
-            with _autocast(model, config):
+            with training_autocast(model, config):
                 loss = batch_loss(model, data, batch, rows, config)
             if len(parts) > 1:
                 loss = loss * ((rows.stop - rows.start) / (own.stop - own.start))
@@ -396,7 +396,7 @@ def validation_loss(
     batch_size: int = 512,
 ) -> float:
     """Mean loss with every input predicted (p = 1), on fixed negatives, under the training steps'
-    autocast (`_autocast`: a mixed-precision run keeps the checkpoint its training path scores
+    autocast (`training_autocast`: a mixed-precision run keeps the checkpoint its training path scores
     best; studies/validation_autocast/validation_autocast.md measured what float32 would change); under
     torch.distributed each rank scores its share of every batch."""
     was_training = model.training
@@ -407,8 +407,8 @@ def validation_loss(
         own = distributed.local_share(len(indices))
         share = own.stop - own.start
         if share:
-            generator = _step_generator(config.seed, -1 - start)
-            with _autocast(model, config):
+            generator = step_generator(config.seed, -1 - start)
+            with training_autocast(model, config):
                 loss = example_loss(model, data, indices, negative_pool, config, 1.0, generator)
             total, count = total + loss.item() * share, count + share
     model.train(was_training)
@@ -446,7 +446,7 @@ def _evaluated(model: AMERQueryEncoder, evaluate: Callable[[AMERQueryEncoder], d
         model.train(was_training)
 
 
-def _optimizer_step(
+def optimizer_step(
     model: AMERQueryEncoder | DistributedDataParallel,
     data: MultiTargetData,
     batch: Batch,
@@ -481,7 +481,7 @@ def load_trainable_state(model: torch.nn.Module, state: dict[str, torch.Tensor],
         )
 
 
-def _adamw(model: torch.nn.Module, config: TrainConfig):
+def adamw(model: torch.nn.Module, config: TrainConfig):
     """The trained weights, AdamW over them (the paper's betas; eps 1e-6 from the authors' code, which
     the paper does not state: docs/departures.md) and the warmup-decay schedule."""
     params = [p for p in model.parameters() if p.requires_grad]
@@ -590,7 +590,7 @@ def _checkpoint(model, optimizer, scheduler, config: TrainConfig, done: int, res
     )
 
 
-def _autocast(model: torch.nn.Module, config: TrainConfig) -> torch.autocast:
+def training_autocast(model: torch.nn.Module, config: TrainConfig) -> torch.autocast:
     """bfloat16 autocast for the training steps and validation of a mixed-precision run, on a GPU or
     the CPU (what `AMERQueryEncoder.autocast` gives its generation)."""
     return torch.autocast(_device_type(model), dtype=torch.bfloat16, enabled=config.mixed_precision)
@@ -654,7 +654,7 @@ def train(
     )
     if config.memory.gradient_checkpointing:
         checkpointing.enable(model.backbone)
-    params, optimizer, scheduler = _adamw(model, config)
+    params, optimizer, scheduler = adamw(model, config)
     ckpt_path, best_path = (
         (None, None) if run_dir is None else (Path(run_dir) / "checkpoint.pt", Path(run_dir) / "best.pt")
     )
@@ -679,14 +679,14 @@ def train(
     for step in bar:
         p = config.sampling_prob(step)
         indices = batch_indices(len(train_data), config.batch_size, config.seed, step, group_sizes)
-        batch = draw_batch(train_data, indices, negative_pool, config, p, _step_generator(config.seed, step))
-        loss = _optimizer_step(forward, train_data, batch, config, params, optimizer)
+        batch = draw_batch(train_data, indices, negative_pool, config, p, step_generator(config.seed, step))
+        loss = optimizer_step(forward, train_data, batch, config, params, optimizer)
         if config.single_target_step and config.n_outputs > 1:
             # the authors' code (mix_one_label_shuffled, not in the paper): the same examples
             # again, the first vector trained against one random target as single-query is
-            single_config, generator = replace(config, n_outputs=1), _step_generator(config.seed, config.steps + step)
+            single_config, generator = replace(config, n_outputs=1), step_generator(config.seed, config.steps + step)
             single = draw_batch(train_data, indices, negative_pool, single_config, p, generator)
-            _optimizer_step(forward, train_data, single, single_config, params, optimizer)
+            optimizer_step(forward, train_data, single, single_config, params, optimizer)
         scheduler.step()
         if on_step is not None and main:
             on_step()

@@ -128,7 +128,7 @@ def write_index(texts: Iterable[str], directory: Path, total: int | None = None,
         vocabulary = tokenizer.get_vocab_dict()
         frequency = np.zeros(len(vocabulary), dtype=np.int64)
         frequency[: len(runs.document_frequency)] = runs.document_frequency
-        _merge(runs, frequency, n_documents, retriever, directory, progress)
+        merge_runs(runs, frequency, n_documents, retriever, directory, progress)
     if "" not in vocabulary:  # bm25s's index adds the empty token after the vocabulary
         vocabulary[""] = max(vocabulary.values(), default=-1) + 1
     (directory / "vocab.index.json").write_text(json.dumps(vocabulary, ensure_ascii=False), encoding="utf-8")
@@ -138,7 +138,9 @@ def write_index(texts: Iterable[str], directory: Path, total: int | None = None,
     return n_documents
 
 
-def _merge(runs: _Runs, frequency: np.ndarray, n_documents: int, retriever, directory: Path, progress: bool) -> None:
+def merge_runs(
+    runs: _Runs, frequency: np.ndarray, n_documents: int, retriever, directory: Path, progress: bool
+) -> None:
     """The runs merged into bm25s's CSC score matrix, `MERGE_POSTINGS` postings at a time: per
     token, its documents in order (the runs are in document order) and their BM25 scores."""
     from bm25s.scoring import _select_idf_scorer, _select_tfc_scorer

@@ -243,7 +243,7 @@ def _shard_paths(directory: Path, number: int) -> tuple[Path, Path]:
     return directory / f"shard_{number:05d}.npy", directory / f"shard_{number:05d}.ids"
 
 
-def _batches(documents: Iterable[Document], size: int) -> Iterator[list[Document]]:
+def document_batches(documents: Iterable[Document], size: int) -> Iterator[list[Document]]:
     batch = []
     for document in documents:
         batch.append(document)
@@ -287,7 +287,7 @@ def encode_corpus(
     share = None if total is None else -(-total // size)
     desc = f"encode {encoder.spec.name}" + (f" (rank {rank} of {size})" if size > 1 else "")
     bar = tqdm(total=share, desc=desc, unit="doc", disable=not progress)
-    for number, shard in enumerate(_batches(documents, shard_size)):
+    for number, shard in enumerate(document_batches(documents, shard_size)):
         ids = [d.id for d in shard]
         _check_unique(ids, seen, number)
         sizes.append(len(shard))
@@ -297,7 +297,7 @@ def encode_corpus(
         if _complete(vectors_path, ids_path, ids):
             bar.update(len(shard))  # complete from an earlier, interrupted run
         else:
-            _write_shard(encoder, shard, vectors_path, ids_path, batch_size, bar)
+            write_shard(encoder, shard, vectors_path, ids_path, batch_size, bar)
     bar.close()
     if not sizes:
         raise ValueError("the corpus to encode is empty")
@@ -322,13 +322,11 @@ def _check_shards(directory: Path, sizes: list[int]) -> None:
             raise RuntimeError(f"shard {number} of {directory} is missing or incomplete after every rank finished")
 
 
-def _write_shard(
-    encoder, shard: list[Document], vectors_path: Path, ids_path: Path, batch_size: int, bar: tqdm
-) -> None:
+def write_shard(encoder, shard: list[Document], vectors_path: Path, ids_path: Path, batch_size: int, bar: tqdm) -> None:
     """Encode one shard; the ids file is written last, so a shard counts as complete only when
     both files are there and its ids match."""
     parts = []  # float16 as they come: a float32 1M x 1536 shard would hold 6 GB twice over
-    for part in _batches(shard, batch_size * 16):
+    for part in document_batches(shard, batch_size * 16):
         parts.append(encoder.encode_documents([d.full_text for d in part], batch_size).astype(np.float16))
         bar.update(len(part))
     with atomic_path(vectors_path) as tmp, open(tmp, "wb") as out:

@@ -55,7 +55,7 @@ smoke. Every part below at tiny shapes on the GPU (one 2-layer stand-in, two set
    generation, export) before the big shapes spend minutes on it.
 llama8b, llama1b. Random-weight Llama-3.1-8B, then Llama-3.2-1B (their published configs, no
    download) on QAMPARI's shape, with LoRA r = 64 and the two projections as notebook 04's paper
-   files set them, bfloat16, through the project's training step (`train._optimizer_step`: batch
+   files set them, bfloat16, through the project's training step (`train.optimizer_step`: batch
    128 cut into micro-batches of 32 and 64, scheduled sampling at p = 0.5, in-batch negatives, the
    matched loss) without and with gradient checkpointing: a warm-up step and the timed steps;
    torch's peak allocated and reserved memory and the device's own use (total less
@@ -115,11 +115,11 @@ from amer_lib.core.train import (  # noqa: E402
     MemoryLayout,
     Optimizer,
     TrainConfig,
-    _adamw,
-    _optimizer_step,
-    _step_generator,
     accumulate_gradients,
+    adamw,
     draw_batch,
+    optimizer_step,
+    step_generator,
 )
 from amer_lib.data.datasets import TextData  # noqa: E402
 from amer_lib.io import write_json, write_text  # noqa: E402
@@ -815,7 +815,7 @@ def training_setting(
         mixed_precision=True,
         memory=MemoryLayout(micro_batch_size=micro, gradient_checkpointing=checkpointed),
     )
-    params, optimizer, _ = _adamw(model, config)
+    params, optimizer, _ = adamw(model, config)
     model.train()
     free(device)
     used = DeviceUse(device)
@@ -823,11 +823,11 @@ def training_setting(
     used.sample()
 
     def step(number: int) -> None:
-        generator = _step_generator(0, number)
+        generator = step_generator(0, number)
         indices = torch.randperm(len(data), generator=generator)[: size["batch"]]
         batch = draw_batch(data, indices, pool, config, P_SAMPLING, generator)
         draws.append(int(batch.targets.shape[1]))
-        _optimizer_step(model, data, batch, config, params, optimizer)
+        optimizer_step(model, data, batch, config, params, optimizer)
 
     def timed(number: int) -> float:
         synchronize(device)
@@ -934,7 +934,7 @@ def generation(size: dict, deadline: float, *, result: dict | None = None, run: 
     training step of the backbone bounds a generation batch), each next batch from the warm-up's
     time, export and search from `export_seconds` and `search_seconds`; what does not fit is
     recorded under `stages`. `result` (the caller's dict) fills as it goes."""
-    from amer_lib.core.search import VectorIndex, _use_gpu, multi_vector_search, unit_norm
+    from amer_lib.core.search import VectorIndex, multi_vector_search, searches_on_gpu, unit_norm
     from amer_lib.runs.query_encoders import generated_vectors, token_prompts
     from amer_lib.runs.saved import save_pretrained
 
@@ -1009,7 +1009,7 @@ def generation(size: dict, deadline: float, *, result: dict | None = None, run: 
         ranked = multi_vector_search(index, vectors, k=k, depth=depth)
         result.update(
             search_corpus=len(corpus),
-            search_on_gpu=_use_gpu(None),
+            search_on_gpu=searches_on_gpu(None),
             k=k,
             depth=depth,
             search_seconds=time.perf_counter() - began,
@@ -1553,8 +1553,8 @@ def count_ops(path: Path) -> dict:
                     checkpointing.enable(model.backbone)
                 data = question_data({**size, "datasets": {"q": dict(questions=4, targets=(n, n))}}, "q", "cpu")
                 train = TrainConfig(n_outputs=n, steps=10, batch_size=4, mixed_precision=True)
-                params, optimizer, _ = _adamw(model, train)
-                batch = draw_batch(data, torch.arange(4), negative_pool(size, "cpu"), train, 1.0, _step_generator(0, 0))
+                params, optimizer, _ = adamw(model, train)
+                batch = draw_batch(data, torch.arange(4), negative_pool(size, "cpu"), train, 1.0, step_generator(0, 0))
                 accumulate_gradients(model, data, batch, train)  # warm-up
                 counted = profiled(lambda: accumulate_gradients(model, data, batch, train), "cpu", everything=True)
                 key = f"{mode} L={layers} n={n}"

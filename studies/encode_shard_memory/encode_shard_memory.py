@@ -16,7 +16,7 @@ from amer_lib.io import atomic_path, write_text
 
 def float32_parts(encoder, shard, vectors_path, ids_path, batch_size, bar):  # the code before the fix
     parts = []
-    for part in encoders._batches(shard, batch_size * 16):
+    for part in encoders.document_batches(shard, batch_size * 16):
         parts.append(encoder.encode_documents([d.full_text for d in part], batch_size))
         bar.update(len(part))
     with atomic_path(vectors_path) as tmp, open(tmp, "wb") as out:
@@ -27,7 +27,7 @@ def float32_parts(encoder, shard, vectors_path, ids_path, batch_size, bar):  # t
 if sys.argv[1:] not in (["before"], ["after"]):
     sys.exit(f"usage: python {sys.argv[0]} before|after (the former float32 parts, or the float16 parts of today)")
 if sys.argv[1] == "before":
-    encoders._write_shard = float32_parts
+    encoders.write_shard = float32_parts
 n = 1_000_000
 documents = [Document(f"d{i}", "", str(i)) for i in range(n)]
 encoder = TreeVectors(1536)

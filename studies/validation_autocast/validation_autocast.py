@@ -33,11 +33,11 @@ RUNS = {"tiny": (1000, 256, 50, 128, 5e-3), "minilm": (240, 64, 20, 384, 1e-4)}
 
 def timed_loss(model, data, pool, config, autocast: bool) -> tuple[float, float]:
     """Validation loss of `model` in float32 or under bfloat16 autocast, and its seconds."""
-    from amer_lib.core.train import _autocast, validation_loss
+    from amer_lib.core.train import training_autocast, validation_loss
 
     config = replace(config, mixed_precision=autocast)
     began = time.perf_counter()
-    with _autocast(model, config):
+    with training_autocast(model, config):
         loss = validation_loss(model, data, pool, config)
     return loss, time.perf_counter() - began
 

@@ -112,7 +112,7 @@ class Spy:
 
     def __init__(self, monkeypatch):
         self.batches, self.steps, self.validating = [], [], False
-        draw, adamw, validate = training.draw_batch, training._adamw, training.validation_loss
+        draw, adamw, validate = training.draw_batch, training.adamw, training.validation_loss
 
         def drawn(data, indices, pool, config, p, generator):
             batch = draw(data, indices, pool, config, p, generator)
@@ -138,7 +138,7 @@ class Spy:
             return params, optimizer, scheduler
 
         monkeypatch.setattr(training, "draw_batch", drawn)
-        monkeypatch.setattr(training, "_adamw", optimizer_of)
+        monkeypatch.setattr(training, "adamw", optimizer_of)
         monkeypatch.setattr(training, "validation_loss", validation)
 
 

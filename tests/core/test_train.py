@@ -294,7 +294,7 @@ def test_the_stop_head_learns_how_many_targets_an_input_has():
         load_backbone("tiny", seed=0, config_overrides=dict(hidden_size=16, intermediate_size=32)), DIM, stop_head=True
     )
     config = TrainConfig(
-        **{**TRAIN_CONFIG, "steps": STOP_STEPS, "lr": 1e-2, "eval_every": 50, "terms": (StopTerm(1.0),)}
+        **with_terms({**TRAIN_CONFIG, "steps": STOP_STEPS, "lr": 1e-2, "eval_every": 50, "terms": (StopTerm(1.0),)})
     )
     train(model, data, counted_problem(64, seed=1)[0], pool, config, progress=False)
     test, _ = counted_problem(400, seed=2)
@@ -452,11 +452,11 @@ def test_the_optimizer_is_adamw_with_the_papers_betas_and_eps_under_the_warmup_a
     fused nor foreach) given the hand-written hyperparameters: lr 3e-3 times the factors 1/2, 1, 1
     (a warmup of ceil(0.05 x 40) = 2 steps, then the decay from 38 / 38), betas (0.9, 0.98), eps
     1e-6, weight decay 0.1 (not torch's defaults 1e-3, (0.9, 0.999), 1e-8, 0.01)."""
-    from amer_lib.core.train import _adamw
+    from amer_lib.core.train import adamw
 
     config = TrainConfig(**with_terms({**TRAIN_CONFIG, "steps": 40, "lr": 3e-3, "weight_decay": 0.1}))
     model, reference = make_model(), make_model()
-    params, optimizer, scheduler = _adamw(model, config)
+    params, optimizer, scheduler = adamw(model, config)
     before = [p.detach().clone() for p in params]
     expected = [p for p in reference.parameters() if p.requires_grad]
     hand = torch.optim.AdamW(expected, lr=3e-3, betas=(0.9, 0.98), eps=1e-6, weight_decay=0.1, foreach=False)
@@ -655,19 +655,19 @@ def test_one_example_micro_batches_and_two_halves_add_up_to_the_batch():
 
 
 def test_the_autocast_of_a_full_precision_run_is_off():
-    from amer_lib.core.train import _autocast
+    from amer_lib.core.train import training_autocast
 
     model, a = make_model(), torch.randn(4, 4)
-    with _autocast(model, TrainConfig(**with_terms(TRAIN_CONFIG))):
+    with training_autocast(model, TrainConfig(**with_terms(TRAIN_CONFIG))):
         assert (a @ a).dtype == torch.float32
-    with _autocast(model, TrainConfig(**with_terms({**TRAIN_CONFIG, "mixed_precision": True}))):
+    with training_autocast(model, TrainConfig(**with_terms({**TRAIN_CONFIG, "mixed_precision": True}))):
         assert (a @ a).dtype == torch.bfloat16
 
 
 def test_validation_runs_under_the_training_steps_autocast():
     """By hand: one batch of 64 (under 512) with validation's fixed draws, under the autocast a
     training step uses or none; bfloat16 rounding shows in the mixed-precision value."""
-    from amer_lib.core.train import _step_generator, example_loss, validation_loss
+    from amer_lib.core.train import example_loss, step_generator, validation_loss
 
     data, pool = make_problem()
     model = make_model().eval()
@@ -675,7 +675,7 @@ def test_validation_runs_under_the_training_steps_autocast():
     for mixed in (False, True):
         config = TrainConfig(**with_terms({**TRAIN_CONFIG, "mixed_precision": mixed}))
         with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=mixed):
-            generator = _step_generator(config.seed, -1)
+            generator = step_generator(config.seed, -1)
             by_hand = example_loss(model, data, torch.arange(len(data)), pool, config, 1.0, generator).item()
         losses[mixed] = validation_loss(model, data, pool, config)
         assert losses[mixed] == by_hand

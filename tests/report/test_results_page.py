@@ -107,7 +107,7 @@ def test_each_verdict_row_links_its_section_of_the_results_page():
 def test_the_prose_under_the_verdicts_says_what_the_files_say():
     """Where AMER stands against single-query on the compound questions is the oracle table's marks (k = 1
     behind, k = 2 and 3 ahead), in the README and in docs/results.md's verdicts in words; the seven GPU
-    seeds are the selection's (its shares and intervals: tests/test_lever_study.py)."""
+    seeds are the selection's (its shares and intervals: studies/tests/test_lever_study.py)."""
     import csv
     import json
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "device" / "paper_shapes.py"
 sys.path.insert(0, str(SCRIPT.parent))
 
@@ -281,7 +281,7 @@ def test_a_clock_that_runs_out_mid_part_keeps_the_rows_measured_and_skips_the_re
 
 def test_an_out_of_memory_step_keeps_the_steps_timed_before_it_and_the_next_settings(tmp_path, monkeypatch):
     calls = []
-    optimizer_step = paper_shapes._optimizer_step
+    optimizer_step = paper_shapes.optimizer_step
 
     def seventh_step_runs_out(*args):
         # setting 1 (micro-batch 2, profiled): steps 1-4; setting 2: its warm-up 5, timed 6, and 7 runs out
@@ -290,7 +290,7 @@ def test_an_out_of_memory_step_keeps_the_steps_timed_before_it_and_the_next_sett
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has 139.8 GiB")
         return optimizer_step(*args)
 
-    monkeypatch.setattr(paper_shapes, "_optimizer_step", seventh_step_runs_out)
+    monkeypatch.setattr(paper_shapes, "optimizer_step", seventh_step_runs_out)
     rows = rehearse(tmp_path, ["llama8b"])["parts"]["llama8b"]["rows"]
     assert [row["status"] for row in rows] == ["ok", "OOM", "ok", "ok"]
     oom = rows[1]

@@ -16,7 +16,7 @@ import pytest
 
 from amer_lib.report.significance import compare, p_floor, p_text
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LEVERS = ROOT / "studies" / "compound_levers"
 DISTILLED = ROOT / "figures" / "04_real_data_compound_distilled"
 RESULT = json.loads((LEVERS / "selection.json").read_text())

@@ -12,7 +12,7 @@ from amer_lib.data import compound
 from amer_lib.data.compound import join
 from amer_lib.data.questions import MultiAnswerQuestion
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location(
     "validation_overlap", ROOT / "studies" / "validation_overlap" / "validation_overlap.py"
 )

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location("fair_control", ROOT / "studies" / "fair_control" / "fair_control.py")
 fair_control = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(fair_control)

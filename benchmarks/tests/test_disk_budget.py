@@ -13,7 +13,7 @@ from amer_lib.data import bm25
 from amer_lib.data.corpus import Document
 from amer_lib.data.encoders import encode_corpus
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import disk_budget  # noqa: E402
 
@@ -58,13 +58,13 @@ def test_a_shard_row_takes_its_dimensions_in_float16_and_its_id_line(tmp_path):
 
 def test_the_bm25_runs_hold_twelve_eighths_of_the_index(tmp_path, monkeypatch):
     """Measured: the runs' files just before the merge against the index's score and document files."""
-    merge, runs_bytes = bm25._merge, []
+    merge, runs_bytes = bm25.merge_runs, []
 
     def measuring_merge(runs, *args):
         runs_bytes.append(sum(p.stat().st_size for p in runs.folder.iterdir()))
         return merge(runs, *args)
 
-    monkeypatch.setattr(bm25, "_merge", measuring_merge)
+    monkeypatch.setattr(bm25, "merge_runs", measuring_merge)
     rng = np.random.default_rng(0)
     words = [f"w{i}" for i in range(300)]
     texts = [" ".join(rng.choice(words, 30)) for _ in range(400)]

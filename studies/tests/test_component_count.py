@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location(
     "component_count", ROOT / "studies" / "component_count" / "component_count.py"
 )

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location("replication", ROOT / "studies" / "foldoc" / "replication.py")
 replication = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(replication)

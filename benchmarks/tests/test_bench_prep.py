@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 from bm25s.selection import topk
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import bench_prep  # noqa: E402

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location("frozen_run", ROOT / "studies" / "frozen" / "run.py")
 frozen = importlib.util.module_from_spec(spec)
 sys.modules["frozen_run"] = frozen
