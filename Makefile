@@ -49,6 +49,9 @@ PYTEST_WORKERS ?= 2
 
 install: $(VENV)/.installed-notebooks
 
+# the suite's processes write bytecode (into the ignored __pycache__ folders), so that each papermill
+# kernel and subprocess after the first reads the library compiled instead of compiling it again
+test: export PYTHONDONTWRITEBYTECODE :=
 test: $(VENV)/.installed-test
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .

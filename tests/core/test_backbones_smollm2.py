@@ -120,6 +120,7 @@ def test_generation_with_the_kv_cache_equals_recomputing_and_a_teacher_forced_pa
     assert torch.allclose(alone[0], cached[1], atol=1e-4)  # left padding changes nothing
 
 
+@pytest.mark.slow  # about 21 s on 2 cores, the weights loaded (tests/core/test_model.py wraps a tiny model alike)
 def test_lora_trains_the_adapters_of_the_seven_projections_and_the_two_vector_projections(backbone):
     model = AMERQueryEncoder(add_lora(copy.deepcopy(backbone), get_backbone("smollm2").lora), DIM)
     trainable = [n for n, p in model.named_parameters() if p.requires_grad]
