@@ -371,6 +371,121 @@ def figure1() -> dict[str, str]:
     return {**values, "same_bin": f"{min(same_bin):.0f}-{max(same_bin):.0f}"}
 
 
+def pair(a: float, b: float) -> str:
+    """MRecall@10 / @100 as the tables print them."""
+    return f"{a:.1f} / {b:.1f}"
+
+
+@source("notebook02")
+def notebook02_table() -> dict[str, str]:
+    """Notebook 02's MRecall@10 / @100 per transform, setting and system (figures/02_synthetic/results.csv)."""
+    values = {}
+    for row in figure_rows("02_synthetic/results.csv"):
+        mrecall = pair(100 * float(row["mrecall@10"]), 100 * float(row["mrecall@100"]))
+        values[f"{row['transform']}_{row['setting']}_{row['system']}"] = mrecall
+    return values
+
+
+@source("mlp_table")
+def mlp_sweep_table() -> dict[str, str]:
+    """The MLP sweep's table: MRecall@10 / @100 per d, depth and system, the oracle's cosines, the
+    authors' bug (figures/02_synthetic_mlp_sweep/mlp_sweep.csv)."""
+    values = {}
+    for row in figure_rows("02_synthetic_mlp_sweep/mlp_sweep.csv"):
+        key = f"d{row['d']}_depth{row['depth']}"
+        mrecall = pair(float(row["mrecall@10"]), float(row["mrecall@100"]))
+        if row["training data"].startswith("linear"):
+            values[f"{key}_bug"] = mrecall
+            continue
+        values[f"{key}_{row['system']}"] = mrecall
+        if row["system"] == "oracle":
+            low, high = float(row["oracle_min_target_cos"]), float(row["oracle_best_negative_cos"])
+            values[f"{key}_cosines"] = f"{low:.3f} / {high:.3f}"
+    return values
+
+
+@source("figure5_table")
+def figure5_table() -> dict[str, str]:
+    """Figure 5's table: the mean cosine between AMER's vectors (± its std over seeds), between the
+    training targets, and the share of questions whose vectors are more diverse than their targets."""
+    names = {
+        "wordnet_senses": "senses",
+        "wordnet_kinds": "kinds",
+        "synthetic, linear": "linear",
+        "synthetic, mlp": "mlp",
+    }
+    values = {}
+    for row in figure_rows("06_diversity_analysis/figure5_data.csv"):
+        key, seeds = names[row["dataset"]], int(row["seeds"])
+        mean, std = float(row["output_cos_mean"]), float(row["output_cos_std"])
+        values[f"{key}_vectors"] = signed(f"{mean:.3f} ± {std:.3f}" if seeds > 1 else f"{mean:.3f}")
+        values[f"{key}_targets"] = signed(f"{float(row['train_target_cos']):.3f}")
+        share = 100 * float(row["more_diverse_than_targets"])
+        values[f"{key}_share"] = f"{share:.1f}%" if seeds > 1 else f"{share:.0f}%"
+    return values
+
+
+@source("seen_unseen")
+def seen_and_unseen() -> dict[str, str]:
+    """MRecall@100 on the questions trained on and the test questions, and each vector's Recall@100
+    (figures/06_diversity_analysis/seen_and_unseen.csv); the better system's MRecall in bold."""
+    values = {}
+    for row in figure_rows("06_diversity_analysis/seen_and_unseen.csv"):
+        key = f"{row['dataset'].removeprefix('wordnet_')}_{row['questions']}"
+        single, amer = float(row["single_mrecall_mean"]), float(row["amer_mrecall_mean"])
+        values[f"{key}_single"] = f"**{single:.1f}**" if single > amer else f"{single:.1f}"
+        values[f"{key}_amer"] = f"**{amer:.1f}**" if amer > single else f"{amer:.1f}"
+        values[f"{key}_single_vector"] = f"{float(row['single_recall']):.1f}"
+        vectors = [float(row[f"amer_v{i}_recall"]) for i in range(1, 6) if row[f"amer_v{i}_recall"]]
+        values[f"{key}_vectors"] = (
+            ", ".join(f"{v:.1f}" for v in vectors) if len(vectors) == 2 else f"{min(vectors):.1f}-{max(vectors):.1f}"
+        )
+    return values
+
+
+@source("vector_count")
+def vector_count() -> dict[str, str]:
+    """Notebook 05's sweep of the vector count and the merge, seed 0 (figures/05_ablations/vector_count_merge.json),
+    beside notebook 04's single-query runs of seed 0 (figures/04_real_data/per_seed_*.csv)."""
+    rows = read_json("figures/05_ablations/vector_count_merge.json")
+
+    def value(benchmark: str, merge: str, n: int, k: int) -> float:
+        (row,) = [r for r in rows if r["benchmark"].startswith(benchmark) and r["merge"] == merge and r["n"] == n]
+        return 100 * row[f"mrecall@{k}"]
+
+    def spread(benchmark: str, merge: str) -> str:  # MRecall@100 over n = 2..8
+        values = [value(benchmark, merge, n, 100) for n in range(2, 9)]
+        return f"{min(values):.1f}-{max(values):.1f}"
+
+    senses, kinds, mlp = "wordnet_senses", "wordnet_kinds", "synthetic mlp"
+    single = {
+        row["dataset"]: float(row["whole"])
+        for row in figure_rows("04_real_data/per_seed_minilm_wordnet_senses+wordnet_kinds.csv")
+        if row["system"] == "single" and row["seed"] == "0"
+    }
+    best = max(value(senses, m, n, 100) for m in ("round_robin", "rrf", "max_score") for n in range(1, 9))
+    claim(all(value(mlp, "round_robin", n, 10) == 0 for n in (1, 2)), "MRecall@10 is 0% for n <= 2")
+    claim(all(value(mlp, "round_robin", n, 10) == 100 for n in range(5, 9)), "100% from n = 5 on")
+    max_score = [value(mlp, "max_score", n, 10) for n in range(5, 9)]
+    claim(min(max_score) >= 99.9, "max-score merging matches round-robin within 0.1 point")
+    rrf = [value(mlp, "rrf", n, 10) for n in range(6, 9)]
+    return {
+        "senses_first": f"{value(senses, 'round_robin', 1, 100):.1f}",
+        "kinds_first": f"{value(kinds, 'round_robin', 1, 100):.1f}",
+        "senses_single": f"{single[senses]:.1f}",
+        "kinds_single": f"{single[kinds]:.1f}",
+        "senses_n2": f"{value(senses, 'round_robin', 2, 100):.1f}",
+        "senses_best": f"{best:.1f}",
+        "kinds_round_robin": spread(kinds, "round_robin"),
+        "kinds_rrf": spread(kinds, "rrf"),
+        "kinds_max_score": spread(kinds, "max_score"),
+        "mlp_n3": f"{value(mlp, 'round_robin', 3, 10):.1f}",
+        "mlp_n4": f"{value(mlp, 'round_robin', 4, 10):.1f}",
+        "mlp_max_score": f"{min(max_score):.1f}-{max(max_score):.0f}",
+        "mlp_rrf": f"{min(rrf):.1f}-{max(rrf):.1f}",
+    }
+
+
 # ----- the sentences that quote them ---------------------------------------------------------------
 FIGURE1_COLUMNS = ("mrecall", "nearest", "farthest", "columns", "rho")  # docs/results.md's Figure 1 table
 SENTENCES = (
@@ -451,6 +566,54 @@ SENTENCES = (
         for short, retriever in (("minilm", "all-MiniLM-L6-v2"), ("bm25", "BM25"))
     ),
     "Cosine and Euclidean distance put {figure1.same_bin}% of questions",
+    "({vector_count.senses_first} vs {vector_count.senses_single}% on senses, {vector_count.kinds_first} vs "
+    "{vector_count.kinds_single}% on kinds; seed 0)",
+    "the gap ({vector_count.senses_n2}% at n = 2, the paper's n for AmbigQA, and {vector_count.senses_best}% at most)",
+    "round-robin to {vector_count.kinds_round_robin}% for n = 2-8, below single-query's {vector_count.kinds_single}%,",
+    "(RRF {vector_count.kinds_rrf}%, max-score {vector_count.kinds_max_score}%)",
+    "MRecall@10 is 0% for n <= 2, {vector_count.mlp_n3}% at n = 3 and {vector_count.mlp_n4}% at n = 4, and 100% from "
+    "n = 5",
+    "within 0.1 point ({vector_count.mlp_max_score}% for n >= 5); reciprocal-rank fusion falls to "
+    "{vector_count.mlp_rrf}% at @10 for n >= 6",
+    *(
+        f"| {transform} | {setting} | "
+        + " | ".join(
+            f"{{notebook02.{transform.lower()}_{setting.lower()}_{system}}}" for system in ("single", "oracle", "amer")
+        )
+        + " |"
+        for transform in ("linear", "MLP")
+        for setting in ("Single", "Multi", "OOD")
+    ),
+    *(
+        f"| {d} | {depth} ({source}) | "
+        + " | ".join(
+            f"{{mlp_table.d{d}_depth{depth}_{column}}}" for column in ("single", "oracle", "cosines", "amer", "bug")
+        )
+        + " |"
+        for depth, source in ((2, "paper's text"), (3, "authors' code"))
+        for d in (128, 512, 1024)
+    ),
+    *(
+        f"| {label} | "
+        + " | ".join(f"{{figure5_table.{key}_{column}}}" for column in ("vectors", "targets", "share"))
+        + " |"
+        for key, label in (
+            ("senses", "wordnet_senses (MiniLM, n = 2)"),
+            ("kinds", "wordnet_kinds (MiniLM, n = 5)"),
+            ("linear", "synthetic, linear (tiny Llama, n = 5)"),
+            ("mlp", "synthetic, MLP (tiny Llama, n = 5)"),
+        )
+    ),
+    *(
+        f"| wordnet_{dataset} | {label} | "
+        + " | ".join(
+            f"{{seen_unseen.{dataset}_{questions}_{column}}}"
+            for column in ("single", "amer", "single_vector", "vectors")
+        )
+        + " |"
+        for dataset in ("senses", "kinds")
+        for questions, label in (("train", "trained on"), ("test", "test"))
+    ),
 )
 
 SLOT = re.compile(r"\{([a-z0-9_]+\.[a-z0-9_]+)\}")
