@@ -16,8 +16,8 @@ _HOMES = {
     "recall_at_k": "amer_lib.core.metrics",
     "AMERQueryEncoder": "amer_lib.core.model",
     "Prompt": "amer_lib.core.model",
-    "VectorIndex": "amer_lib.core.search",
-    "multi_vector_search": "amer_lib.core.search",
+    "VectorIndex": "amer_lib.core.index",
+    "multi_vector_search": "amer_lib.core.index",
 }
 __all__ = sorted(_HOMES)
 

@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 from amer_lib.core.device import DeviceUnavailableError
-from amer_lib.data.synthetic import SETTINGS, TRANSFORMS
+from amer_lib.data.synthetic_task import SETTINGS, TRANSFORMS
 from amer_lib.experiments import beyond, real_data, synthetic
 from amer_lib.io import require_writable
 from amer_lib.runs.configs import SYSTEMS, BeyondConfig, RealConfig, SyntheticConfig

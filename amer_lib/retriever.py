@@ -23,9 +23,9 @@ import pandas as pd
 import amer_lib.beyond  # noqa: F401  (registers the merges beyond the paper in core.merge.MERGES)
 from amer_lib.core.backbones import load_tokenizer
 from amer_lib.core.device import resolve_device
+from amer_lib.core.index import ShardedFlatIndex, VectorIndex, kept_search
 from amer_lib.core.merge import found_by, get_merge
 from amer_lib.core.model import AMERQueryEncoder
-from amer_lib.core.search import ShardedFlatIndex, VectorIndex, kept_search
 from amer_lib.data.encoders import EmbeddingShards
 from amer_lib.data.prompts import PromptTemplate
 from amer_lib.io import write_trec_run

@@ -20,10 +20,10 @@ import torch
 from results_file import machine, write_section
 
 from amer_lib.core.backbones import load_backbone
+from amer_lib.core.index import VectorIndex, unit_norm
 from amer_lib.core.loss import candidate_log_probs, hungarian_assignment, matched_info_nce, own_positive_block
 from amer_lib.core.merge import round_robin_merge
 from amer_lib.core.model import AMERQueryEncoder
-from amer_lib.core.search import VectorIndex, unit_norm
 from amer_lib.core.train import TrainConfig, example_loss
 from amer_lib.data.datasets import VectorData
 

@@ -32,7 +32,7 @@ import torch
 from results_file import machine, write_section
 from tqdm.auto import tqdm
 
-from amer_lib.core.search import (
+from amer_lib.core.index import (
     IVFPQIndex,
     ShardedFlatIndex,
     VectorIndex,

@@ -30,9 +30,9 @@ from pathlib import Path
 import numpy as np
 from results_file import machine
 
-from amer_lib.core import search
+from amer_lib.core import index
 from amer_lib.core.device import cpu_threads
-from amer_lib.core.search import ResidentFlatIndex, ShardedFlatIndex, half_to_float, unit_norm
+from amer_lib.core.index import ResidentFlatIndex, ShardedFlatIndex, half_to_float, unit_norm
 from amer_lib.data.encoders import EmbeddingShards
 
 SHARD_ROWS = 1_000_000
@@ -71,7 +71,7 @@ def fastest(fn, repeat: int) -> tuple[object, float]:
 def conversion_pass(shards: EmbeddingShards, threads: int) -> float:
     """Seconds to copy every 500,000-row block to float32, the copy on `threads` threads."""
     buffer = np.empty((500_000, shards.dim), dtype=np.float32)
-    before, search.CONVERSION_THREADS = search.CONVERSION_THREADS, threads
+    before, index.CONVERSION_THREADS = index.CONVERSION_THREADS, threads
     try:
         began = time.perf_counter()
         for shard in shards.shards:
@@ -79,7 +79,7 @@ def conversion_pass(shards: EmbeddingShards, threads: int) -> float:
                 half_to_float(shard[start : start + 500_000], buffer)
         return time.perf_counter() - began
     finally:
-        search.CONVERSION_THREADS = before
+        index.CONVERSION_THREADS = before
 
 
 def block_copy(dim: int, repeat: int = 5) -> dict:
@@ -89,11 +89,11 @@ def block_copy(dim: int, repeat: int = 5) -> dict:
     buffer = np.ones((500_000, dim), dtype=np.float32)
     found = dict(rows=500_000, dim=dim)
     for threads in (1, os.cpu_count()):
-        before, search.CONVERSION_THREADS = search.CONVERSION_THREADS, threads
+        before, index.CONVERSION_THREADS = index.CONVERSION_THREADS, threads
         try:
             _, found[f"seconds_{threads}_threads"] = fastest(lambda: half_to_float(rows, buffer), repeat)
         finally:
-            search.CONVERSION_THREADS = before
+            index.CONVERSION_THREADS = before
     assert np.array_equal(buffer, rows.astype(np.float32))
     found["load_average_1min"] = os.getloadavg()[0]
     return found
@@ -105,11 +105,11 @@ def measure(shards: EmbeddingShards, queries: np.ndarray, repeat: int, resident:
     with cpu_threads(1):  # inside a training process of one thread
         row["conversion_s_one_thread"] = min(conversion_pass(shards, 1) for _ in range(repeat + 1))
         row[f"conversion_s_{cores}_threads"] = min(conversion_pass(shards, cores) for _ in range(repeat + 1))
-        saved, search.CONVERSION_THREADS = search.CONVERSION_THREADS, 1
+        saved, index.CONVERSION_THREADS = index.CONVERSION_THREADS, 1
         try:
             (scores, rows), row["before_s"] = fastest(lambda: ShardedFlatIndex(shards).search(queries, K), repeat)
         finally:
-            search.CONVERSION_THREADS = saved
+            index.CONVERSION_THREADS = saved
         streamed = ResidentFlatIndex(shards, "cpu", resident_bytes=0)
         (s, r), row["after_streamed_s"] = fastest(lambda: streamed.search(queries, K), repeat)
         assert np.array_equal(r, rows) and np.array_equal(s, scores)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from amer_lib.core.search import training_sample_size
+from amer_lib.core.index import training_sample_size
 
 CORPORA = (25_000_000, 100_000_000)
 DIM = 1536  # inf-retriever-v1-1.5b

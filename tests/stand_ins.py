@@ -13,8 +13,8 @@ import numpy as np
 import torch
 
 from amer_lib.core.backbones import load_backbone
+from amer_lib.core.index import unit_norm
 from amer_lib.core.model import AMERQueryEncoder
-from amer_lib.core.search import unit_norm
 from amer_lib.data.corpus import Document
 from amer_lib.data.datasets import VectorData
 from amer_lib.runs.configs import SyntheticConfig

@@ -166,8 +166,8 @@ def test_your_own_data_with_answer_questions_trains_with_the_component_term(tmp_
 
     from amer_lib.data.encoders import DocumentEncoder
     from amer_lib.data.questions import read_questions
-    from amer_lib.runs.benchmark_runs import RunContext
     from amer_lib.runs.configs import RealConfig
+    from amer_lib.runs.run_context import RunContext
 
     questions = [
         json.loads(line) for line in (ROOT / "tests/fixtures/own_data/questions.jsonl").read_text().splitlines()

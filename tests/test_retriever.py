@@ -9,9 +9,9 @@ import torch
 from stand_ins import HashEncoder, documents
 
 from amer_lib.core.backbones import add_lora, get_backbone, load_backbone, load_tokenizer
+from amer_lib.core.index import unit_norm
 from amer_lib.core.merge import round_robin_merge
 from amer_lib.core.model import AMERQueryEncoder
-from amer_lib.core.search import unit_norm
 from amer_lib.data.encoders import EmbeddingShards, encode_corpus
 from amer_lib.data.prompts import PromptTemplate
 from amer_lib.retriever import AMERRetriever

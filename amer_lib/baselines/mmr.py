@@ -12,8 +12,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from amer_lib.core.index import unit_norm
 from amer_lib.core.metrics import mrecall_at_k
-from amer_lib.core.search import unit_norm
 
 LAMBDAS = (0.5, 0.75, 0.9)  # the paper's grid, tuned on the validation split
 

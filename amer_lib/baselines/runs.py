@@ -28,11 +28,11 @@ from amer_lib.baselines.expansion import (
 )
 from amer_lib.baselines.mmr import mmr_rerank, tune_lambda
 from amer_lib.core.device import resolve_device
+from amer_lib.core.index import ShardedFlatIndex
 from amer_lib.core.metrics import K
-from amer_lib.core.search import ShardedFlatIndex
 from amer_lib.data.encoders import DocumentEncoder
-from amer_lib.runs.benchmark_runs import RunContext, cached_result
 from amer_lib.runs.configs import BASELINES, EXPANSION_SOURCES, RealConfig
+from amer_lib.runs.run_context import RunContext, cached_result
 
 RERANK_DEPTH = 500  # |R| in the paper
 

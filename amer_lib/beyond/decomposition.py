@@ -20,15 +20,15 @@ import warnings
 import numpy as np
 
 from amer_lib.core.device import resolve_device
+from amer_lib.core.index import ShardedFlatIndex, multi_vector_search
 from amer_lib.core.metrics import K
-from amer_lib.core.search import ShardedFlatIndex, multi_vector_search
 from amer_lib.data import compound
 from amer_lib.data.benchmark import Benchmark
 from amer_lib.data.questions import MultiAnswerQuestion
 from amer_lib.progress import AmerWarning
 from amer_lib.report.summaries import summary
-from amer_lib.runs.benchmark_runs import RunContext, cached_result
 from amer_lib.runs.configs import RealConfig
+from amer_lib.runs.run_context import RunContext, cached_result
 
 ORACLE = "decomposition_oracle"
 TEACHER = "teacher_decomposition"

@@ -82,7 +82,7 @@ def ranx_fusion(ids: np.ndarray, scores: np.ndarray, k: int, method: str, norm: 
     order, as in the other merges.
 
     Rows that searched different vectors (an adaptive n leaves the lists of the others empty,
-    `amer_lib.core.search.kept_search`) are fused in groups of rows that searched the same
+    `amer_lib.core.index.kept_search`) are fused in groups of rows that searched the same
     ones: ranx pairs the runs' queries by position, and a query with no document in one run
     would pair the wrong queries."""
     docs, _ = candidates(ids)

@@ -21,8 +21,8 @@ import functools
 
 import numpy as np
 
+from amer_lib.core.index import ShardedFlatIndex
 from amer_lib.core.metrics import mrecall_at_k, pad_clusters
-from amer_lib.core.search import ShardedFlatIndex
 from amer_lib.data import wordnet
 from amer_lib.data.questions import MultiAnswerQuestion
 

@@ -44,7 +44,7 @@ class PaddedTargetData:
         """Each example's component vectors `[B, C, d]` and mask `[B, C]` (`ComponentTextData`)."""
         raise ValueError(
             f"{type(self).__name__} holds no component vectors: component_weight > 0 needs ComponentTextData "
-            "(amer_lib.runs.benchmark_runs.RunContext.component_text_data)"
+            "(amer_lib.runs.run_context.RunContext.component_text_data)"
         )
 
     def subset(self, indices: torch.Tensor):

@@ -37,7 +37,7 @@ import numpy as np
 
 from amer_lib.core.device import cpu_threads
 from amer_lib.core.distributed import barrier, is_main, rank_and_size
-from amer_lib.core.search import unit_norm
+from amer_lib.core.index import unit_norm
 from amer_lib.data.corpus import Document
 from amer_lib.data.questions import DataFormatError, MultiAnswerQuestion
 from amer_lib.io import atomic_path, write_json, write_text

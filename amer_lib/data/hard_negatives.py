@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from amer_lib.core.search import ShardedFlatIndex
+from amer_lib.core.index import ShardedFlatIndex
 from amer_lib.data import compound
 from amer_lib.data.questions import MultiAnswerQuestion
 from amer_lib.io import atomic_path

@@ -19,7 +19,7 @@ import numpy as np
 
 from amer_lib.config import Config, param
 from amer_lib.core.device import DEVICES
-from amer_lib.core.search import ShardedFlatIndex, check_ivfpq_factory
+from amer_lib.core.index import ShardedFlatIndex, check_ivfpq_factory
 from amer_lib.core.train import VALIDATION_FRACTION, validation_size
 from amer_lib.data import compound, wordnet
 from amer_lib.data.benchmark import (

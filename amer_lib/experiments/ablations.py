@@ -13,18 +13,18 @@ import numpy as np
 
 from amer_lib.config import Config
 from amer_lib.core.device import resolve_device
+from amer_lib.core.index import ShardedFlatIndex, VectorIndex
 from amer_lib.core.merge import MERGES, get_merge
 from amer_lib.core.metrics import KS, evaluate, mean_scores
-from amer_lib.core.search import ShardedFlatIndex, VectorIndex
-from amer_lib.data.synthetic import task_from_params
+from amer_lib.data.synthetic_task import task_from_params
 from amer_lib.experiments import real_data, synthetic
 from amer_lib.experiments.synthetic import trained_synthetic_encoder
 from amer_lib.report.significance import note
 from amer_lib.report.summaries import compared_count, summary, with_marks
 from amer_lib.report.tables import percent_change
-from amer_lib.runs.benchmark_runs import RunContext
 from amer_lib.runs.configs import RealConfig, SyntheticConfig
 from amer_lib.runs.query_encoders import generated_vectors, vector_prompts
+from amer_lib.runs.run_context import RunContext
 
 
 def vector_count_and_merge(

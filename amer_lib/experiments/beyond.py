@@ -18,21 +18,20 @@ import torch
 
 from amer_lib.beyond.merges import WEIGHTINGS
 from amer_lib.core.device import resolve_device
+from amer_lib.core.index import ShardedFlatIndex, VectorIndex, kept_lists
 from amer_lib.core.merge import MERGES, get_merge
 from amer_lib.core.metrics import KS, K, evaluate, mean_scores
 from amer_lib.core.model import AMERQueryEncoder
-from amer_lib.core.search import ShardedFlatIndex, VectorIndex, kept_lists
 from amer_lib.core.stopping import repeat_cosine, similarity_counts, stop_counts
 from amer_lib.core.train import fit_stop_head
 from amer_lib.data.questions import MultiAnswerQuestion
-from amer_lib.data.synthetic import MAX_TARGETS, SyntheticTask, make_varying_task
+from amer_lib.data.synthetic_task import MAX_TARGETS, SyntheticTask, make_varying_task
 from amer_lib.experiments import real_data
 from amer_lib.experiments.synthetic import train_on_task
 from amer_lib.io import git_commit
 from amer_lib.progress import tqdm
 from amer_lib.report.significance import CORRECTION_NAMES, adjust, compare
 from amer_lib.report.summaries import summary, with_marks
-from amer_lib.runs.benchmark_runs import RunContext, cached_result
 from amer_lib.runs.configs import BeyondConfig, RealConfig, SyntheticConfig
 from amer_lib.runs.query_encoders import (
     generated_states,
@@ -41,6 +40,7 @@ from amer_lib.runs.query_encoders import (
     text_prompts,
     vector_prompts,
 )
+from amer_lib.runs.run_context import RunContext, cached_result
 from amer_lib.runs.saved import save_pretrained
 from amer_lib.runs.store import SYNTHETIC_RUNS
 

@@ -13,18 +13,18 @@ from pathlib import Path
 import numpy as np
 
 from amer_lib.core.device import resolve_device
+from amer_lib.core.index import ShardedFlatIndex
 from amer_lib.core.merge import PAPER_MERGE, get_merge
 from amer_lib.core.metrics import K, mean_pairwise_cosine, mrecall_at_k, recall_at_k, same_vs_random_cosine
-from amer_lib.core.search import ShardedFlatIndex
 from amer_lib.data.benchmark import Benchmark
-from amer_lib.data.synthetic import task_from_params
+from amer_lib.data.synthetic_task import task_from_params
 from amer_lib.experiments.real_data_prep import PAPER_SIMILARITY, target_similarity
 from amer_lib.experiments.synthetic import trained_synthetic_encoder
 from amer_lib.progress import tqdm
 from amer_lib.report.summaries import summary
-from amer_lib.runs.benchmark_runs import RunContext, cached_result
 from amer_lib.runs.configs import SYSTEMS, RealConfig, SyntheticConfig
 from amer_lib.runs.query_encoders import generated_vectors, vector_prompts
+from amer_lib.runs.run_context import RunContext, cached_result
 from amer_lib.runs.store import SYNTHETIC_RUNS, synthetic_run_name
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
+from amer_lib.core.index import ShardedFlatIndex
 from amer_lib.core.metrics import DISTANCES, K, evaluate, mean_pairwise_distance, pad_clusters
-from amer_lib.core.search import ShardedFlatIndex
 from amer_lib.data.benchmark import Benchmark
 from amer_lib.data.bm25 import Bm25Index
 from amer_lib.data.corpus import Corpus

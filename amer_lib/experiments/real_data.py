@@ -23,10 +23,10 @@ import torch
 from amer_lib.core import distributed
 from amer_lib.core.backbones import BackboneUnavailableError, require_weights
 from amer_lib.core.device import resolve_device
+from amer_lib.core.index import ResidentFlatIndex, ShardedFlatIndex, faiss_sees_gpus, multi_vector_search
 from amer_lib.core.merge import PAPER_MERGE
 from amer_lib.core.metrics import K, evaluate, low_similarity_subset
 from amer_lib.core.model import AMERQueryEncoder
-from amer_lib.core.search import ResidentFlatIndex, ShardedFlatIndex, faiss_sees_gpus, multi_vector_search
 from amer_lib.core.train import train
 from amer_lib.data.benchmark import Benchmark
 from amer_lib.data.datasets import TextData
@@ -34,11 +34,11 @@ from amer_lib.data.encoders import DocumentEncoder
 from amer_lib.data.preparation import PrepConfig, prepared_benchmark
 from amer_lib.data.questions import MultiAnswerQuestion, component_texts
 from amer_lib.io import require_writable
-from amer_lib.runs.benchmark_runs import RunContext, cached_result, run_facts
 from amer_lib.runs.configs import SYSTEMS, RealConfig
 from amer_lib.runs.dispatch import run_jobs
 from amer_lib.runs.preflight import memory_preflight, preflight_without_weights
 from amer_lib.runs.query_encoders import build_query_encoder, generated_vectors, text_prompts, train_config
+from amer_lib.runs.run_context import RunContext, cached_result, run_facts
 from amer_lib.runs.saved import save_pretrained
 from amer_lib.runs.store import REAL_RUNS, real_run_name
 from amer_lib.runs.tuning import grid_cost, grid_points, point_params, selected_checkpoint

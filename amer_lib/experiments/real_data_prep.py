@@ -10,8 +10,8 @@ import warnings
 
 import numpy as np
 
+from amer_lib.core.index import IVFPQIndex, ShardedFlatIndex, recall_against_exact, training_points_needed
 from amer_lib.core.metrics import same_vs_random_cosine
-from amer_lib.core.search import IVFPQIndex, ShardedFlatIndex, recall_against_exact, training_points_needed
 from amer_lib.data.benchmark import SPLITS, Benchmark
 from amer_lib.data.encoders import DocumentEncoder
 from amer_lib.progress import AmerWarning, Steps

@@ -18,13 +18,13 @@ import torch
 
 from amer_lib.core import distributed
 from amer_lib.core.device import resolve_device
+from amer_lib.core.index import VectorIndex, multi_vector_search, unit_norm
 from amer_lib.core.merge import PAPER_MERGE
 from amer_lib.core.metrics import KS, evaluate, mean_scores
 from amer_lib.core.model import AMERQueryEncoder
-from amer_lib.core.search import VectorIndex, multi_vector_search, unit_norm
 from amer_lib.core.train import TrainResult, split_train_validation, train
 from amer_lib.data.datasets import VectorData
-from amer_lib.data.synthetic import N_TARGETS, SyntheticTask, task_from_params
+from amer_lib.data.synthetic_task import N_TARGETS, SyntheticTask, task_from_params
 from amer_lib.io import git_commit
 from amer_lib.progress import report_done_before
 from amer_lib.runs.configs import SyntheticConfig

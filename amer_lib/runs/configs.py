@@ -26,7 +26,7 @@ from amer_lib.core.metrics import DISTANCES
 from amer_lib.core.train import SAMPLING_MODES
 from amer_lib.data.compound import TRAIN_COMPONENTS, check_component_count
 from amer_lib.data.encoders import ENCODERS, RETRIEVERS
-from amer_lib.data.synthetic import SETTINGS, TRANSFORMS
+from amer_lib.data.synthetic_task import SETTINGS, TRANSFORMS
 from amer_lib.io import FIGURES_HELP
 
 SYSTEMS = ("single", "amer")  # one query vector, or the autoregressive sequence of n

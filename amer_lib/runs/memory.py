@@ -45,7 +45,7 @@ from amer_lib.runs.activation_memory import precision_mode
 
 GIB = 2**30
 CUDA_RESERVE = 2 * GIB  # CUDA context (about 0.5 GiB) and the caching allocator's fragmentation
-SEARCH_BLOCK = 500_000  # rows of a search block (`core.search.ShardedFlatIndex`)
+SEARCH_BLOCK = 500_000  # rows of a search block (`core.index.ShardedFlatIndex`)
 FAISS_TEMPORARY = 1536 * 2**20  # StandardGpuResources' default temporary memory on a GPU over 8 GiB
 
 

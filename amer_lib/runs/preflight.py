@@ -18,9 +18,9 @@ from amer_lib.data.prompts import PromptTemplate
 from amer_lib.data.questions import MultiAnswerQuestion
 from amer_lib.runs import memory
 from amer_lib.runs.activation_memory import PROMPT_TOKENS
-from amer_lib.runs.benchmark_runs import NEGATIVE_POOL
 from amer_lib.runs.configs import RealConfig
 from amer_lib.runs.memory import MemoryPlan
+from amer_lib.runs.run_context import NEGATIVE_POOL
 
 
 def memory_preflight(params: RealConfig, benchmark: Benchmark, dataset: str, progress: bool = True) -> MemoryPlan:

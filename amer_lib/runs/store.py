@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from amer_lib.config import Config
-from amer_lib.data.synthetic import TASK_VERSION
+from amer_lib.data.synthetic_task import TASK_VERSION
 from amer_lib.io import write_json, write_text
 from amer_lib.runs.configs import RealConfig, SyntheticConfig
 

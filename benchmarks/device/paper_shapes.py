@@ -934,7 +934,7 @@ def generation(size: dict, deadline: float, *, result: dict | None = None, run: 
     training step of the backbone bounds a generation batch), each next batch from the warm-up's
     time, export and search from `export_seconds` and `search_seconds`; what does not fit is
     recorded under `stages`. `result` (the caller's dict) fills as it goes."""
-    from amer_lib.core.search import VectorIndex, multi_vector_search, searches_on_gpu, unit_norm
+    from amer_lib.core.index import VectorIndex, multi_vector_search, searches_on_gpu, unit_norm
     from amer_lib.runs.query_encoders import generated_vectors, token_prompts
     from amer_lib.runs.saved import save_pretrained
 
@@ -1059,13 +1059,13 @@ def faiss_gpus() -> int | None:
 
 
 def faiss_part(size: dict, deadline: float, *, result: dict | None = None, run: Run | None = None) -> dict:
-    """IVF-PQ (`core.search.IVFPQIndex`) trained, added and searched on the GPU and with the CPU
+    """IVF-PQ (`core.index.IVFPQIndex`) trained, added and searched on the GPU and with the CPU
     build on the same vectors, recall@100 of both against exact search (`ShardedFlatIndex`).
     `result` (the caller's dict) fills as it goes."""
     import faiss
     from bench_scale import held_out_queries
 
-    from amer_lib.core.search import IVFPQIndex, ShardedFlatIndex, recall_against_exact
+    from amer_lib.core.index import IVFPQIndex, ShardedFlatIndex, recall_against_exact
 
     run = run or Run()
     result = {} if result is None else result

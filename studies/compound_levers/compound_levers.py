@@ -315,13 +315,13 @@ def vectors_alone(
     n reproduces the run's stored score, and how close each later vector comes to an earlier one.
     Tells a weak first vector from a merge that dilutes it, and later vectors that repeat."""
     from amer_lib.core.device import resolve_device
+    from amer_lib.core.index import ShardedFlatIndex
     from amer_lib.core.metrics import K
-    from amer_lib.core.search import ShardedFlatIndex
     from amer_lib.core.stopping import repeat_cosine
     from amer_lib.data import compound
     from amer_lib.experiments.beyond import context_result, scores_per_n
-    from amer_lib.runs.benchmark_runs import RunContext
     from amer_lib.runs.query_encoders import generated_vectors, text_prompts
+    from amer_lib.runs.run_context import RunContext
 
     params = params_of(variant, seeds, [dataset], folder, overrides)
     context, device = RunContext.of(params), resolve_device(params.device)
@@ -359,8 +359,8 @@ def component_match(vectors: np.ndarray, components: np.ndarray, index, gold: np
     `beyond.decomposition.teacher_decomposition`)."""
     from scipy.optimize import linear_sum_assignment
 
+    from amer_lib.core.index import multi_vector_search
     from amer_lib.core.metrics import K, evaluate
-    from amer_lib.core.search import multi_vector_search
 
     unit = vectors / np.linalg.norm(vectors, axis=-1, keepdims=True)
     cosine = np.einsum("qnd,qkd->qnk", unit, components)

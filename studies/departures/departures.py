@@ -37,7 +37,7 @@ def fed_target_copying(context, model, questions) -> dict:
     """How much AMER's second vector copies the first gold target: teacher-forced (the first
     answer's document fed in), the share of questions whose second output retrieves that document
     first; generated, the mean cosine between the first two vectors."""
-    from amer_lib.core.search import ShardedFlatIndex, unit_norm
+    from amer_lib.core.index import ShardedFlatIndex, unit_norm
     from amer_lib.runs.query_encoders import generated_vectors, text_prompts
 
     model.eval()
@@ -73,7 +73,7 @@ def sampling_rate_rows(defaults) -> list[dict]:
 
 def real_rows(defaults) -> tuple[list[dict], list[dict]]:
     from amer_lib.experiments.real_data import run_all
-    from amer_lib.runs.benchmark_runs import RunContext
+    from amer_lib.runs.run_context import RunContext
 
     def mrecall(params, dataset, system):
         [result] = run_all(params.replace(datasets=[dataset], systems=[system], seeds=[SEED]))

@@ -282,8 +282,8 @@ def test_the_component_match_finds_each_components_own_vector_and_scores_the_kep
     components at positions 1 and 0. Each component is matched to its own vector (cosine 1), the
     positions are counted, and the matched vectors alone retrieve exactly what the components do
     (every answer found: 100); vectors that miss one component's answer score 0 for that question."""
+    from amer_lib.core.index import VectorIndex, unit_norm
     from amer_lib.core.metrics import pad_clusters
-    from amer_lib.core.search import VectorIndex, unit_norm
 
     rng = np.random.default_rng(0)
     corpus = unit_norm(rng.normal(size=(300, 16)).astype(np.float32))

@@ -46,7 +46,7 @@ def one_run(backbone: str, folder: Path) -> dict:
     """One mixed-precision AMER run of `backbone`, both validation losses at every checkpoint."""
     from amer_lib.core.device import cpu_threads
     from amer_lib.core.train import split_train_validation, train
-    from amer_lib.data.synthetic import task_from_params
+    from amer_lib.data.synthetic_task import task_from_params
     from amer_lib.experiments.synthetic import task_data
     from amer_lib.params import NOTEBOOKS, from_files
     from amer_lib.runs.query_encoders import build_query_encoder, train_config

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from amer_lib.baselines.mmr import mmr_rerank, tune_lambda
-from amer_lib.core.search import VectorIndex, unit_norm
+from amer_lib.core.index import VectorIndex, unit_norm
 
 
 def brute_force_mmr(query, rows, corpus, lam, k):

@@ -12,7 +12,7 @@ from conftest import ROOT, documentation
 from stand_ins import HashEncoder
 
 from amer_lib.core.device import cpu_threads
-from amer_lib.core.search import ResidentFlatIndex, ShardedFlatIndex, unit_norm
+from amer_lib.core.index import ResidentFlatIndex, ShardedFlatIndex, unit_norm
 from amer_lib.data.corpus import Document
 from amer_lib.data.encoders import encode_corpus
 from amer_lib.runs import memory

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from amer_lib.core import distributed
-from amer_lib.core.search import VectorIndex, kept_lists, kept_search, multi_vector_search, unit_norm
+from amer_lib.core.index import VectorIndex, kept_lists, kept_search, multi_vector_search, unit_norm
 
 
 def test_index_search_equals_brute_force():

@@ -251,7 +251,7 @@ def test_the_decomposition_oracle_on_one_component_is_the_single_query_run(tmp_p
     from amer_lib.beyond.decomposition import ORACLE, decomposition_oracle
     from amer_lib.data.preparation import prepare
     from amer_lib.experiments.real_data import run_all
-    from amer_lib.runs.benchmark_runs import RunContext
+    from amer_lib.runs.run_context import RunContext
 
     recipe = notebook_config(
         "03_real_data_prep", source="compound", compound_ks=[1, 2], max_train=24, max_test=8,

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from amer_lib.core.backbones import PrefixLMBert, add_lora, get_backbone, load_backbone, load_tokenizer
+from amer_lib.core.index import ShardedFlatIndex
 from amer_lib.core.model import AMERQueryEncoder
-from amer_lib.core.search import ShardedFlatIndex
 from amer_lib.data.corpus import Document
 from amer_lib.data.encoders import DocumentEncoder, encode_corpus, get_encoder_spec
 from amer_lib.data.prompts import PromptTemplate

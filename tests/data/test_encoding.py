@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from stand_ins import HashEncoder, documents
 
-from amer_lib.core.search import (
+from amer_lib.core.index import (
     IVFPQIndex,
     ShardedFlatIndex,
     VectorIndex,
@@ -108,7 +108,7 @@ def test_an_index_the_corpus_is_too_small_to_train_is_skipped_saying_so(tmp_path
     """faiss asks for 39 training points per centroid: 39 x 16 inverted lists = 624 fit 700
     documents; 8-bit PQ codes (256 centroids per part) need 9,984 and are skipped, with a warning
     (before this check they took minutes to train on a few hundred documents)."""
-    from amer_lib.core.search import training_points_needed
+    from amer_lib.core.index import training_points_needed
     from amer_lib.experiments.real_data_prep import index_check
 
     assert training_points_needed("IVF16,PQ4x4", 16) == 624 and training_points_needed("IVF16,PQ4", 16) == 9984

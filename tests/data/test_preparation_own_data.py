@@ -8,7 +8,7 @@ import pytest
 from amer_lib.data.benchmark import Benchmark
 from amer_lib.data.preparation import default_n_queries, prepare_files, split_questions
 from amer_lib.data.questions import DataFormatError, MultiAnswerQuestion
-from amer_lib.runs.benchmark_runs import run_facts
+from amer_lib.runs.run_context import run_facts
 
 
 def write_files(tmp_path, n_questions=10, answers=3, corpus_lines=None, questions=None):

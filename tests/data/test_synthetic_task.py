@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 import torch
 
-from amer_lib.data import synthetic
-from amer_lib.data.synthetic import (
+from amer_lib.data import synthetic_task
+from amer_lib.data.synthetic_task import (
     SETTINGS,
     frobenius_orthogonal_rotations,
     make_task,
@@ -91,21 +91,21 @@ def test_bad_settings_are_named():
 
 def test_correlated_gaussian_has_one_covariance_per_task(monkeypatch):
     rng = np.random.default_rng(0)
-    covariance = synthetic.correlated_covariance(4, rng)
+    covariance = synthetic_task.correlated_covariance(4, rng)
     for _ in range(2):  # two calls, one law (the bug drew a new covariance per call)
         x = sample_inputs("correlated_gaussian", 20000, 4, rng, covariance)
         assert np.allclose(np.cov(x.T).diagonal(), covariance.diagonal(), rtol=0.05)
     with pytest.raises(ValueError, match="correlated_gaussian inputs need the task's covariance"):
         sample_inputs("correlated_gaussian", 10, 4, rng)
     seen = []
-    real = synthetic.sample_inputs
+    real = synthetic_task.sample_inputs
 
     def spy(distribution, n, d, rng, covariance=None):
         if distribution == "correlated_gaussian":
             seen.append(covariance)
         return real(distribution, n, d, rng, covariance)
 
-    monkeypatch.setattr(synthetic, "sample_inputs", spy)
+    monkeypatch.setattr(synthetic_task, "sample_inputs", spy)
     for setting in ("multi", "ood"):
         make_task(setting, "linear", dim=6, n_train=50, n_test=10, corpus_size=400, seed=3)
     assert len(seen) == 3  # multi: train and test; ood: train only
@@ -134,7 +134,7 @@ def test_authors_data_path_bug_trains_on_linear_targets():
 
 # ----- the varying task (notebook 07) ----------------------------------------------------------
 def test_varying_task_gives_each_input_its_first_m_targets():
-    from amer_lib.data.synthetic import MAX_TARGETS, VARYING_STREAM, make_varying_task, target_counts
+    from amer_lib.data.synthetic_task import MAX_TARGETS, VARYING_STREAM, make_varying_task, target_counts
 
     task = make_varying_task(dim=16, n_train=300, n_test=100, corpus_size=5000, seed=3)
     ids = np.concatenate([task.train_target_ids, task.test_target_ids])
@@ -144,7 +144,7 @@ def test_varying_task_gives_each_input_its_first_m_targets():
     assert set(counts.tolist()) == set(range(1, MAX_TARGETS + 1))
     # an independent draw of the same stream: counts are 1 + argmax of the counter, targets the maps
     rng = np.random.default_rng([3, VARYING_STREAM])
-    maps = synthetic.varying_transforms(16, rng)
+    maps = synthetic_task.varying_transforms(16, rng)
     counter = rng.standard_normal((MAX_TARGETS, 16))
     x = np.concatenate([task.train_inputs, task.test_inputs]).astype(np.float64)
     assert (target_counts(x, counter) == counts).all()
@@ -157,7 +157,7 @@ def test_varying_task_gives_each_input_its_first_m_targets():
 
 
 def test_varying_task_corpus_must_hold_its_targets():
-    from amer_lib.data.synthetic import make_varying_task
+    from amer_lib.data.synthetic_task import make_varying_task
 
     with pytest.raises(ValueError, match="smaller than the"):
         make_varying_task(dim=8, n_train=100, n_test=10, corpus_size=50, seed=0)

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from amer_lib.core.search import VectorIndex, unit_norm
+from amer_lib.core.index import VectorIndex, unit_norm
 from amer_lib.experiments.ablations import real_sampling_table, sampling_gain_table, vector_count_and_merge
 
 

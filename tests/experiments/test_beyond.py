@@ -6,7 +6,7 @@ import torch
 from conftest import notebook_config
 from stand_ins import tiny_synthetic_params, tiny_wordnet_runs
 
-from amer_lib.data.synthetic import MAX_TARGETS
+from amer_lib.data.synthetic_task import MAX_TARGETS
 from amer_lib.experiments.beyond import (
     lists_with_stop_head,
     scores_per_n,
@@ -16,7 +16,7 @@ from amer_lib.experiments.beyond import (
 from amer_lib.experiments.real_data import run_all
 from amer_lib.export import main
 from amer_lib.retriever import AMERRetriever
-from amer_lib.runs.benchmark_runs import RunContext
+from amer_lib.runs.run_context import RunContext
 from amer_lib.runs.saved import from_pretrained, read_config
 from amer_lib.runs.store import REAL_RUNS
 

@@ -85,8 +85,8 @@ def test_the_teachers_decomposition_merges_each_components_own_list_round_robin(
     import torch
 
     from amer_lib.beyond import decomposition as experiment
+    from amer_lib.core.index import VectorIndex
     from amer_lib.core.metrics import evaluate, pad_clusters
-    from amer_lib.core.search import VectorIndex
     from amer_lib.runs.configs import RealConfig
 
     n = 300

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from amer_lib.core.search import VectorIndex
+from amer_lib.core.index import VectorIndex
 from amer_lib.experiments.diversity_analysis import retrieval_row, seen_and_unseen_table
 
 

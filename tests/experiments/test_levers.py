@@ -43,7 +43,7 @@ def test_the_component_term_encodes_answer_questions_and_refuses_a_split_without
 
     from amer_lib.data.encoders import DocumentEncoder
     from amer_lib.experiments.real_data import run_all
-    from amer_lib.runs.benchmark_runs import RunContext
+    from amer_lib.runs.run_context import RunContext
 
     params = tiny_wordnet_runs(tmp_path, component_weight=2.0)
     refused = r"none of the \d+ questions in .*wordnet_kinds_train.jsonl has answer_questions.*component_weight 0"
@@ -74,7 +74,7 @@ def test_a_levers_single_query_run_is_the_recipes_and_is_read_back_not_trained_a
     `component_single` single-query takes the term and is a run of its own."""
     import torch
 
-    from amer_lib.runs.benchmark_runs import RunContext, cached_result
+    from amer_lib.runs.run_context import RunContext, cached_result
 
     recipe = tiny_wordnet_runs(tmp_path)
     made = run_one(recipe, "wordnet_kinds", "single", 0, progress=False)

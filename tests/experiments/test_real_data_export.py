@@ -15,7 +15,7 @@ from stand_ins import tiny_wordnet_runs
 
 from amer_lib.experiments.real_data import run_all
 from amer_lib.retriever import AMERRetriever
-from amer_lib.runs.benchmark_runs import RunContext
+from amer_lib.runs.run_context import RunContext
 from amer_lib.runs.saved import read_config
 from amer_lib.runs.store import REAL_RUNS, real_run_name
 

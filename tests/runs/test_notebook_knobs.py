@@ -298,7 +298,7 @@ def test_notebook_04_makes_one_run_per_dataset_system_and_seed_on_its_workers(mo
 def test_train_component_count_reaches_each_runs_draw_and_needs_compounds_drawn_afresh():
     """A run's questions come from `RunContext.training_split`, which hands the benchmark the count
     (what the count draws: tests/data/test_compound.py); the prepared split has none to narrow."""
-    from amer_lib.runs.benchmark_runs import RunContext
+    from amer_lib.runs.run_context import RunContext
 
     asked = []
     context = object.__new__(RunContext)
@@ -355,7 +355,7 @@ def test_nproc_per_node_above_one_trains_each_run_with_torchrun_one_run_at_a_tim
 def test_the_synthetic_task_has_the_configs_sizes():
     """Notebook 02's task (`task_from_params`, what `run_setting` builds): n_train and n_test inputs
     of dim coordinates, five targets each, a corpus of corpus_size vectors."""
-    from amer_lib.data.synthetic import task_from_params
+    from amer_lib.data.synthetic_task import task_from_params
 
     for n_train, n_test, corpus_size, dim in ((30, 7, 400, 6), (40, 9, 300, 4)):
         params = tiny_synthetic(n_train=n_train, n_test=n_test, corpus_size=corpus_size, dim=dim)
@@ -366,7 +366,7 @@ def test_the_synthetic_task_has_the_configs_sizes():
 
 @bites("SyntheticConfig.mlp_layers", "SyntheticConfig.train_transform", "SyntheticConfig.seed")
 def test_mlp_layers_shapes_the_mlp_targets_and_train_transform_only_the_training_ones():
-    from amer_lib.data.synthetic import task_from_params
+    from amer_lib.data.synthetic_task import task_from_params
 
     small = dict(n_train=30, n_test=7, corpus_size=400, dim=6)
     task = lambda **changes: task_from_params(tiny_synthetic(**small, **changes), "mlp", "single")  # noqa: E731
@@ -652,7 +652,7 @@ def test_search_depth_is_how_many_documents_each_vector_retrieves_before_the_mer
 def test_the_backbone_is_the_one_loaded_and_tokenized_and_the_encoder_the_embeddings_read(monkeypatch):
     """`build_query_encoder` loads the config's backbone (stopped there); notebook 04's run context
     (`RunContext.of`) reads the corpus embeddings of `encoder` and loads the backbone's tokenizer."""
-    from amer_lib.runs import benchmark_runs, query_encoders
+    from amer_lib.runs import query_encoders, run_context
 
     monkeypatch.setattr(query_encoders, "load_backbone", asking)
     real = notebook_config("04_real_data", backbone="smollm2", encoder="contriever-msmarco", device="cpu")
@@ -661,10 +661,10 @@ def test_the_backbone_is_the_one_loaded_and_tokenized_and_the_encoder_the_embedd
             build_query_encoder(params, 0, 8, torch.device("cpu"))
         assert raised.value.args[0] == "smollm2"
     read = []
-    monkeypatch.setattr(benchmark_runs, "load_tokenizer", asking)
+    monkeypatch.setattr(run_context, "load_tokenizer", asking)
     benchmark = SimpleNamespace(embeddings=lambda name: read.append(name))
     with pytest.raises(Asked) as raised:
-        benchmark_runs.RunContext.of(real, benchmark)
+        run_context.RunContext.of(real, benchmark)
     assert raised.value.args == ("smollm2",) and read == ["contriever-msmarco"]
 
 
@@ -911,7 +911,7 @@ def test_the_vector_count_sweep_scores_the_first_n_vectors_under_each_merge():
     """`vector_count_and_merge` (what `synthetic_sweep` and `real_sweep` compute with
     tuple(vector_counts), tuple(merges)): one row per (n, merge); a question whose two vectors point
     at its two targets finds one of them with n = 1 (Recall@10 = 0.5) and both with n = 2."""
-    from amer_lib.core.search import VectorIndex
+    from amer_lib.core.index import VectorIndex
     from amer_lib.experiments.ablations import vector_count_and_merge
 
     corpus = np.random.default_rng(0).normal(size=(150, 8))

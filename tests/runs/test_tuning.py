@@ -11,7 +11,7 @@ import yaml
 from conftest import ROOT, documentation, notebook_config
 
 from amer_lib.core.train import batch_indices, split_train_validation, steps_for_epochs, validation_size
-from amer_lib.data.synthetic import task_from_params
+from amer_lib.data.synthetic_task import task_from_params
 from amer_lib.experiments import real_data, synthetic
 from amer_lib.experiments.synthetic import trained_synthetic_encoder
 from amer_lib.runs.query_encoders import generated_vectors, vector_prompts

@@ -50,7 +50,7 @@ class VectorIndex:
             worst = int(np.argmax(np.abs(norms - 1)))
             raise ValueError(
                 f"index vectors must be unit-norm (row {worst} has norm {norms[worst]:.4f}); "
-                "normalise them with amer_lib.core.search.unit_norm"
+                "normalise them with amer_lib.core.index.unit_norm"
             )
         self.dim = vectors.shape[1]
         index = faiss.IndexFlatIP(self.dim)
