@@ -99,8 +99,8 @@ STAGE_PREFIX = ".unpublished-"
 
 # Where a notebook's outputs go. A run by hand (JupyterLab, or papermill outside a Makefile target)
 # leaves the tracked figures/ alone: its outputs go to results/figures/<notebook>, which git ignores,
-# and so do those a parameter file sends to a folder under figures/ (params/*/compound.yaml's
-# figures/04_real_data_compound goes to results/figures/04_real_data_compound). Only the Makefile's
+# and so do those a parameter file sends to a folder under figures/ (params/02_synthetic/mlp_sweep.yaml's
+# figures/02_synthetic_mlp_sweep goes to results/figures/02_synthetic_mlp_sweep). Only the Makefile's
 # figure targets, which set COMMAND_VARIABLE, publish into figures/. A figures_dir elsewhere is used
 # as it is.
 FIGURES = "../figures"  # paths relative to notebooks/, where the kernel runs (`amer_lib.params.snapshot`)

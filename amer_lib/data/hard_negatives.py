@@ -1,9 +1,10 @@
 """Hard negatives, beyond the paper (which trains with random corpus negatives only).
 
 For each training question, the documents the off-the-shelf encoder ranks highest for it that are
-not gold: the passages a retriever confuses with the answers. A compound question
-(`amer_lib.data.compound`) is searched whole and by each of its components, and the lists are
-interleaved round-robin, so every component contributes its own near misses. The training loop
+not gold: the passages a retriever confuses with the answers. A question whose answers answer
+questions of their own (`answer_questions`: a compound's components, say) is searched whole and by
+each of them, and the lists are interleaved round-robin, so every one contributes its own near
+misses. The training loop
 (`core.train.draw_batch`) swaps a share of each batch's random negatives for these.
 """
 
@@ -11,13 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
 from amer_lib.core.index import ShardedFlatIndex
-from amer_lib.data import compound
 from amer_lib.data.questions import MultiAnswerQuestion
 from amer_lib.io import atomic_path
 
@@ -26,16 +25,13 @@ DEPTH = 100  # searched per query text: the gold documents (at most 8 answers he
 
 
 def query_texts(question: MultiAnswerQuestion) -> list[str]:
-    """What is searched for a question: its text, then (a compound) each component's text."""
-    if compound.components_in(question.qid.partition(":")[0]) is None:
-        return [question.question]
-    by_qid = _components()
-    return [question.question, *(by_qid[qid].question for qid in compound.components_of(question))]
-
-
-@lru_cache(maxsize=1)
-def _components() -> dict[str, MultiAnswerQuestion]:
-    return compound.component_questions()
+    """What is searched for a question: its text, then each other question its answers answer
+    (`answer_questions`), once each, in the answers' order."""
+    others = []
+    for text in question.answer_questions or []:
+        if text != question.question and text not in others:
+            others.append(text)
+    return [question.question, *others]
 
 
 def interleave(rankings: list[np.ndarray], gold: set[int], count: int) -> list[int]:
