@@ -34,7 +34,8 @@ ALLOWED = {
 # import the wing's modules of its own level or below, and core none of them.
 WING = "beyond"
 WING_LEVELS = {
-    "amer_lib.beyond": "core",
+    "amer_lib.beyond": "data",
+    "amer_lib.beyond.compound_draws": "data",
     "amer_lib.beyond.merges": "core",
     "amer_lib.beyond.spread": "core",
     "amer_lib.beyond.component": "core",

@@ -11,16 +11,13 @@ corpus embeddings of each document encoder (notebook 03 writes it, notebooks 01 
 
 from __future__ import annotations
 
-import functools
 import json
 import os
-import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from amer_lib.core.train import split_train_validation
-from amer_lib.data import compound
 from amer_lib.data.corpus import Document, iter_documents
 from amer_lib.data.encoders import EmbeddingShards, encode_corpus
 from amer_lib.data.questions import (
@@ -29,11 +26,50 @@ from amer_lib.data.questions import (
     write_questions,
 )
 from amer_lib.io import write_json, write_trec_qrels
-from amer_lib.progress import AmerWarning
 
 SPLITS = ("train", "test")
 # the paper's number of query vectors per dataset; the offline ones mirror AmbigQA and QAMPARI
 N_QUERIES = {"ambigqa": 2, "qampari": 5, "wordnet_senses": 2, "wordnet_kinds": 5}
+
+
+@dataclass(frozen=True)
+class TrainingDraw:
+    """How a run draws its training questions other than the prepared split: `questions(benchmark,
+    dataset, seed, **options)`, `check(benchmark, datasets, **options)` refusing options it cannot
+    take before any work, and the options' `defaults` (at which a run trains on the prepared split)."""
+
+    defaults: dict
+    check: Callable[..., None]
+    questions: Callable[..., list[MultiAnswerQuestion]]
+
+
+# the registered draws (beyond the paper: amer_lib.beyond.compound_draws, the compound benchmark's
+# compounds drawn afresh); the library's own benchmarks train on their prepared split
+TRAINING_DRAWS: list[TrainingDraw] = []
+
+
+def register_training_draw(draw: TrainingDraw) -> TrainingDraw:
+    """Add a training draw; its options may not be another's."""
+    taken = {name for other in TRAINING_DRAWS for name in other.defaults}
+    if taken & set(draw.defaults):
+        raise ValueError(f"training-draw options {sorted(taken & set(draw.defaults))} are another draw's")
+    TRAINING_DRAWS.append(draw)
+    return draw
+
+
+def training_draw(options: dict) -> TrainingDraw | None:
+    """The registered draw whose options `options` are (None for none given); an unknown option is
+    refused with the registered ones."""
+    if not options:
+        return None
+    for draw in TRAINING_DRAWS:
+        if set(options) <= set(draw.defaults):
+            return draw
+    known = sorted(name for draw in TRAINING_DRAWS for name in draw.defaults)
+    raise TypeError(
+        f"training-draw options {sorted(options)}: the registered draws take {known} (importing amer_lib.beyond "
+        "registers the draws beyond the paper)"
+    )
 
 
 class Benchmark:
@@ -81,16 +117,11 @@ class Benchmark:
                 f"{', '.join(self.datasets)} (prepare another with notebooks/03_real_data_prep.ipynb)"
             )
 
-    def check_compound(self, datasets: list[str], parameter: str = "train_compounds", setting: str = "> 0") -> None:
-        """Fail before any work when a dataset is not one of the compound benchmark's, which
-        `parameter` (at `setting`) needs."""
-        self.check(datasets)
-        if self.manifest.get("recipe", {}).get("source") != "compound":
-            raise ValueError(
-                f"{parameter} {setting} redraws a compound benchmark's training compounds; {self.directory} holds "
-                f"{', '.join(self.datasets)}, not one (prepare it with params/03_real_data_prep/compound.yaml), "
-                f"or leave {parameter} at its default"
-            )
+    def check_draw(self, datasets: list[str], **options) -> None:
+        """Fail before any work on training-draw options (`TRAINING_DRAWS`) these datasets cannot take."""
+        draw = training_draw(options)
+        if draw is not None:
+            draw.check(self, datasets, **{**draw.defaults, **options})
 
     def n_queries(self, dataset: str) -> int:
         """How many query vectors AMER generates for the dataset's questions."""
@@ -98,96 +129,22 @@ class Benchmark:
         return self.manifest["n_queries"][dataset]
 
     def training_split(
-        self, dataset: str, seed: int, compounds: int = 0, components: str = "findable", component_count: int = 0
+        self, dataset: str, seed: int, **options
     ) -> tuple[list[MultiAnswerQuestion], list[MultiAnswerQuestion]]:
         """The questions a run of `seed` trains on and those it validates on: the benchmark's own
-        validation split where it has one (the compound benchmark's, made of components no training
-        compound uses), else 10% of the training questions drawn by the seed (the paper's 90/10).
-        On a compound benchmark only: with `compounds` > 0 the run trains on that many compounds
-        drawn by the seed from the training compounds' components (`redrawn_compounds`); with
-        `components` = "corpus", on compounds drawn by the seed from every training component in
-        the corpus (`compound.corpus_components`), as many as the prepared split has unless
-        `compounds` says; with `components` = "disjoint", likewise from the training compounds'
-        components less those sharing a gold document with a test or validation compound
-        (`compound.disjoint`). `component_count` > 0 (with a redrawn, corpus or disjoint draw): the
-        compounds are made of that many of those components, drawn by the seed (`compound.subset`)."""
-        if components not in compound.TRAIN_COMPONENTS:
-            raise ValueError(f"train_components {components!r}: choose one of {', '.join(compound.TRAIN_COMPONENTS)}")
-        compound.check_component_count(component_count, compounds, components)
-        if components == "corpus":
-            questions = self.corpus_compounds(dataset, compounds, seed, component_count)
-        elif components == "disjoint":
-            questions = self.disjoint_compounds(dataset, compounds, seed, component_count)
-        elif compounds:
-            questions = self.redrawn_compounds(dataset, compounds, seed, component_count)
-        else:
+        validation split where it has one (one made of questions no training question shares, as
+        notebook 03 holds out for answer questions), else 10% of the training questions drawn by the
+        seed (the paper's 90/10). The training questions are the prepared split's, or, with `options`
+        away from their defaults, what the registered draw they belong to gives (`TRAINING_DRAWS`)."""
+        draw = training_draw(options)
+        if draw is None or {**draw.defaults, **options} == draw.defaults:
             questions = self.questions(dataset, "train")
+        else:
+            questions = draw.questions(self, dataset, seed, **{**draw.defaults, **options})
         if (self.directory / f"{dataset}_validation.jsonl").exists():
             return questions, self.questions(dataset, "validation")
         train_idx, val_idx = split_train_validation(len(questions), seed)
         return [questions[i] for i in train_idx.tolist()], [questions[i] for i in val_idx.tolist()]
-
-    def redrawn_compounds(self, dataset: str, n: int, seed: int, count: int = 0) -> list[MultiAnswerQuestion]:
-        """`n` distinct training compounds drawn by `seed` afresh from the components `dataset`'s
-        training compounds are made of (`count` > 0: from that many of them): a run that draws as
-        many as it trains on (steps x batch size) sees no compound twice, where the prepared split
-        repeats each of its compounds (beyond the paper: its third direction, training data at a
-        larger scale). k = 1 gives the components back (a component alone has no other combination)."""
-        self.check_compound([dataset])
-        pool = compound.training_components(self.questions(dataset, "train"))
-        return self._drawn(dataset, pool, n, seed, count)
-
-    def corpus_compounds(self, dataset: str, n: int, seed: int, count: int = 0) -> list[MultiAnswerQuestion]:
-        """Training compounds of `dataset`'s k drawn by `seed` from every training component in the
-        corpus (`corpus_components`; `count` > 0: from that many of them): `n`, or as many as the
-        prepared training split holds."""
-        self.check_compound([dataset], "train_components", '= "corpus"')
-        return self._drawn(dataset, self.corpus_components, n, seed, count)
-
-    def disjoint_compounds(self, dataset: str, n: int, seed: int, count: int = 0) -> list[MultiAnswerQuestion]:
-        """Training compounds of `dataset`'s k drawn by `seed` from its training compounds' components
-        less those sharing a gold document with any dataset's test or validation compounds
-        (`compound.disjoint`; `count` > 0: from that many of them): `n`, or as many as the prepared
-        training split holds."""
-        self.check_compound([dataset], "train_components", '= "disjoint"')
-        pool, _ = compound.disjoint(self.questions(dataset, "train"), self.held_documents)
-        return self._drawn(dataset, pool, n, seed, count)
-
-    def _drawn(
-        self, dataset: str, pool: list[MultiAnswerQuestion], n: int, seed: int, count: int = 0
-    ) -> list[MultiAnswerQuestion]:
-        """`n` compounds of `dataset`'s k (or as many as its prepared training split holds) drawn by
-        `seed` from the components `pool` (`compound.drawn_from`), or from `count` of them drawn by
-        the seed first (`compound.subset`)."""
-        n = n or len(self.questions(dataset, "train"))
-        rng = np.random.default_rng(seed)
-        if count:
-            pool = compound.subset(pool, count, rng)
-        k = compound.components_in(dataset)
-        drawn = compound.drawn_from(pool, k, n, self.manifest["recipe"]["max_answers"], rng)
-        if k > 1 and len(drawn) < n:
-            warnings.warn(
-                f"{dataset}: only {len(drawn)} of the {n} training compounds asked for could be drawn from "
-                f"{len(pool)} components; training repeats them",
-                AmerWarning,
-                stacklevel=2,
-            )
-        return drawn
-
-    @functools.cached_property
-    def held_documents(self) -> set[str]:
-        """The gold documents of every dataset's test and validation compounds (read once)."""
-        splits = [self.questions(d, split) for d in self.datasets for split in ("test", "validation")]
-        return compound.gold_documents([q for questions in splits for q in questions])
-
-    @functools.cached_property
-    def corpus_components(self) -> list[MultiAnswerQuestion]:
-        """`compound.corpus_components` of this benchmark (read once): no word of any dataset's
-        validation compounds."""
-        recipe = self.manifest["recipe"]
-        validation = [q for d in self.datasets for q in self.questions(d, "validation")]
-        corpus_ids = {d.id for d in iter_documents(self.corpus_path)}
-        return compound.corpus_components(recipe["components"], corpus_ids, validation, recipe["max_answers"])
 
     def questions(self, dataset: str, split: str) -> list[MultiAnswerQuestion]:
         if dataset not in self.datasets:

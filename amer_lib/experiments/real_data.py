@@ -38,7 +38,7 @@ from amer_lib.runs.configs import SYSTEMS, RealConfig
 from amer_lib.runs.dispatch import run_jobs
 from amer_lib.runs.preflight import memory_preflight, preflight_without_weights
 from amer_lib.runs.query_encoders import build_query_encoder, generated_vectors, text_prompts, train_config
-from amer_lib.runs.run_context import RunContext, cached_result, run_facts
+from amer_lib.runs.run_context import RunContext, cached_result, draw_options, run_facts
 from amer_lib.runs.saved import save_pretrained
 from amer_lib.runs.store import REAL_RUNS, real_run_name
 from amer_lib.runs.tuning import grid_cost, grid_points, point_params, selected_checkpoint
@@ -182,10 +182,7 @@ def run_all(params: RealConfig, progress: bool = True) -> list[dict]:
     questions have no `answer_questions` at all stops them first (`questions.component_texts`)."""
     benchmark = Benchmark(params.prepared_dir)
     benchmark.check(params.datasets)
-    if params.train_compounds:
-        benchmark.check_compound(params.datasets)
-    if params.train_components != "findable":
-        benchmark.check_compound(params.datasets, "train_components", f'= "{params.train_components}"')
+    benchmark.check_draw(params.datasets, **draw_options(params))
     if any(params.for_system(s).component_weight > 0 for s in params.systems):  # a split with no component question
         for dataset in params.datasets:
             component_texts(benchmark.questions(dataset, "train"), f" in {benchmark.directory}/{dataset}_train.jsonl")

@@ -63,11 +63,9 @@ class RunContext:
     def training_split(
         self, params: RealConfig, dataset: str, seed: int
     ) -> tuple[list[MultiAnswerQuestion], list[MultiAnswerQuestion]]:
-        """The questions a run of `params` trains and validates on (`Benchmark.training_split` with its
-        training compounds, components and component count)."""
-        return self.benchmark.training_split(
-            dataset, seed, params.train_compounds, params.train_components, params.train_component_count
-        )
+        """The questions a run of `params` trains and validates on (`Benchmark.training_split` with the
+        training draw its fields set, `draw_options`)."""
+        return self.benchmark.training_split(dataset, seed, **draw_options(params))
 
     def n_queries(self, dataset: str, system: str) -> int:
         """Query vectors per question: one for single-query, the dataset's number for AMER."""
@@ -185,3 +183,13 @@ def cached_result(
     prepared benchmark when the caller has opened it already."""
     facts = run_facts(benchmark or Benchmark(params.prepared_dir), dataset, system)
     return REAL_RUNS.cached(params.for_system(system), real_run_name(dataset, system, seed), facts)
+
+
+def draw_options(params: RealConfig) -> dict:
+    """The options of the training draw a notebook-04 config sets (`data.benchmark.TRAINING_DRAWS`:
+    amer_lib.beyond.compound_draws's compounds drawn afresh), by its fields."""
+    return {
+        "compounds": params.train_compounds,
+        "components": params.train_components,
+        "component_count": params.train_component_count,
+    }

@@ -77,6 +77,7 @@ def collect(ks=(1, 2, 3)) -> dict:
     """Per k: each system's per-question MRecall@100 by seed (the teacher under `none`), each run's kept
     step, the components fully found per compound, the vector roles, and the components the disjoint
     draw left out."""
+    from amer_lib.beyond import compound_draws
     from amer_lib.data import compound
     from amer_lib.data.benchmark import Benchmark
 
@@ -101,7 +102,7 @@ def collect(ks=(1, 2, 3)) -> dict:
             }
         questions = PREPARED / f"{dataset}_test.jsonl"
         entry["components_found"] = components_found(questions, RESULTS, dataset) if k > 1 else {}
-        kept, left = compound.disjoint(benchmark.questions(dataset, "train"), benchmark.held_documents)
+        kept, left = compound.disjoint(benchmark.questions(dataset, "train"), compound_draws.held_documents(benchmark))
         entry["training_components"] = {"kept": len(kept), "left_out": len(left)}
         entry["vector_roles"] = roles.get(dataset)
         found[str(k)] = entry

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from amer_lib.beyond import compound_draws
 from amer_lib.data import compound, wordnet
 from amer_lib.data.compound import component_word, components_of, join, sample_compounds
 from amer_lib.data.preparation import prepare_compound
@@ -82,7 +83,12 @@ def test_the_compound_benchmark_keeps_training_and_test_components_apart(tmp_pat
         check_corpus_components(benchmark, dataset, k, train, validation, in_corpus)
         check_disjoint(benchmark, dataset, k, train, validation, by_qid)
         check_component_count(benchmark, dataset, k, train, validation)
-        for questions in (train, validation, test, *(benchmark.training_split(dataset, 3, 50, c)[0] for c in TRAIN)):
+        for questions in (
+            train,
+            validation,
+            test,
+            *(benchmark.training_split(dataset, 3, compounds=50, components=c)[0] for c in TRAIN),
+        ):
             check_answer_questions(questions, by_qid)
     assert len(corpus) == 4000  # the gold glosses and random others
 
@@ -176,27 +182,31 @@ def check_component_count(benchmark, dataset, k, train, validation):
     afresh, or beyond the draw's components."""
     pools = {
         "findable": compound.training_components(train),
-        "corpus": benchmark.corpus_components,
-        "disjoint": compound.disjoint(train, benchmark.held_documents)[0],
+        "corpus": compound_draws.corpus_components(benchmark),
+        "disjoint": compound.disjoint(train, compound_draws.held_documents(benchmark))[0],
     }
     for compounds, components in ((300, "findable"), (300, "corpus"), (0, "disjoint")):
         pool = {q.qid for q in pools[components]}
-        fewer, kept = benchmark.training_split(dataset, 3, compounds, components, component_count=40)
+        fewer, kept = benchmark.training_split(
+            dataset, 3, compounds=compounds, components=components, component_count=40
+        )
         used = {qid for q in fewer for qid in components_of(q)}
         assert kept == validation and used <= pool and len(used) <= 40 < len(pool)
         n = compounds or len(train)  # as many compounds as asked, nearly every component in them
         assert len(used) == 40 if k == 1 else (len(fewer) == n == len({q.qid for q in fewer}) and len(used) >= 36)
         assert all(len(components_of(q)) == k and len(q.answers) <= 8 for q in fewer)
-    assert benchmark.training_split(dataset, 3, 0, "disjoint", 40)[0] == fewer  # the seed fixes both draws
-    other = benchmark.training_split(dataset, 4, 0, "disjoint", 40)[0]
+    assert (
+        benchmark.training_split(dataset, 3, components="disjoint", component_count=40)[0] == fewer
+    )  # the seed fixes both draws
+    other = benchmark.training_split(dataset, 4, components="disjoint", component_count=40)[0]
     assert {qid for q in other for qid in components_of(q)} != used
     if k > 1:  # too few components for the compounds asked: said, not silent
         with pytest.warns(AmerWarning, match=f"{dataset}: only [0-9]+ of the 300 training compounds .* from 5 comp"):
-            assert len(benchmark.training_split(dataset, 3, 300, "findable", component_count=5)[0]) < 300
+            assert len(benchmark.training_split(dataset, 3, compounds=300, component_count=5)[0]) < 300
     with pytest.raises(ValueError, match="train_component_count = 20 draws compounds afresh from fewer components"):
         benchmark.training_split(dataset, 3, component_count=20)
     with pytest.raises(ValueError, match="train_component_count = 100000: the draw holds [0-9]+ components"):
-        benchmark.training_split(dataset, 3, 300, "findable", component_count=100_000)
+        benchmark.training_split(dataset, 3, compounds=300, component_count=100_000)
 
 
 def test_disjoint_components_leave_out_every_one_sharing_a_gold_document_with_the_held_side(monkeypatch):
@@ -487,3 +497,18 @@ def test_a_compound_benchmark_prepared_before_answer_questions_is_prepared_again
         ValueError, match="holds a benchmark prepared with .*'answer_questions': 'kept'.*delete that one"
     ):
         prepare_compound(tmp_path, [2], 10, 10, 100, 8, ["senses"], seed=0)
+
+
+def test_a_training_draw_is_one_registered_entry_and_an_unknown_option_is_refused_by_name(tmp_path):
+    """The compound benchmark's draws are the wing's entry of the prepared benchmark's plug point
+    (`TRAINING_DRAWS`); an option no draw takes is refused with the ones they take, and a second
+    draw may not take an option that is already another's."""
+    from amer_lib.data.benchmark import TRAINING_DRAWS, Benchmark, TrainingDraw, register_training_draw
+
+    assert [draw.defaults for draw in TRAINING_DRAWS] == [compound_draws.DEFAULTS]
+    (tmp_path / "manifest.json").write_text('{"datasets": ["wordnet_kinds"], "n_queries": {"wordnet_kinds": 5}}')
+    with pytest.raises(TypeError, match=r"\['fresh'\]: the registered draws take \['component_count', 'components'"):
+        Benchmark(tmp_path).training_split("wordnet_kinds", seed=0, fresh=True)
+    with pytest.raises(ValueError, match=r"\['compounds'\] are another draw's"):
+        register_training_draw(TrainingDraw(defaults={"compounds": 0}, check=print, questions=print))
+    assert len(TRAINING_DRAWS) == 1

@@ -262,7 +262,7 @@ def test_notebook_04_makes_one_run_per_dataset_system_and_seed_on_its_workers(mo
     class Prepared:
         """A prepared WordNet benchmark (not a compound one) of datasets a and b."""
 
-        check_compound = real_data.Benchmark.check_compound
+        check_draw = real_data.Benchmark.check_draw
 
         def __init__(self, directory):
             self.directory, self.datasets, self.manifest = directory, ["a", "b"], {"recipe": {"source": "wordnet"}}
@@ -302,10 +302,10 @@ def test_train_component_count_reaches_each_runs_draw_and_needs_compounds_drawn_
 
     asked = []
     context = object.__new__(RunContext)
-    context.benchmark = SimpleNamespace(training_split=lambda *args: asked.append(args) or ([1], [2]))
+    context.benchmark = SimpleNamespace(training_split=lambda *args, **kw: asked.append((args, kw)) or ([1], [2]))
     params = notebook_config("04_real_data", device="cpu").replace(train_compounds=300, train_component_count=40)
     assert context.training_split(params, "compound_k3", 2) == ([1], [2])
-    assert asked == [("compound_k3", 2, 300, "findable", 40)]
+    assert asked == [(("compound_k3", 2), dict(compounds=300, components="findable", component_count=40))]
     with pytest.raises(ValueError, match="^train_component_count = 40 draws compounds afresh from fewer components"):
         params.replace(train_compounds=0)
     assert params.replace(train_compounds=0, train_components="disjoint").train_component_count == 40

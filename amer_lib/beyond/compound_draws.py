@@ -1,0 +1,100 @@
+"""Beyond the paper: the compound benchmark's training compounds drawn afresh, plugged into the
+prepared benchmark's training draws (`amer_lib.data.benchmark.TRAINING_DRAWS`).
+
+A run on a compound benchmark (`amer_lib.data.compound`) trains on its prepared split by default.
+With `compounds` > 0 it trains on that many compounds drawn by the seed from the components its
+training compounds are made of (a run that draws as many as it trains on, steps x batch size, sees
+no compound twice, where the prepared split repeats each); with `components` "corpus", on
+compounds drawn from every training component in the corpus (`compound.corpus_components`), as many
+as the prepared split has unless `compounds` says; with "disjoint", likewise from the training
+compounds' components less those sharing a gold document with a test or validation compound
+(`compound.disjoint`). `component_count` > 0 (with one of those draws): the compounds are made of
+that many of the components, drawn by the seed (`compound.subset`). The notebook fields that set
+them: `train_compounds`, `train_components`, `train_component_count`.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from amer_lib.data import compound
+from amer_lib.data.benchmark import Benchmark, TrainingDraw, register_training_draw
+from amer_lib.data.corpus import iter_documents
+from amer_lib.data.questions import MultiAnswerQuestion
+from amer_lib.progress import AmerWarning
+
+DEFAULTS = {"compounds": 0, "components": "findable", "component_count": 0}  # the prepared split
+
+
+def check(benchmark: Benchmark, datasets: list[str], compounds: int, components: str, component_count: int) -> None:
+    """Fail before any work on options no draw takes, or that need a compound benchmark this is not."""
+    if components not in compound.TRAIN_COMPONENTS:
+        raise ValueError(f"train_components {components!r}: choose one of {', '.join(compound.TRAIN_COMPONENTS)}")
+    compound.check_component_count(component_count, compounds, components)
+    if compounds:
+        _require_compound(benchmark, datasets, "train_compounds", "> 0")
+    if components != "findable":
+        _require_compound(benchmark, datasets, "train_components", f'= "{components}"')
+
+
+def _require_compound(benchmark: Benchmark, datasets: list[str], parameter: str, setting: str) -> None:
+    benchmark.check(datasets)
+    if benchmark.manifest.get("recipe", {}).get("source") != "compound":
+        raise ValueError(
+            f"{parameter} {setting} redraws a compound benchmark's training compounds; {benchmark.directory} holds "
+            f"{', '.join(benchmark.datasets)}, not one (prepare it with params/03_real_data_prep/compound.yaml), "
+            f"or leave {parameter} at its default"
+        )
+
+
+def training_questions(
+    benchmark: Benchmark, dataset: str, seed: int, compounds: int, components: str, component_count: int
+) -> list[MultiAnswerQuestion]:
+    """`dataset`'s training compounds for a run of `seed`, drawn as the options say (the module's
+    docstring); k = 1 gives the components back (a component alone has no other combination)."""
+    check(benchmark, [dataset], compounds, components, component_count)
+    if components == "corpus":
+        pool = corpus_components(benchmark)
+    elif components == "disjoint":
+        pool, _ = compound.disjoint(benchmark.questions(dataset, "train"), held_documents(benchmark))
+    else:
+        pool = compound.training_components(benchmark.questions(dataset, "train"))
+    n = compounds or len(benchmark.questions(dataset, "train"))
+    rng = np.random.default_rng(seed)
+    if component_count:
+        pool = compound.subset(pool, component_count, rng)
+    k = compound.components_in(dataset)
+    drawn = compound.drawn_from(pool, k, n, benchmark.manifest["recipe"]["max_answers"], rng)
+    if k > 1 and len(drawn) < n:
+        warnings.warn(
+            f"{dataset}: only {len(drawn)} of the {n} training compounds asked for could be drawn from "
+            f"{len(pool)} components; training repeats them",
+            AmerWarning,
+            stacklevel=2,
+        )
+    return drawn
+
+
+def held_documents(benchmark: Benchmark) -> set[str]:
+    """The gold documents of every dataset's test and validation compounds (read once a benchmark)."""
+    if "_held_documents" not in benchmark.__dict__:
+        splits = [benchmark.questions(d, split) for d in benchmark.datasets for split in ("test", "validation")]
+        benchmark.__dict__["_held_documents"] = compound.gold_documents([q for qs in splits for q in qs])
+    return benchmark.__dict__["_held_documents"]
+
+
+def corpus_components(benchmark: Benchmark) -> list[MultiAnswerQuestion]:
+    """`compound.corpus_components` of `benchmark` (read once a benchmark): no word of any dataset's
+    validation compounds."""
+    if "_corpus_components" not in benchmark.__dict__:
+        recipe = benchmark.manifest["recipe"]
+        validation = [q for d in benchmark.datasets for q in benchmark.questions(d, "validation")]
+        corpus_ids = {d.id for d in iter_documents(benchmark.corpus_path)}
+        found = compound.corpus_components(recipe["components"], corpus_ids, validation, recipe["max_answers"])
+        benchmark.__dict__["_corpus_components"] = found
+    return benchmark.__dict__["_corpus_components"]
+
+
+register_training_draw(TrainingDraw(defaults=DEFAULTS, check=check, questions=training_questions))
