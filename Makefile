@@ -1,4 +1,4 @@
-# make test     set up .venv and run the test suite (5 min, idle cores; with the slow tests, as CI: 19 min, idle cores)
+# make test     set up .venv and run the test suite (6 min, idle cores; with the slow tests, as CI: 24 min, idle cores)
 # make figures  set up .venv and regenerate figures/ and tables at the offline defaults (1.8 h, shared cores)
 # make install  set up .venv only (amer_lib with the notebook extras: jupyterlab, papermill; 2 min, shared cores)
 # make figures-mlp-sweep  figures/02_synthetic_mlp_sweep (notebook 02's MLP sweep; 47 min, shared cores)
@@ -70,6 +70,7 @@ figures: $(VENV)/.installed-notebooks
 		$(FIGURE_KERNELS) $(PY) -m papermill notebooks/$$nb.ipynb build/executed/$$nb.ipynb -k python3 || exit 1; \
 	done
 	$(PY) -m amer_lib.report.results_page --if-complete  # RESULTS.md and the README's verdicts, once every folder is there
+	$(PY) docs/quoted.py --write  # the numbers README.md and docs/ quote, rendered from their files
 
 # notebook 02 with params/02_synthetic/mlp_sweep.yaml: its default runs are read back from figures' cache
 figures-mlp-sweep: export AMER_COMMAND := make figures-mlp-sweep
@@ -77,6 +78,7 @@ figures-mlp-sweep: $(VENV)/.installed-notebooks
 	mkdir -p build/executed
 	$(FIGURE_KERNELS) $(PY) -m papermill notebooks/02_synthetic.ipynb build/executed/02_synthetic_mlp_sweep.ipynb -k python3 -f params/02_synthetic/mlp_sweep.yaml
 	$(PY) -m amer_lib.report.results_page --if-complete
+	$(PY) docs/quoted.py --write
 
 # the compound benchmark (notebooks 03, 01, 04, 06 and 07 with params/*/compound.yaml, then 04, 06
 # and 07 with params/*/compound_distilled.yaml: the component term and fresh compounds, beyond the
@@ -97,6 +99,7 @@ figures-compound: $(VENV)/.installed-notebooks
 		$(FIGURE_KERNELS) $(PY) -m papermill notebooks/$$nb.ipynb build/executed/$${nb}_compound_distilled.ipynb -k python3 -f params/$$nb/compound_distilled.yaml || exit 1; \
 	done
 	$(PY) -m amer_lib.report.results_page --if-complete
+	$(PY) docs/quoted.py --write
 
 # notebook 02's linear Multi setting and notebook 04's seed 0 on wordnet_senses, from nothing (the
 # benchmark prepared and encoded again) into build/check-figures, compared with figures/ to the last digit
