@@ -5,12 +5,13 @@ figures/ (`amer_lib.report.results_page`).
     python docs/quoted.py          # names each quoted number that differs from its file (exit 1 if any)
     python docs/quoted.py --write  # renders every quoted number into the pages
 
-A source (`@source`) reads one committed file and gives its quantities, each a string as the pages
-print it (`"search.load_s"`: the name of the source, a dot, the quantity's). A sentence (`SENTENCES`)
-is a page's text with `{name}` where a quantity stands; whitespace in it matches any whitespace,
-since the pages wrap their lines. Every sentence must be found in some page, so a sentence
-reworded without its template fails instead of going unchecked; every place it is found is
-rendered.
+The pages are README.md, docs/ and the markdown cells of the notebooks in `NOTEBOOKS` (each cell read
+and rendered on its own, the notebook written back in Jupyter's layout). A source (`@source`) reads
+one committed file and gives its quantities, each a string as the pages print it (`"search.load_s"`:
+the name of the source, a dot, the quantity's). A sentence (`SENTENCES`) is a page's text with
+`{name}` where a quantity stands; whitespace in it matches any whitespace, since the pages wrap their
+lines. Every sentence must be found in some page, so a sentence reworded without its template fails
+instead of going unchecked; every place it is found is rendered.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ("notebooks/02_synthetic.ipynb", "notebooks/04_real_data.ipynb")  # their markdown cells are pages too
 PAGES = (
     "README.md",
     "docs/architecture.md",
@@ -510,6 +512,53 @@ def targets() -> dict[str, str]:
     }
 
 
+def half_up(value: float, digits: int) -> str:
+    """`value` rounded half up at `digits` decimals from its decimal text (0.355 -> 0.36), as the
+    pages round a file's three decimals to two."""
+    from decimal import ROUND_HALF_UP, Decimal
+
+    return str(Decimal(str(value)).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
+
+
+@source("similarity04")
+def target_similarity_in_notebook04() -> dict[str, str]:
+    """Notebook 03's target similarity as notebook 04's markdown rounds it (figures/03_real_data_prep)."""
+    rows = {row["dataset"]: row for row in figure_rows("03_real_data_prep/target_similarity.csv")}
+    return {
+        f"{short}_{name}": half_up(float(rows[f"wordnet_{short}"][column]), 2)
+        for short in ("senses", "kinds")
+        for name, column in (("same", "same_question_cos"), ("random", "random_pair_cos"))
+    }
+
+
+@source("departures")
+def departures() -> dict[str, str]:
+    """`studies/departures`: the sampling rate on notebook 02, the fed targets and the single-target step on
+    notebook 04."""
+    study = read_json("studies/departures/departures.json")
+    rate = {r["sampling_rate"]: r for r in study["sampling_rate"]}
+    default, paper = study["fed_targets"]
+    senses, kinds = study["single_target_step"]
+    return {
+        "rate1_mrecall": f"{rate[1]['mrecall@10']:.1f}",
+        "rate2_mrecall": f"{rate[2]['mrecall@10']:.1f}",
+        "rate1_loss": f"{rate[1]['final_val_loss']:.2f}",
+        "rate2_loss": f"{rate[2]['final_val_loss']:.2f}",
+        "paper_copies": f"{100 * paper['copies_fed_target']:.1f}",
+        "default_copies": f"{100 * default['copies_fed_target']:.1f}",
+        "paper_mrecall": f"{paper['mrecall@100']:.1f}",
+        "default_mrecall": f"{default['mrecall@100']:.1f}",
+        "paper_cosine": f"{paper['cosine_first_second']:.2f}",
+        "default_cosine": f"{default['cosine_first_second']:.2f}",
+        "senses_amer": f"{senses['amer']:.1f}",
+        "senses_step": f"{senses['amer_single_target_step']:.1f}",
+        "kinds_amer": f"{kinds['amer']:.1f}",
+        "kinds_step": f"{kinds['amer_single_target_step']:.1f}",
+        "senses_single": f"{senses['single']:.1f}",
+        "kinds_single": f"{kinds['single']:.1f}",
+    }
+
+
 # ----- the sentences that quote them ---------------------------------------------------------------
 FIGURE1_COLUMNS = ("mrecall", "nearest", "farthest", "columns", "rho")  # docs/results.md's Figure 1 table
 SENTENCES = (
@@ -590,6 +639,18 @@ SENTENCES = (
         for short, retriever in (("minilm", "all-MiniLM-L6-v2"), ("bm25", "BM25"))
     ),
     "Cosine and Euclidean distance put {figure1.same_bin}% of questions",
+    "farther apart here ({similarity04.senses_same} / {similarity04.kinds_same} against the paper's",
+    "; random pairs {similarity04.senses_random} / {similarity04.kinds_random} against 0.77 / 0.74, notebook 03)",
+    "from {departures.rate1_mrecall}% to {departures.rate2_mrecall}% and the final validation loss from "
+    "{departures.rate1_loss} to {departures.rate2_loss} (",
+    "from {departures.rate1_mrecall}% to {departures.rate2_mrecall}% and its final validation loss from "
+    "{departures.rate1_loss} to {departures.rate2_loss} (",
+    "for {departures.paper_copies}% of the test questions, against {departures.default_copies}% with the fed target "
+    "excluded; MRecall@100 {departures.paper_mrecall}% against {departures.default_mrecall}%.",
+    "mean cosine {departures.paper_cosine} and {departures.default_cosine} between the first two",
+    "from {departures.senses_amer} to {departures.senses_step}% on `wordnet_senses` and from {departures.kinds_amer} "
+    "to {departures.kinds_step}% on `wordnet_kinds` (single-query: {departures.senses_single} and "
+    "{departures.kinds_single}%;",
     "| 1,713 lines of per-sentence checks | {targets.readme_numbers_lines} lines ({targets.readme_numbers_tests} test "
     "functions) left; the rest rendered by `docs/quoted.py`: {targets.sources} sources, {targets.sentences} "
     "sentences |",
@@ -664,7 +725,8 @@ def pattern(sentence: str) -> re.Pattern:
     words = [r"\s+".join(re.escape(word) for word in literal.split(" ")) for literal in literals]
     # a quantity: as little text as the words after it allow, never ending inside a number (1.43 is
     # not 1 before ".43") nor with closing punctuation, which is the sentence's own
-    return re.compile(r"(\S+?(?:\s+\S+?){0,5}?)(?<![),;:\]])(?![.,]?\d)".join(words))
+    # nor holding a backtick or an opening parenthesis, which no quantity prints
+    return re.compile(r"([^\s`(]+?(?:\s+[^\s`(]+?){0,5}?)(?<![),;:\]])(?![.,]?\d)".join(words))
 
 
 def render(text: str, sentences: tuple[str, ...], values: dict[str, str]) -> tuple[str, set[str]]:
@@ -696,14 +758,43 @@ def check_registry(values: dict[str, str]) -> None:
         raise ValueError(f"quantities no sentence quotes: {', '.join(unquoted)}")
 
 
+def page_texts(page: str, root: Path = ROOT) -> list[str]:
+    """The texts sentences are found in: a Markdown page whole, a notebook's markdown cells one each."""
+    text = (root / page).read_text()
+    if not page.endswith(".ipynb"):
+        return [text]
+    return ["".join(cell["source"]) for cell in json.loads(text)["cells"] if cell["cell_type"] == "markdown"]
+
+
+def rendered_page(page: str, values: dict[str, str], root: Path = ROOT) -> tuple[str, str, set[str]]:
+    """A page's file as it is and as rendered, and the sentences found in it."""
+    text = (root / page).read_text()
+    if not page.endswith(".ipynb"):
+        new, found = render(text, SENTENCES, values)
+        return text, new, found
+    notebook, found, changed = json.loads(text), set(), False
+    for cell in notebook["cells"]:
+        if cell["cell_type"] == "markdown":
+            source = "".join(cell["source"])
+            new, seen = render(source, SENTENCES, values)
+            found |= seen
+            if new != source:
+                cell["source"], changed = new.splitlines(keepends=True), True
+    if not changed:
+        return text, text, found
+    sys.path.insert(0, str(ROOT))
+    from amer_lib.clean_notebook import dumps  # the layout Jupyter writes, as the committed notebooks are
+
+    return text, dumps(notebook), found
+
+
 def rendered_pages(root: Path = ROOT) -> dict[str, tuple[str, str]]:
-    """Each page's text as it is and as rendered; fails naming a sentence found in no page."""
+    """Each page's file as it is and as rendered; fails naming a sentence found in no page."""
     values = quantities()
     check_registry(values)
     pages, found = {}, set()
-    for page in PAGES:
-        text = (root / page).read_text()
-        new, seen = render(text, SENTENCES, values)
+    for page in (*PAGES, *NOTEBOOKS):
+        text, new, seen = rendered_page(page, values, root)
         pages[page], found = (text, new), found | seen
     missing = [sentence for sentence in SENTENCES if sentence not in found]
     if missing:

@@ -63,8 +63,8 @@ def test_every_quantity_stands_in_a_page():
     """Each quantity set to a mark of its own: every mark is rendered into some page, so no sentence
     matches text that is not its quantity's."""
     marks = {name: f"<{name}>" for name in quoted.quantities()}
-    pages = [quoted.render((ROOT / page).read_text(), quoted.SENTENCES, marks)[0] for page in quoted.PAGES]
-    text = "".join(pages)
+    texts = [text for page in (*quoted.PAGES, *quoted.NOTEBOOKS) for text in quoted.page_texts(page)]
+    text = "".join(quoted.render(page, quoted.SENTENCES, marks)[0] for page in texts)
     assert [name for name, mark in marks.items() if mark not in text] == []
 
 
@@ -109,3 +109,23 @@ def test_the_registry_refuses_an_unknown_or_unquoted_quantity_and_an_unbounded_s
         quoted.check_registry(values)
     with pytest.raises(ValueError, match="begins and ends with words"):
         quoted.pattern("{search.ratio}x faster")
+
+
+def test_a_moved_number_in_a_notebook_changes_its_markdown_cell_alone_in_jupyters_layout(monkeypatch):
+    """The departures study's AMER on senses, changed at its source: notebook 04 is written back with
+    that one markdown cell changed, in the layout Jupyter writes (the committed notebook, read and
+    written back unchanged, is its own bytes)."""
+    import json
+
+    from amer_lib.clean_notebook import dumps
+
+    page = "notebooks/04_real_data.ipynb"
+    text = (ROOT / page).read_text()
+    assert dumps(json.loads(text)) == text
+    values = {**quoted.quantities(), "departures.senses_amer": "99.9"}
+    before, after, _ = quoted.rendered_page(page, values)
+    assert before == text and after != text
+    old, new = json.loads(text)["cells"], json.loads(after)["cells"]
+    changed = [i for i, (a, b) in enumerate(zip(old, new)) if a != b]
+    assert len(old) == len(new) and len(changed) == 1 and old[changed[0]]["cell_type"] == "markdown"
+    assert "from 99.9 to" in "".join(new[changed[0]]["source"])

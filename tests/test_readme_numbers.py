@@ -60,59 +60,6 @@ def test_notebook04_table_is_figures_full_results(column):
         assert quoted[column] == row[name], (row["Dataset"], row["System"])
 
 
-def test_target_similarity_in_notebook04_markdown_is_figures_target_similarity():
-    import json
-    import re
-
-    cells = json.loads((ROOT / "notebooks" / "04_real_data.ipynb").read_text())["cells"]
-    text = " ".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
-    same = re.search(r"farther apart here\s+\((\d\.\d\d) / (\d\.\d\d) against", text)
-    random_pairs = re.search(r"random pairs (\d\.\d\d) / (\d\.\d\d) against", text)
-    assert same and random_pairs, "notebook 04 no longer quotes notebook 03's target similarity"
-    quoted = same.groups() + random_pairs.groups()
-    rows = {r["dataset"]: r for r in figure_rows("03_real_data_prep/target_similarity.csv")}
-    senses, kinds = (float(rows[d]["same_question_cos"]) for d in ("wordnet_senses", "wordnet_kinds"))
-    random_senses, random_kinds = (float(rows[d]["random_pair_cos"]) for d in ("wordnet_senses", "wordnet_kinds"))
-    # the file holds 3 decimals, the prose 2: a quoted number is that value rounded
-    for number, value in zip(map(float, quoted), (senses, kinds, random_senses, random_kinds)):
-        assert abs(number - value) <= 0.005 + 1e-9, (number, value)
-
-
-def notebook_markdown(name: str) -> str:
-    import json
-
-    cells = json.loads((ROOT / "notebooks" / f"{name}.ipynb").read_text())["cells"]
-    return " ".join(" ".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown").split())
-
-
-def test_departures_quoted_in_notebooks_and_readme_are_studies_departures():
-    import json
-
-    study = json.loads((ROOT / "studies" / "departures" / "departures.json").read_text())
-    rate = {r["sampling_rate"]: r for r in study["sampling_rate"]}
-    moved = (
-        f"from {rate[1]['mrecall@10']:.1f}% to {rate[2]['mrecall@10']:.1f}% and "
-        f"{{}}final validation loss from {rate[1]['final_val_loss']:.2f} to {rate[2]['final_val_loss']:.2f}"
-    )
-    assert moved.format("the ") in notebook_markdown("02_synthetic")
-    assert moved.format("its ") in " ".join(README.split())
-
-    default, paper = study["fed_targets"]
-    nb04 = notebook_markdown("04_real_data")
-    assert (
-        f"for {100 * paper['copies_fed_target']:.1f}% of the test questions, against "
-        f"{100 * default['copies_fed_target']:.1f}% with the fed target excluded; "
-        f"MRecall@100 {paper['mrecall@100']:.1f}% against {default['mrecall@100']:.1f}%"
-    ) in nb04
-    assert f"mean cosine {paper['cosine_first_second']:.2f} and {default['cosine_first_second']:.2f}" in nb04
-    senses, kinds = study["single_target_step"]
-    assert (
-        f"from {senses['amer']:.1f} to {senses['amer_single_target_step']:.1f}% on `wordnet_senses` and "
-        f"from {kinds['amer']:.1f} to {kinds['amer_single_target_step']:.1f}% on `wordnet_kinds` "
-        f"(single-query: {senses['single']:.1f} and {kinds['single']:.1f}%"
-    ) in nb04
-
-
 def test_notebook07_table_and_prose_are_figures_results():
     import json
 
