@@ -14,25 +14,22 @@ group of settings (`core.train.SETTING_GROUPS`) give the same cases. Run it from
     diff before.txt after.txt
 """
 
-import dataclasses
 import hashlib
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import torch
 
 TREE = Path(sys.argv[1] if len(sys.argv) > 1 else ".").resolve()
 sys.path.insert(0, str(TREE / "tests"))
 
+import stand_ins  # noqa: E402
 from stand_ins import DIM, TRAIN_CONFIG, make_model, make_problem  # noqa: E402
 
 from amer_lib.core.backbones import load_backbone  # noqa: E402
 from amer_lib.core.model import AMERQueryEncoder  # noqa: E402
 from amer_lib.core.train import TrainConfig, train  # noqa: E402
 
-TERM_FIELDS = dict(stop_weight=0.0, spread_weight=0.0, component_weight=0.0, component_distance="cosine")
-LOSS_FIELDS = ("temperature", "matched_loss", "first_vector", "exclude_fed_targets")
 CASES = {
     "plain": {},
     "spread": {"spread_weight": 0.5},
@@ -73,29 +70,12 @@ class ComponentData:
 
 
 def config(settings: dict) -> TrainConfig:
-    """TrainConfig of `settings` as this tree builds it: flat fields, or the loss and its terms, or
-    every group of settings (`SETTING_GROUPS`) and the terms."""
+    """TrainConfig of `settings` as this tree's tests build it: through `stand_ins.with_terms` (the
+    loss and its terms, or every group of settings, from the notebook field names), or as flat
+    fields in a tree from before it."""
     settings = {**TRAIN_CONFIG, "steps": 6, "eval_every": 3, **settings}
-    names = {f.name for f in dataclasses.fields(TrainConfig)}
-    if "optimizer" in names:
-        from amer_lib.core.train import SETTING_GROUPS
-        from amer_lib.runs.query_encoders import loss_terms, setting_group
-
-        levers = {**TERM_FIELDS, **{k: settings.pop(k) for k in list(settings) if k in TERM_FIELDS}}
-        named = {name for group in SETTING_GROUPS.values() for name in group.FIELDS.values()}
-        given = SimpleNamespace(**{k: settings.pop(k) for k in list(settings) if k in named})
-        groups = {name: setting_group(group, given) for name, group in SETTING_GROUPS.items()}
-        return TrainConfig(**settings, **groups, terms=loss_terms(SimpleNamespace(**levers)))
-    if "terms" in names:
-        from amer_lib.runs.query_encoders import loss_terms
-
-        levers = {**TERM_FIELDS, **{k: settings.pop(k) for k in list(settings) if k in TERM_FIELDS}}
-        settings["terms"] = loss_terms(SimpleNamespace(**levers))
-    if "loss" in names:
-        from amer_lib.runs.query_encoders import matched_loss
-
-        settings["loss"] = matched_loss(SimpleNamespace(**{k: settings.pop(k) for k in LOSS_FIELDS if k in settings}))
-    return TrainConfig(**settings)
+    with_terms = getattr(stand_ins, "with_terms", None)
+    return TrainConfig(**(with_terms(settings) if with_terms else settings))
 
 
 def main() -> None:

@@ -233,21 +233,24 @@ def table1() -> dict[str, str]:
     return values
 
 
+# the figures' names of the data, by the short name their quantities take
+SHORT_NAMES = {
+    "synthetic, linear": "linear",
+    "synthetic, mlp": "mlp",
+    "wordnet_senses": "senses",
+    "wordnet_kinds": "kinds",
+    "AmbigQA (paper)": "ambigqa",
+    "QAMPARI (paper)": "qampari",
+}
+
+
 @source("figure6")
 def figure6() -> dict[str, str]:
     """Figure 6's same-question and random-pair target distances (figures/06_diversity_analysis)."""
-    names = {
-        "synthetic, linear": "linear",
-        "synthetic, mlp": "mlp",
-        "wordnet_senses": "senses",
-        "wordnet_kinds": "kinds",
-        "AmbigQA (paper)": "ambigqa",
-        "QAMPARI (paper)": "qampari",
-    }
     values = {}
     for row in figure_rows("06_diversity_analysis/figure6_data.csv"):
         for column, name in (("same_question_distance", "same"), ("random_pair_distance", "random")):
-            values[f"{names[row['data']]}_{name}"] = f"{float(row[column]):.2f}"
+            values[f"{SHORT_NAMES[row['data']]}_{name}"] = f"{float(row[column]):.2f}"
     return values
 
 
@@ -410,15 +413,9 @@ def mlp_sweep_table() -> dict[str, str]:
 def figure5_table() -> dict[str, str]:
     """Figure 5's table: the mean cosine between AMER's vectors (± its std over seeds), between the
     training targets, and the share of questions whose vectors are more diverse than their targets."""
-    names = {
-        "wordnet_senses": "senses",
-        "wordnet_kinds": "kinds",
-        "synthetic, linear": "linear",
-        "synthetic, mlp": "mlp",
-    }
     values = {}
     for row in figure_rows("06_diversity_analysis/figure5_data.csv"):
-        key, seeds = names[row["dataset"]], int(row["seeds"])
+        key, seeds = SHORT_NAMES[row["dataset"]], int(row["seeds"])
         mean, std = float(row["output_cos_mean"]), float(row["output_cos_std"])
         values[f"{key}_vectors"] = signed(f"{mean:.3f} ± {std:.3f}" if seeds > 1 else f"{mean:.3f}")
         values[f"{key}_targets"] = signed(f"{float(row['train_target_cos']):.3f}")

@@ -15,7 +15,9 @@ them: `train_compounds`, `train_components`, `train_component_count`.
 
 from __future__ import annotations
 
+import functools
 import warnings
+import weakref
 
 import numpy as np
 
@@ -55,13 +57,14 @@ def training_questions(
     """`dataset`'s training compounds for a run of `seed`, drawn as the options say (the module's
     docstring); k = 1 gives the components back (a component alone has no other combination)."""
     check(benchmark, [dataset], compounds, components, component_count)
+    prepared = benchmark.questions(dataset, "train")
     if components == "corpus":
         pool = corpus_components(benchmark)
     elif components == "disjoint":
-        pool, _ = compound.disjoint(benchmark.questions(dataset, "train"), held_documents(benchmark))
+        pool, _ = compound.disjoint(prepared, held_documents(benchmark))
     else:
-        pool = compound.training_components(benchmark.questions(dataset, "train"))
-    n = compounds or len(benchmark.questions(dataset, "train"))
+        pool = compound.training_components(prepared)
+    n = compounds or len(prepared)
     rng = np.random.default_rng(seed)
     if component_count:
         pool = compound.subset(pool, component_count, rng)
@@ -77,24 +80,33 @@ def training_questions(
     return drawn
 
 
+def per_benchmark(function):
+    """`function(benchmark)` computed once a benchmark (kept while the benchmark lives)."""
+    computed = weakref.WeakKeyDictionary()
+
+    @functools.wraps(function)
+    def once(benchmark: Benchmark):
+        if benchmark not in computed:
+            computed[benchmark] = function(benchmark)
+        return computed[benchmark]
+
+    return once
+
+
+@per_benchmark
 def held_documents(benchmark: Benchmark) -> set[str]:
-    """The gold documents of every dataset's test and validation compounds (read once a benchmark)."""
-    if "_held_documents" not in benchmark.__dict__:
-        splits = [benchmark.questions(d, split) for d in benchmark.datasets for split in ("test", "validation")]
-        benchmark.__dict__["_held_documents"] = compound.gold_documents([q for qs in splits for q in qs])
-    return benchmark.__dict__["_held_documents"]
+    """The gold documents of every dataset's test and validation compounds."""
+    splits = [benchmark.questions(d, split) for d in benchmark.datasets for split in ("test", "validation")]
+    return compound.gold_documents([q for questions in splits for q in questions])
 
 
+@per_benchmark
 def corpus_components(benchmark: Benchmark) -> list[MultiAnswerQuestion]:
-    """`compound.corpus_components` of `benchmark` (read once a benchmark): no word of any dataset's
-    validation compounds."""
-    if "_corpus_components" not in benchmark.__dict__:
-        recipe = benchmark.manifest["recipe"]
-        validation = [q for d in benchmark.datasets for q in benchmark.questions(d, "validation")]
-        corpus_ids = {d.id for d in iter_documents(benchmark.corpus_path)}
-        found = compound.corpus_components(recipe["components"], corpus_ids, validation, recipe["max_answers"])
-        benchmark.__dict__["_corpus_components"] = found
-    return benchmark.__dict__["_corpus_components"]
+    """`compound.corpus_components` of `benchmark`: no word of any dataset's validation compounds."""
+    recipe = benchmark.manifest["recipe"]
+    validation = [q for d in benchmark.datasets for q in benchmark.questions(d, "validation")]
+    corpus_ids = {d.id for d in iter_documents(benchmark.corpus_path)}
+    return compound.corpus_components(recipe["components"], corpus_ids, validation, recipe["max_answers"])
 
 
 register_training_draw(TrainingDraw(defaults=DEFAULTS, check=check, questions=training_questions))

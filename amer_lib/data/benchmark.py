@@ -137,10 +137,11 @@ class Benchmark:
         seed (the paper's 90/10). The training questions are the prepared split's, or, with `options`
         away from their defaults, what the registered draw they belong to gives (`TRAINING_DRAWS`)."""
         draw = training_draw(options)
-        if draw is None or {**draw.defaults, **options} == draw.defaults:
+        chosen = {**draw.defaults, **options} if draw else {}
+        if draw is None or chosen == draw.defaults:
             questions = self.questions(dataset, "train")
         else:
-            questions = draw.questions(self, dataset, seed, **{**draw.defaults, **options})
+            questions = draw.questions(self, dataset, seed, **chosen)
         if (self.directory / f"{dataset}_validation.jsonl").exists():
             return questions, self.questions(dataset, "validation")
         train_idx, val_idx = split_train_validation(len(questions), seed)

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from amer_lib.core.index import ShardedFlatIndex
-from amer_lib.data.questions import MultiAnswerQuestion
+from amer_lib.data.questions import MultiAnswerQuestion, question_parts
 from amer_lib.io import atomic_path
 
 PER_QUESTION = 16  # mined negatives kept per question
@@ -25,13 +25,9 @@ DEPTH = 100  # searched per query text: the gold documents (at most 8 answers he
 
 
 def query_texts(question: MultiAnswerQuestion) -> list[str]:
-    """What is searched for a question: its text, then each other question its answers answer
-    (`answer_questions`), once each, in the answers' order."""
-    others = []
-    for text in question.answer_questions or []:
-        if text != question.question and text not in others:
-            others.append(text)
-    return [question.question, *others]
+    """What is searched for a question: its text, then each other question it is made of
+    (`questions.question_parts`), once each."""
+    return list(dict.fromkeys([question.question, *question_parts(question)]))
 
 
 def interleave(rankings: list[np.ndarray], gold: set[int], count: int) -> list[int]:

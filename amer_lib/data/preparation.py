@@ -47,6 +47,7 @@ from amer_lib.data.gold import (
 from amer_lib.data.questions import (
     DataFormatError,
     MultiAnswerQuestion,
+    question_parts,
     read_ambigqa,
     read_nq_open_multi,
     read_qampari,
@@ -366,9 +367,9 @@ def split_questions(
 
 
 def question_components(question: MultiAnswerQuestion) -> frozenset[str]:
-    """The component questions of a question: its distinct `answer_questions`, or the question itself
-    when it has none (as the component term reads them, `component_texts`)."""
-    return frozenset(question.answer_questions or [question.question])
+    """The component questions of a question (`questions.question_parts`, as the component term reads
+    them), as a set."""
+    return frozenset(question_parts(question))
 
 
 def component_validation(

@@ -211,10 +211,16 @@ def _check_answer_questions(question: MultiAnswerQuestion, where: str) -> None:
         )
 
 
+def question_parts(question: MultiAnswerQuestion) -> list[str]:
+    """The questions a question is made of: its distinct `answer_questions` in order of first
+    appearance (a compound's components in its answers' order, AmbigQA's disambiguated questions),
+    or the question itself when it has none."""
+    return list(dict.fromkeys(question.answer_questions)) if question.answer_questions else [question.question]
+
+
 def component_texts(questions: list[MultiAnswerQuestion], where: str = "") -> list[list[str]]:
-    """The questions each question is made of, for the component term of the loss: its distinct
-    `answer_questions` in order of first appearance (a compound's components in its answers'
-    order, AmbigQA's disambiguated questions), or the question itself when it has none. When no
+    """The questions each question is made of (`question_parts`), for the component term of the
+    loss. When no
     question has them, the term has nothing to learn from: an error naming the fix (`where`: the
     questions' file, for the message)."""
     if not any(q.answer_questions for q in questions):
@@ -224,7 +230,7 @@ def component_texts(questions: list[MultiAnswerQuestion], where: str = "") -> li
             "questions.jsonl and prepare the benchmark again with notebooks/03_real_data_prep.ipynb (a compound "
             "or AmbigQA benchmark prepared before they were kept must be prepared again), or set component_weight 0"
         )
-    return [list(dict.fromkeys(q.answer_questions)) if q.answer_questions else [q.question] for q in questions]
+    return [question_parts(q) for q in questions]
 
 
 def write_questions(path: str | Path, questions: Iterable[MultiAnswerQuestion]) -> None:

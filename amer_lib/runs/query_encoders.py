@@ -12,7 +12,7 @@ import torch
 
 from amer_lib.config import Config
 from amer_lib.core.backbones import add_lora, frozen_weights_dtype, get_backbone, load_backbone
-from amer_lib.core.loss import LOSS_TERMS, LossTerm, MatchedLoss
+from amer_lib.core.loss import LOSS_TERMS, LossTerm
 from amer_lib.core.model import AMERQueryEncoder
 from amer_lib.core.train import SETTING_GROUPS, TrainConfig, load_trainable_state
 from amer_lib.data.datasets import TextData, token_prompt
@@ -82,12 +82,6 @@ def _given(cls: type, names: dict[str, str], params: Config) -> dict:
             value = getattr(params, name)
             given[field] = float(value) if types[field] in (float, "float") else value
     return given
-
-
-def matched_loss(params: Config) -> MatchedLoss:
-    """The paper's loss with the parameters a notebook config holds (`MatchedLoss.FIELDS`; the
-    others at their defaults)."""
-    return setting_group(MatchedLoss, params)
 
 
 def loss_terms(params: Config) -> tuple[LossTerm, ...]:

@@ -115,6 +115,11 @@ def test_a_training_setting_reaches_the_training_config(cls, field):
     assert changed == ({field, "checkpoint_every"} if field == "eval_every" else {field})
 
 
+def notebook_fields(notebook: str) -> set[str]:
+    """The fields a notebook's parameters cell shows (its config's, less the internal ones)."""
+    return {f.name for f in dataclasses.fields(CONFIGS[notebook]) if not f.metadata.get("internal")}
+
+
 # the notebooks that train, and their fields that set a group of settings' (`SETTING_GROUPS`: the
 # optimizer's, scheduled sampling's, the memory layout's, the matched loss's; each group's `FIELDS`)
 GROUP_FIELDS = {
@@ -122,7 +127,7 @@ GROUP_FIELDS = {
     for cls, notebook in TRAINING_NOTEBOOKS.items()
     for group, settings in SETTING_GROUPS.items()
     for field, name in settings.FIELDS.items()
-    if name in {f.name for f in dataclasses.fields(CONFIGS[notebook]) if not f.metadata.get("internal")}
+    if name in notebook_fields(notebook)
 }
 for _cls, _name, _group, _field in sorted(GROUP_FIELDS):  # the test below covers these
     KNOB_TESTS.setdefault(f"{_cls}.{_name}", []).append("test_a_grouped_setting_reaches_its_group")
@@ -152,7 +157,7 @@ TERM_FIELDS = {
     for cls, notebook in TRAINING_NOTEBOOKS.items()
     for term in LOSS_TERMS.values()
     for field, name in term.FIELDS.items()
-    if name in {f.name for f in dataclasses.fields(CONFIGS[notebook]) if not f.metadata.get("internal")}
+    if name in notebook_fields(notebook)
 }
 for _cls, _name, _term, _field in sorted(TERM_FIELDS):  # the test below covers these
     KNOB_TESTS.setdefault(f"{_cls}.{_name}", []).append("test_a_loss_terms_field_reaches_its_term")
