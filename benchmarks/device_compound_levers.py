@@ -55,13 +55,13 @@ WEIGHTS = "minilm_fp16_pruned.safetensors.xz"
 FAISS_WHEEL = "faiss-cpu==1.15.1"
 FAISS = "faiss_cpu_site.tar.xz"  # the wheel unpacked
 # sources whose strings reach the tokenizer besides the prepared files: the compound templates
-TEXT_SOURCES = ("amer_lib/data/compound.py", "amer_lib/core/backbones.py")
+TEXT_SOURCES = ("amer_lib/beyond/compound.py", "amer_lib/core/backbones.py")
 
 
 def benchmark_texts(prepared: Path) -> list[str]:
     """Every text of the prepared benchmark a run tokenises (the compounds' components too, which
     the component term encodes alone), and the sources of its templates."""
-    from amer_lib.data import compound
+    from amer_lib.beyond import compound
 
     texts, qids = [], set()
     for path in sorted(prepared.glob("*.jsonl")):

@@ -20,6 +20,9 @@ def now_cells() -> dict[str, str]:
 def test_the_targets_table_quotes_the_tree_as_it_is():
     from amer_lib.core.loss import MatchedLoss
     from amer_lib.core.train import TrainConfig
+    from amer_lib.data.benchmark import TRAINING_DRAWS
+    from amer_lib.data.preparation import PrepConfig
+    from amer_lib.runs.configs import RealConfig
 
     cells = now_cells()
     core = sorted((ROOT / "amer_lib" / "core").glob("*.py"))
@@ -28,10 +31,18 @@ def test_the_targets_table_quotes_the_tree_as_it_is():
     assert cells["TrainConfig` fields"].startswith(f"{len(dataclasses.fields(TrainConfig))},")
     real_data = len((ROOT / "amer_lib" / "experiments" / "real_data.py").read_text().splitlines())
     assert cells["experiments/real_data.py"].startswith(f"{real_data:,} lines")
-    # the table's grep: its module imported, or its figure folders named (04_real_data_compound: the dot any character)
-    pattern = re.compile(r"data.compound|data import .*compound")
-    importing = [p for p in (ROOT / "amer_lib").rglob("*.py") if pattern.search(p.read_text())]
-    outside = len([p for p in importing if "beyond" not in p.parts])
-    assert cells["modules naming the compound benchmark"] == f"{len(importing)}, {outside} of them outside the wing"
+    # the table's grep: a module outside the wing importing one of its compound modules
+    pattern = re.compile(r"^\s*(from|import) amer_lib\.beyond(\.compound| import .*compound)", re.M)
+    wing = ROOT / "amer_lib" / "beyond"
+    outside = sorted(
+        str(p.relative_to(ROOT / "amer_lib")) for p in (ROOT / "amer_lib").rglob("*.py")
+        if wing not in p.parents and pattern.search(p.read_text())
+    )  # fmt: skip
+    cell = cells["modules outside the wing importing the compound benchmark"]
+    assert cell.startswith(f"{len(outside)}: ") and all(f"`{path}`" in cell for path in outside)
+    drawn = [name for draw in TRAINING_DRAWS for name in draw.fields]  # RealConfig's, the compound draws'
+    prepared = [f.name for f in dataclasses.fields(PrepConfig) if f.name.startswith("compound_")]
+    fields = [name for name in drawn if name in {f.name for f in dataclasses.fields(RealConfig)}] + prepared
+    assert f"its {len(fields)} notebook fields" in cell
     called = [p for p in inspect.signature(MatchedLoss.__call__).parameters if p != "self"]
     assert cells["the matched loss's parameters"].startswith(f"{len(called)} ")

@@ -35,7 +35,10 @@ ALLOWED = {
 WING = "beyond"
 WING_LEVELS = {
     "amer_lib.beyond": "data",
+    "amer_lib.beyond.compound": "data",
     "amer_lib.beyond.compound_draws": "data",
+    "amer_lib.beyond.compound_preparation": "data",
+    "amer_lib.beyond.compound_results": "report",
     "amer_lib.beyond.merges": "core",
     "amer_lib.beyond.spread": "core",
     "amer_lib.beyond.component": "core",

@@ -544,7 +544,7 @@ def teacher_decomposition_by_hand(prepared: Path, dataset: str) -> list[float]:
     row scored by brute force, each component's top 100 taken in turn (rank 1 of each, then rank 2,
     ..., skipping documents taken) until 100, and a compound counted when each answer has a gold
     document among them."""
-    from amer_lib.data import compound
+    from amer_lib.beyond import compound
     from amer_lib.data.benchmark import Benchmark
     from amer_lib.data.encoders import DocumentEncoder
     from amer_lib.runs.configs import RealConfig

@@ -1016,7 +1016,7 @@ def test_the_kept_levers_section_quotes_figures_and_the_study():
     shares and vector roles are that folder's and today's, and its p-values and intervals the study's."""
     import json
 
-    from amer_lib.report.results_page import COMPOUND, COMPOUND_DISTILLED, COMPOUND_RUNS, SHARE
+    from amer_lib.beyond.compound_results import COMPOUND, COMPOUND_DISTILLED, COMPOUND_RUNS, SHARE
     from amer_lib.report.significance import AHEAD, BEHIND
 
     page = " ".join(README[README.index("### The kept levers: AMER toward the oracle") :].split())
@@ -1173,9 +1173,8 @@ def test_the_asymmetric_supervision_and_the_teachers_ceiling_quote_their_files()
     term on plain questions (studies/kinds_distilled/kinds_distilled.json)."""
     import json
 
-    from amer_lib.report.results_page import CEILING_SHARE, COMPOUND_DISTILLED, SHARE
+    from amer_lib.beyond.compound_results import CEILING_SHARE, COMPOUND_DISTILLED, COMPOUND_SYSTEMS, SHARE
     from amer_lib.report.significance import AHEAD, BEHIND
-    from amer_lib.report.tables import COMPOUND_SYSTEMS
 
     readme = in_words()  # the README's verdicts told as prose
     page = " ".join(README[README.index("### The kept levers: AMER toward the oracle") :].split())

@@ -1,7 +1,14 @@
 """Work beyond the paper, plugged into the method's extension points when this package is imported:
 merges (`merges`, registered in `amer_lib.core.merge.MERGES`), loss terms (`spread`, `component`,
-registered in `amer_lib.core.loss.LOSS_TERMS`) and the compound benchmark's training draws
-(`compound_draws`, registered in `amer_lib.data.benchmark.TRAINING_DRAWS`). Depends on `core` and
-`data`."""
+registered in `amer_lib.core.loss.LOSS_TERMS`), the compound benchmark (`compound`), its
+preparation (`compound_preparation`, notebook 03's source "compound", registered in
+`amer_lib.data.preparation.PREPARATIONS`) and its training draws (`compound_draws`, registered in
+`amer_lib.data.benchmark.TRAINING_DRAWS`). Depends on `core` and `data`."""
 
-from amer_lib.beyond import component, compound_draws, merges, spread  # noqa: F401  (each registers its plug-ins)
+from amer_lib.beyond import (  # noqa: F401  (each registers its plug-ins)
+    component,
+    compound_draws,
+    compound_preparation,
+    merges,
+    spread,
+)

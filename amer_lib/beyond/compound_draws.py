@@ -1,7 +1,7 @@
 """Beyond the paper: the compound benchmark's training compounds drawn afresh, plugged into the
 prepared benchmark's training draws (`amer_lib.data.benchmark.TRAINING_DRAWS`).
 
-A run on a compound benchmark (`amer_lib.data.compound`) trains on its prepared split by default.
+A run on a compound benchmark (`amer_lib.beyond.compound`) trains on its prepared split by default.
 With `compounds` > 0 it trains on that many compounds drawn by the seed from the components its
 training compounds are made of (a run that draws as many as it trains on, steps x batch size, sees
 no compound twice, where the prepared split repeats each); with `components` "corpus", on
@@ -21,20 +21,26 @@ import weakref
 
 import numpy as np
 
-from amer_lib.data import compound
+from amer_lib.beyond import compound
 from amer_lib.data.benchmark import Benchmark, TrainingDraw, register_training_draw
 from amer_lib.data.corpus import iter_documents
 from amer_lib.data.questions import MultiAnswerQuestion
 from amer_lib.progress import AmerWarning
 
 DEFAULTS = {"compounds": 0, "components": "findable", "component_count": 0}  # the prepared split
+FIELDS = {"train_compounds": "compounds", "train_components": "components", "train_component_count": "component_count"}
+
+
+def check_options(compounds: int, components: str, component_count: int) -> None:
+    """Fail on options no draw takes, whatever the benchmark."""
+    if components not in compound.TRAIN_COMPONENTS:
+        raise ValueError(f"train_components {components!r}: choose one of {', '.join(compound.TRAIN_COMPONENTS)}")
+    compound.check_component_count(component_count, compounds, components)
 
 
 def check(benchmark: Benchmark, datasets: list[str], compounds: int, components: str, component_count: int) -> None:
     """Fail before any work on options no draw takes, or that need a compound benchmark this is not."""
-    if components not in compound.TRAIN_COMPONENTS:
-        raise ValueError(f"train_components {components!r}: choose one of {', '.join(compound.TRAIN_COMPONENTS)}")
-    compound.check_component_count(component_count, compounds, components)
+    check_options(compounds, components, component_count)
     if compounds:
         _require_compound(benchmark, datasets, "train_compounds", "> 0")
     if components != "findable":
@@ -109,4 +115,8 @@ def corpus_components(benchmark: Benchmark) -> list[MultiAnswerQuestion]:
     return compound.corpus_components(recipe["components"], corpus_ids, validation, recipe["max_answers"])
 
 
-register_training_draw(TrainingDraw(defaults=DEFAULTS, check=check, questions=training_questions))
+register_training_draw(
+    TrainingDraw(
+        defaults=DEFAULTS, check=check, questions=training_questions, fields=FIELDS, check_options=check_options
+    )
+)

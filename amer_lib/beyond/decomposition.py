@@ -1,6 +1,6 @@
 """Beyond the paper: the compound benchmark's ceilings (the decomposition oracle and the teacher's
 decomposition), AMER's share of their lead, and what AMER's vectors do on compound questions
-(notebook 04 on a compound benchmark, `amer_lib.data.compound`).
+(notebook 04 on a compound benchmark, `amer_lib.beyond.compound`).
 
 The decomposition oracle knows what AMER must discover: a compound question's components. It runs
 the single-query model trained on the components alone (`compound_k1`) on each component of a
@@ -19,10 +19,10 @@ import warnings
 
 import numpy as np
 
+from amer_lib.beyond import compound
 from amer_lib.core.device import resolve_device
 from amer_lib.core.index import ShardedFlatIndex, multi_vector_search
 from amer_lib.core.metrics import K
-from amer_lib.data import compound
 from amer_lib.data.benchmark import Benchmark
 from amer_lib.data.questions import MultiAnswerQuestion
 from amer_lib.progress import AmerWarning
@@ -152,7 +152,7 @@ def compound_datasets(params: RealConfig) -> dict[str, int]:
     """The datasets whose test questions are compounds, with their k: the compound benchmark's
     (`compound_k<k>`), and a dataset of your own whose every test question carries
     `answer_questions` naming the same number of component questions, 2 or more (the FOLDOC
-    replication, `amer_lib.data.foldoc`): for those the teacher's decomposition is run as for the
+    replication, `studies/foldoc/build.py`): for those the teacher's decomposition is run as for the
     compound benchmark (the trained oracle needs the compound benchmark's `compound_k1`)."""
     found, benchmark = {}, None
     for dataset in params.datasets:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from amer_lib.core.train import split_train_validation
@@ -36,11 +36,15 @@ N_QUERIES = {"ambigqa": 2, "qampari": 5, "wordnet_senses": 2, "wordnet_kinds": 5
 class TrainingDraw:
     """How a run draws its training questions other than the prepared split: `questions(benchmark,
     dataset, seed, **options)`, `check(benchmark, datasets, **options)` refusing options it cannot
-    take before any work, and the options' `defaults` (at which a run trains on the prepared split)."""
+    take before any work, and the options' `defaults` (at which a run trains on the prepared split).
+    `fields` names the notebook field that sets each option (`draw_options`), and `check_options(**options)`
+    refuses options no benchmark could take when a config is made."""
 
     defaults: dict
     check: Callable[..., None]
     questions: Callable[..., list[MultiAnswerQuestion]]
+    fields: dict = field(default_factory=dict)
+    check_options: Callable[..., None] | None = None
 
 
 # the registered draws (beyond the paper: amer_lib.beyond.compound_draws, the compound benchmark's
@@ -70,6 +74,23 @@ def training_draw(options: dict) -> TrainingDraw | None:
         f"training-draw options {sorted(options)}: the registered draws take {known} (importing amer_lib.beyond "
         "registers the draws beyond the paper)"
     )
+
+
+def draw_options(config) -> dict:
+    """The training-draw options a notebook config's fields set (each registered draw's `fields`)."""
+    return {
+        option: getattr(config, name)
+        for draw in TRAINING_DRAWS
+        for name, option in draw.fields.items()
+        if hasattr(config, name)
+    }
+
+
+def check_draw_options(options: dict) -> None:
+    """Fail on options the registered draw they belong to refuses whatever the benchmark."""
+    draw = training_draw(options)
+    if draw is not None and draw.check_options is not None:
+        draw.check_options(**{**draw.defaults, **options})
 
 
 class Benchmark:

@@ -1,7 +1,8 @@
-"""Notebook 03's preparation pipelines: the offline WordNet benchmark, the compound benchmark, the
-paper's data from its published files (with the gold-document mapping) and a dataset of your own,
-each written as a prepared benchmark (`amer_lib.data.benchmark`) and encoded; `PrepConfig` is
-notebook 03's config."""
+"""Notebook 03's preparation pipelines: the offline WordNet benchmark, the paper's data from its
+published files (with the gold-document mapping) and a dataset of your own, each written as a
+prepared benchmark (`amer_lib.data.benchmark`) and encoded; `PrepConfig` is notebook 03's config.
+The pipelines are registered by name (`PREPARATIONS`, the config's `source`); the work beyond the
+paper registers its own (`amer_lib.beyond`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import os
 import re
 import shutil
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -21,7 +23,7 @@ from amer_lib.config import Config, param
 from amer_lib.core.device import DEVICES
 from amer_lib.core.index import ShardedFlatIndex, check_ivfpq_factory
 from amer_lib.core.train import VALIDATION_FRACTION, validation_size
-from amer_lib.data import compound, wordnet
+from amer_lib.data import wordnet
 from amer_lib.data.benchmark import (
     N_QUERIES,
     Benchmark,
@@ -29,7 +31,6 @@ from amer_lib.data.benchmark import (
     write_benchmark,
 )
 from amer_lib.data.bm25 import Bm25Index
-from amer_lib.data.compound import COMPONENT_KINDS
 from amer_lib.data.corpus import Corpus, DocumentStore, iter_documents, write_tsv
 from amer_lib.data.encoders import ENCODERS, DocumentEncoder, encode_corpus, get_encoder_spec
 from amer_lib.data.gold import (
@@ -57,8 +58,6 @@ from amer_lib.data.questions import (
 from amer_lib.io import FIGURES_HELP, open_text, require_writable, write_json
 from amer_lib.progress import AmerWarning, tqdm
 
-# the offline WordNet benchmark, the paper's data from its files, or a dataset of your own (questions + corpus)
-SOURCES = ("wordnet", "paper", "files", "compound")
 # The paper's "development set and test set" of NQ-open (Lee et al., 2019), whose multi-answer
 # questions join training: AmbigQA's nqopen-dev.json (8,757 questions held out of NQ's training
 # set, like AmbigQA's own dev set) and nqopen-test.json (3,610: Google's NQ-open.dev.jsonl), the
@@ -93,7 +92,7 @@ def prepare_wordnet(directory: str | Path, max_train: int, max_test: int, corpus
         return found
     rng = np.random.default_rng(seed)
     splits = _wordnet_splits(max_train, max_test, rng)
-    path, size = _wordnet_corpus(directory, splits, corpus_size, rng)
+    path, size = wordnet_corpus(directory, splits, corpus_size, rng)
     return write_benchmark(directory, splits, path, size, {"recipe": recipe})
 
 
@@ -129,7 +128,7 @@ def offline_sizes(
     return {d: splits[d]["train"] for d in datasets}, len(gold) + max(0, min(others, recipe.corpus_size - len(gold)))
 
 
-def _wordnet_corpus(
+def wordnet_corpus(
     directory: Path, splits: dict[str, dict[str, list[MultiAnswerQuestion]]], corpus_size: int, rng
 ) -> tuple[Path, int]:
     """`directory/corpus.tsv`: every gold gloss of the questions plus random other glosses up to
@@ -143,72 +142,6 @@ def _wordnet_corpus(
     path = directory / "corpus.tsv"
     write_tsv(path, chosen)
     return path, len(chosen)
-
-
-def prepare_compound(
-    directory: str | Path,
-    ks: list[int],
-    max_train: int,
-    max_test: int,
-    corpus_size: int,
-    max_answers: int,
-    components: list[str],
-    seed: int = 0,
-    encoder=None,
-    findable_depth: int = 0,
-    shard_size: int = 100_000,
-    batch_size: int = 64,
-    progress: bool = True,
-) -> Benchmark:
-    """The compound benchmark (`amer_lib.data.compound`): for each k in `ks`, up to `max_train` /
-    `max_test` compounds of k WordNet questions (`compound_k<k>`), at most `max_answers` answers
-    each. With `findable_depth` > 0, only components whose answers `encoder` finds alone in its
-    top `findable_depth` are drawn: the corpus is made first around the candidate components and
-    encoded (the embeddings the benchmark keeps). AMER's n per dataset: the median answer count
-    of its training compounds. Each dataset has its own validation split (`hold_out`)."""
-    directory = Path(directory)
-    recipe = {
-        "source": "compound",
-        "ks": ks,
-        "max_train": max_train,
-        "max_test": max_test,
-        "corpus_size": corpus_size,
-        "max_answers": max_answers,
-        "components": components,
-        "seed": seed,
-        "validation_components": VALIDATION_FRACTION,
-        "answer_questions": ANSWER_QUESTIONS,
-    }
-    if findable_depth:
-        if encoder is None:
-            raise ValueError("findable components (findable_depth > 0) need the document encoder that finds them")
-        recipe |= {"findable_depth": findable_depth, "findable_encoder": encoder.spec.name}
-    if (found := existing(directory, recipe)) is not None:
-        return found
-    rng = np.random.default_rng(seed)
-    pools = compound.component_pools(components)
-    if findable_depth:
-        pools = compound.candidates(pools, corpus_size, rng)
-        path, size = _wordnet_corpus(directory, {"candidates": pools}, corpus_size, rng)
-        shards = encode_corpus(
-            encoder, iter_documents(path), directory / "embeddings" / encoder.spec.name, shard_size, batch_size,
-            total=size, progress=progress,
-        )  # fmt: skip
-        pools = {split: compound.findable(pool, encoder, shards, findable_depth) for split, pool in pools.items()}
-    pools["train"], pools["validation"] = compound.hold_out(pools["train"], VALIDATION_FRACTION, rng)
-    limits = {"train": max_train, "validation": validation_size(max_train), "test": max_test}
-    splits = {
-        compound.dataset_name(k): {
-            split: compound.sample_compounds(pools[split], k, limit, max_answers, rng)
-            for split, limit in limits.items()
-        }
-        for k in ks
-    }
-    if not findable_depth:
-        path, size = _wordnet_corpus(directory, splits, corpus_size, rng)
-    n_queries = {dataset: default_n_queries(by_split["train"]) for dataset, by_split in splits.items()}
-    manifest = {"recipe": recipe, "n_queries": n_queries, "components": {s: len(p) for s, p in pools.items()}}
-    return write_benchmark(directory, splits, path, size, manifest)
 
 
 def _sample(questions: list, limit: int, rng: np.random.Generator) -> list:
@@ -575,6 +508,13 @@ def _question_lines(path: Path) -> list[int]:
         return [number for number, line in enumerate(lines, 1) if line.strip()]
 
 
+# Notebook 03's pipelines by `source`: `prepare(params, encoder, progress)` writes the benchmark
+# `params` describe into `params.prepared_dir` (before its corpus is encoded with `encoder`) and
+# gives it with its gold mapping's reports ({} for a benchmark without a mapping)
+Preparation = Callable[["PrepConfig", DocumentEncoder, bool], tuple[Benchmark, dict]]
+PREPARATIONS: dict[str, Preparation] = {}
+
+
 @dataclass(frozen=True)
 class PrepConfig(Config):
     """Notebook 03's parameters: which benchmark to prepare, and how to encode and index it."""
@@ -586,7 +526,9 @@ class PrepConfig(Config):
     )
 
     source: str = param(
-        "wordnet", choices=SOURCES, help="offline WordNet questions, the paper's data, your own files, or compounds"
+        "wordnet",
+        choices=PREPARATIONS,
+        help="offline WordNet questions, the paper's data, your own files, or compounds (amer_lib.beyond)",
     )
     max_train: int = param(3000, minimum=1, help="training questions per dataset, at most")
     max_test: int = param(600, minimum=1, help="test questions per dataset, at most")
@@ -612,7 +554,7 @@ class PrepConfig(Config):
         help='with source "compound": k WordNet questions joined into one (datasets compound_k1, compound_k2, ...)',
     )
     compound_components: list[str] = param(
-        ["senses", "kinds"], choices=COMPONENT_KINDS, help="the WordNet questions compounds join"
+        ["senses", "kinds"], choices=wordnet.KINDS, help="the WordNet questions compounds join"
     )
     compound_max_answers: int = param(
         8,
@@ -647,70 +589,69 @@ class PrepConfig(Config):
             check_ivfpq_factory(factory, get_encoder_spec(self.encoder).dim)
 
 
-def prepare(params: PrepConfig, progress: bool = True) -> tuple[Benchmark, dict]:
-    """Notebook 03: the benchmark its parameters describe, with its corpus encoded.
+def register_preparation(source: str, prepare: Preparation) -> Preparation:
+    """Add a benchmark notebook 03 prepares as `source` (a choice of `PrepConfig.source`)."""
+    if source in PREPARATIONS:
+        raise ValueError(f"preparation source {source!r} is registered already")
+    PREPARATIONS[source] = prepare
+    return prepare
 
-    Paper data: the corpus is encoded first with every `mapping_encoders` model (the paper:
-    Contriever and inf-retriever), since the gold mapping searches it with them besides BM25; the
-    document encoder's embeddings are reused when it is one of them.
-    """
+
+def prepare(params: PrepConfig, progress: bool = True) -> tuple[Benchmark, dict]:
+    """Notebook 03: the benchmark its parameters describe (`PREPARATIONS[params.source]`), with its
+    corpus encoded."""
     require_writable(params.prepared_dir, "prepared_dir")  # before any work, not at the first file written
-    device = None if params.device == "auto" else params.device
-    encoder = DocumentEncoder(params.encoder, device=device)
-    directory = Path(params.prepared_dir)
     if not params.use_titles and params.source != "files":
         raise ValueError(f"use_titles = False applies to source 'files' (your own corpus), not {params.source!r}")
-    if params.source == "wordnet":
-        benchmark = prepare_wordnet(directory, params.max_train, params.max_test, params.corpus_size, params.seed)
-        mapping = {}
-    elif params.source == "compound":
-        benchmark = prepare_compound(
-            directory,
-            params.compound_ks,
-            params.max_train,
-            params.max_test,
-            params.corpus_size,
-            params.compound_max_answers,
-            params.compound_components,
-            params.seed,
-            encoder,
-            params.compound_findable_depth,
-            params.shard_size,
-            params.encode_batch_size,
-            progress,
-        )
-        mapping = {}
-    elif params.source == "files":
-        benchmark = prepare_files(
-            directory,
-            params.dataset_name,
-            params.questions_path,
-            params.corpus_path,
-            params.test_questions_path or None,
-            params.test_fraction,
-            params.seed,
-            params.n_queries,
-            params.use_titles,
-        )
-        mapping = {}
-    else:
-        retrievers = []
-        for name in params.mapping_encoders:
-            mapper = encoder if name == encoder.spec.name else DocumentEncoder(name, device=device)
-            shards = encode_corpus(
-                mapper,
-                iter_documents(params.corpus_path),
-                directory / "embeddings" / name,
-                params.shard_size,
-                params.encode_batch_size,
-                progress=progress,
-            )
-            retrievers.append((mapper, ShardedFlatIndex(shards)))
-        benchmark, mapping = prepare_paper_data(
-            params.raw_dir, params.corpus_path, directory, retrievers, params.seed, progress
-        )
+    encoder = DocumentEncoder(params.encoder, device=None if params.device == "auto" else params.device)
+    benchmark, mapping = PREPARATIONS[params.source](params, encoder, progress)
     benchmark.encode(encoder, params.shard_size, params.encode_batch_size, progress)
     return benchmark, mapping
+
+
+def _wordnet(params: PrepConfig, encoder: DocumentEncoder, progress: bool) -> tuple[Benchmark, dict]:
+    directory = Path(params.prepared_dir)
+    return prepare_wordnet(directory, params.max_train, params.max_test, params.corpus_size, params.seed), {}
+
+
+def _files(params: PrepConfig, encoder: DocumentEncoder, progress: bool) -> tuple[Benchmark, dict]:
+    benchmark = prepare_files(
+        Path(params.prepared_dir),
+        params.dataset_name,
+        params.questions_path,
+        params.corpus_path,
+        params.test_questions_path or None,
+        params.test_fraction,
+        params.seed,
+        params.n_queries,
+        params.use_titles,
+    )
+    return benchmark, {}
+
+
+def _paper(params: PrepConfig, encoder: DocumentEncoder, progress: bool) -> tuple[Benchmark, dict]:
+    """The corpus is encoded first with every `mapping_encoders` model (the paper: Contriever and
+    inf-retriever), since the gold mapping searches it with them besides BM25; the document
+    encoder's embeddings are reused when it is one of them."""
+    directory, device = Path(params.prepared_dir), None if params.device == "auto" else params.device
+    retrievers = []
+    for name in params.mapping_encoders:
+        mapper = encoder if name == encoder.spec.name else DocumentEncoder(name, device=device)
+        shards = encode_corpus(
+            mapper,
+            iter_documents(params.corpus_path),
+            directory / "embeddings" / name,
+            params.shard_size,
+            params.encode_batch_size,
+            progress=progress,
+        )
+        retrievers.append((mapper, ShardedFlatIndex(shards)))
+    return prepare_paper_data(params.raw_dir, params.corpus_path, directory, retrievers, params.seed, progress)
+
+
+register_preparation("wordnet", _wordnet)  # the offline benchmark
+register_preparation("paper", _paper)  # the paper's data from its published files
+register_preparation("files", _files)  # a dataset of your own (questions + corpus)
 
 
 def _check_offline(directory: str | Path, datasets: list[str], offline_recipe: PrepConfig) -> None:

@@ -28,7 +28,7 @@ from amer_lib.core.merge import PAPER_MERGE
 from amer_lib.core.metrics import K, evaluate, low_similarity_subset
 from amer_lib.core.model import AMERQueryEncoder
 from amer_lib.core.train import train
-from amer_lib.data.benchmark import Benchmark
+from amer_lib.data.benchmark import Benchmark, draw_options
 from amer_lib.data.datasets import TextData
 from amer_lib.data.encoders import DocumentEncoder
 from amer_lib.data.preparation import PrepConfig, prepared_benchmark
@@ -38,7 +38,7 @@ from amer_lib.runs.configs import SYSTEMS, RealConfig
 from amer_lib.runs.dispatch import run_jobs
 from amer_lib.runs.preflight import memory_preflight, preflight_without_weights
 from amer_lib.runs.query_encoders import build_query_encoder, generated_vectors, text_prompts, train_config
-from amer_lib.runs.run_context import RunContext, cached_result, draw_options, run_facts
+from amer_lib.runs.run_context import RunContext, cached_result, run_facts
 from amer_lib.runs.saved import save_pretrained
 from amer_lib.runs.store import REAL_RUNS, real_run_name
 from amer_lib.runs.tuning import grid_cost, grid_points, point_params, selected_checkpoint

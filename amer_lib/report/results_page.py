@@ -12,23 +12,24 @@ conditions of the verdict.
 
 from __future__ import annotations
 
-import csv
 import json
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
+import amer_lib.beyond.compound_results  # noqa: F401  (adds the compound benchmark's claims and sections)
 from amer_lib.io import PROVENANCE, write_text
-from amer_lib.report.significance import AHEAD, BEHIND
+from amer_lib.report.claims import (
+    ADDED_CLAIMS,
+    ADDED_MADE_BY,
+    ADDED_PARTS,
+    ADDED_SECTIONS,
+    FIGURES,
+    RUNS_TRAINED_AT,
+    Claim,
+)
+from amer_lib.report.significance import AHEAD
 
-FIGURES = Path("figures")  # the command runs from the repository root, as every command shown does
 BEGIN, END = "<!-- begin verdicts (python -m amer_lib.report.results_page) -->", "<!-- end verdicts -->"
-
-
-def _rows(figures: Path, name: str) -> list[dict]:
-    with open(figures / name, newline="") as f:
-        return list(csv.DictReader(f))
 
 
 def _failure(rows: list[dict]) -> str:
@@ -111,67 +112,6 @@ def _similarity(rows: list[dict]) -> str:
     """Figure 6's real-data rows (its training targets, as the paper's Figure 5 names them)."""
     ours = [r for r in rows if r["source"] == "real"]
     return "; ".join(f"{r['data']} {r['same_question_cos']} vs {r['random_pair_cos']}" for r in ours)
-
-
-def _compound(rows: list[dict]) -> str:
-    """MRecall@100 per k of each system, from notebook 04's compound table, with what its marks mean
-    (`tables.compound_table`: ahead and behind after Holm's correction)."""
-    _made_since_the_teachers_decomposition(rows)
-    by_system: dict[str, list[str]] = {}
-    for row in rows:
-        by_system.setdefault(row["System"], []).append(row["MRecall@100"])
-    ks = " / ".join(dict.fromkeys(row["k"] for row in rows))
-    systems = "; ".join(f"{system} {' / '.join(values)}" for system, values in by_system.items())
-    return f"compound questions (not the paper's data), MRecall@100 at k = {ks}: {systems} ({MARKS})"
-
-
-MARKS = (
-    f"{AHEAD} / {BEHIND} ahead of / behind Single-Query, two-sided p < 0.05 Holm-corrected across the table's "
-    "comparisons, over seeds and questions; ± the population std over seeds"
-)
-
-
-def _unmarked(cell: str) -> str:
-    """A table's cell without its std and its significance mark."""
-    return cell.split("±")[0].rstrip(AHEAD + BEHIND)
-
-
-def _compound_short(rows: list[dict]) -> str:
-    """AMER's and single-query's MRecall@100 per k, without stds and marks (the page gives them)."""
-    _made_since_the_teachers_decomposition(rows)
-    ks = " / ".join(dict.fromkeys(row["k"] for row in rows))
-    amer, single = (" / ".join(_unmarked(r["MRecall@100"]) for r in rows if r["System"] == s) for s in SYSTEMS)
-    return f"k = {ks}: AMER {amer}, single-query {single} (MRecall@100, compound questions)"
-
-
-SYSTEMS = ("AMER", "Single-Query")
-
-
-def _verdict_compound_short(rows: list[dict]) -> str:
-    return f"{_standings(rows)}; not the paper's data"
-
-
-def _standings(rows: list[dict]) -> str:
-    """Where AMER is ahead of, behind or level with single-query, k by k, as the table's marks say."""
-    _made_since_the_teachers_decomposition(rows)
-    by_standing: dict[str, list[str]] = {}
-    for row in rows:
-        if row["System"] == "AMER":
-            cell = row["MRecall@100"]
-            standing = "ahead" if AHEAD in cell else "behind" if BEHIND in cell else "level"
-            by_standing.setdefault(standing, []).append(row["k"])
-    standings = ", ".join(f"{standing} at k = {' / '.join(ks)}" for standing, ks in by_standing.items())
-    return f"AMER {standings} (Holm p < 0.05)"
-
-
-def _made_since_the_teachers_decomposition(rows: list[dict]) -> None:
-    """A compound oracle table without the better ceiling's share was written before notebook 04 ran
-    the teacher's decomposition and marked its p's after Holm's correction: refused by name."""
-    if CEILING_SHARE not in rows[0]:
-        raise ValueError(
-            f"a compound oracle table without the column {CEILING_SHARE!r} was made before the teacher's "
-            "decomposition and Holm's marks; make it again: make figures-compound"
-        )
 
 
 def _percent(cell: str) -> float:
@@ -264,183 +204,8 @@ def _verdict_similarity(rows: list[dict]) -> str:
     return "reproduces (in another encoder: absolute cosines not comparable)" if closer else "does not reproduce"
 
 
-def _verdict_compound(rows: list[dict]) -> str:
-    return f"{_standings(rows)}; this repository's controlled experiment, not a test of the paper's data"
-
-
-def _seeds(per_seed: list[dict]) -> int:
-    """How many seeds AMER's runs in a per-seed table hold."""
-    return len({r["seed"] for r in per_seed if r["system"] == "amer"})
-
-
-def _oracle_share(rows: list[dict], per_seed: list[dict]) -> str:
-    """AMER's MRecall@100 per k and its share of the trained oracle's lead and of the better
-    ceiling's (the trained oracle or the teacher's decomposition, whichever leads), from a compound
-    oracle table; the shares are of the seeds' means (the folder's per-seed table says how many),
-    without an interval."""
-    _made_since_the_teachers_decomposition(rows)
-    amer = [r for r in rows if r["System"] == "AMER"]
-    cells = " / ".join(r["MRecall@100"] for r in amer)
-    shares = " / ".join(r[SHARE] for r in amer if r[SHARE])
-    better = " / ".join(f"{r[CEILING_SHARE]} ({r['better ceiling']})" if r[CEILING_SHARE] else "-" for r in amer)
-    return (
-        "AMER with the kept levers (the component term distilled from the off-the-shelf MiniLM that chose the "
-        "test components; single-query and the oracle trained without it), MRecall@100 at k = 1 / 2 / 3: "
-        f"{cells}; its share of the trained oracle's lead: {shares}; of the better ceiling's, at k = 1 / 2 / 3: "
-        f"{better}; the shares of {_seeds(per_seed)} seeds' means, without intervals"
-    )
-
-
-def _oracle_share_short(rows: list[dict], per_seed: list[dict]) -> str:
-    """AMER's MRecall@100 per k and its share of the better ceiling's lead at the k's with an aim."""
-    _made_since_the_teachers_decomposition(rows)
-    amer = [r for r in rows if r["System"] == "AMER"]
-    cells = " / ".join(_unmarked(r["MRecall@100"]) for r in amer)
-    ks = " / ".join(r["k"] for r in amer)
-    shared = [r for r in amer if r["k"] in AIMS and r[CEILING_SHARE]]
-    shares = " / ".join(r[CEILING_SHARE] for r in shared)
-    return (
-        f"MRecall@100 {cells} (k = {ks}); {shares} of the better ceiling's lead "
-        f"(k = {' / '.join(r['k'] for r in shared)})"
-    )
-
-
-def _verdict_oracle_share_short(rows: list[dict], per_seed: list[dict]) -> str:
-    """Against this repository's aims, k by k, said of the seeds' means."""
-    return f"{'; '.join(_against_aims(rows))} (this repository's aims; {_seeds(per_seed)} seeds' means, no interval)"
-
-
-def _against_aims(rows: list[dict]) -> list[str]:
-    """Per k with an aim: AMER's share of the better ceiling's lead and whether it meets the aim."""
-    _made_since_the_teachers_decomposition(rows)
-    shares = {r["k"]: r[CEILING_SHARE] for r in rows if r["System"] == "AMER" and r[CEILING_SHARE]}
-    parts = []
-    for k, aim in AIMS.items():
-        if k not in shares:
-            parts.append(f"k = {k}: no share to judge against {aim}%")
-        else:
-            verdict = "meets" if float(shares[k].rstrip("%")) >= aim else "short of"
-            parts.append(f"k = {k}: {shares[k]}, {verdict} {aim}%")
-    return parts
-
-
-AIMS = {"2": 75, "3": 50}  # this repository's aim (issue 43): the % of the better ceiling's lead AMER closes, by k
-
-
-def _verdict_oracle_share(rows: list[dict], per_seed: list[dict]) -> str:
-    """Against this repository's aim (issue 43), k by k: 75% of the better ceiling's lead at k = 2,
-    50% at k = 3. The shares are of the seeds' means, without an interval, so the verdict says so and
-    where the intervals are."""
-    return (
-        f"this repository's aim, the better ceiling's lead AMER closes, k by k: {'; '.join(_against_aims(rows))} "
-        f"({_seeds(per_seed)} seeds' means, no interval; seven GPU seeds with intervals: "
-        "`studies/compound_levers/selection.md`)"
-    )
-
-
-def _system_at(rows: list[dict], k: str, system: str) -> dict:
-    """The row of a compound oracle table for one system at one k."""
-    return next(r for r in rows if (r["k"], r["System"]) == (k, system))
-
-
-def oracle_share_table(figures: Path = FIGURES) -> str:
-    """Per k: single-query and AMER by today's recipe and with the kept levers (the component term,
-    fresh compounds for every system), the decomposition oracle (MRecall@100) and AMER's share of
-    the oracle's lead over its own single-query, from the two compound oracle tables. The oracle (built
-    on the k = 1 model) and single-query at k = 1 (no compounds to redraw) are the same runs in both,
-    checked here on the rows of the same k and system and on their values without marks (each table
-    marks them against its own single-query)."""
-    today, kept = (_rows(figures, name) for name in (COMPOUND, COMPOUND_DISTILLED))
-    kept_at = {(r["k"], r["System"]): r["MRecall@100"].rstrip(AHEAD + BEHIND) for r in kept}
-    for a in today:
-        if a["System"] == "Decomposition oracle" or (a["System"] == "Single-Query" and a["k"] == "1"):
-            b = kept_at.get((a["k"], a["System"]))
-            if a["MRecall@100"].rstrip(AHEAD + BEHIND) != b:
-                raise ValueError(f"the compound tables disagree on {a['System']} at k = {a['k']}: {a} against {b}")
-    lines = [
-        "| k | single-query, today's | AMER, today's | single-query, kept levers | AMER, kept levers "
-        "| decomposition oracle | share of the oracle's lead, today's | share, kept levers |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for k in dict.fromkeys(r["k"] for r in today):
-        first, second = _system_at(today, k, "AMER"), _system_at(kept, k, "AMER")
-        lines.append(
-            f"| {k} | {_system_at(today, k, 'Single-Query')['MRecall@100']} | {first['MRecall@100']} | "
-            f"{_system_at(kept, k, 'Single-Query')['MRecall@100']} | {second['MRecall@100']} | "
-            f"{_system_at(today, k, 'Decomposition oracle')['MRecall@100']} | "
-            f"{first[SHARE] or '-'} | {second[SHARE] or '-'} |"
-        )
-    return "\n".join(lines) + "\n"
-
-
 SAMPLING_ROWS = ("AMER (scheduled sampling)", "AMER (always predicted)")
 MLP_SWEEP = "02_synthetic_mlp_sweep/mlp_sweep.csv"
-COMPOUND_RUNS = "minilm_compound_k1+compound_k2+compound_k3"
-COMPOUND = f"04_real_data_compound/compound_oracle_{COMPOUND_RUNS}.csv"
-COMPOUND_DISTILLED = f"04_real_data_compound_distilled/compound_oracle_{COMPOUND_RUNS}.csv"
-COMPOUND_DISTILLED_SEEDS = f"04_real_data_compound_distilled/per_seed_{COMPOUND_RUNS}.csv"
-SHARE = "share of oracle's lead, MRecall@100"
-CEILING_SHARE = "share of better ceiling's lead, MRecall@100"
-
-
-def _trained_on_compounds(suffix: str, note: str = "") -> tuple[list[str], list[tuple[str, str]]]:
-    """Notebooks 04, 06 and 07's tables and figures on the compound questions, from their folders
-    named with `suffix` (`_compound`: today's recipe; `_compound_distilled`: the kept levers)."""
-    n04, n06, n07 = (f"{notebook}{suffix}" for notebook in ("04_real_data", "06_diversity_analysis", "07_beyond"))
-    tables = [
-        f"{n04}/table2.md",
-        f"{n04}/full_results_minilm.md",
-        *[f"{n04}/{name}_{COMPOUND_RUNS}.md" for name in ("compound_oracle", "compound_vector_roles", "per_seed")],
-        f"{n04}/learning_curves_{COMPOUND_RUNS}.md",
-        *[f"{n06}/{name}.md" for name in ("figure5_data", "figure6_data", "similarity_and_gain", "seen_and_unseen")],
-        *[f"{n07}/{name}.md" for name in ("varying_task", "beyond_real", "beyond_real_every_merge")],
-    ]
-    images = [
-        (f"{n06}/similarity_and_gain.png", f"AMER's gain against target similarity, by k{note}"),
-        (f"{n04}/figure4.png", f"Figure 4 on the compound questions{note}"),
-        (f"{n04}/learning_curves_{COMPOUND_RUNS}.png", f"Learning curves on the compound questions{note}"),
-        (f"{n06}/figure5.png", f"Figure 5 on the compound questions{note}"),
-        (f"{n06}/figure6.png", f"Figure 6 on the compound questions{note}"),
-        (f"{n07}/varying_predicted_n.png", f"Predicted number of vectors, synthetic task ({n07}'s run)"),
-        (f"{n07}/beyond_cost_synthetic.png", f"MRecall against search cost, synthetic task ({n07}'s run)"),
-        (f"{n07}/beyond_cost_real.png", f"MRecall against search cost, compound questions{note}"),
-    ]
-    return tables, images
-
-
-COMPOUND_TABLES, COMPOUND_IMAGES = _trained_on_compounds("_compound")
-
-
-@dataclass(frozen=True)
-class Claim:
-    """One row of the README's verdict table and its section of figures/RESULTS.md. The README's cells
-    are short (one claim, the paper's number, ours, the verdict: about 20 words at most); the section
-    gives each in full, where `paper_in_full`, `ours_in_full` and `verdict_in_full` say more. The
-    readers take the rows of each file in `files`, one argument per file, in order."""
-
-    claim: str  # also the heading of its section on the results page, which the README's row links
-    paper: str  # a quote of the paper's numbers
-    files: tuple[str, ...]  # under figures/
-    ours: Callable[..., str]
-    verdict: Callable[..., str]
-    notebook: str  # the notebooks that make the files
-    paper_in_full: str = ""
-    ours_in_full: Callable[..., str] | None = None
-    verdict_in_full: Callable[..., str] | None = None
-    note: str = ""  # a sentence the section adds (a legend, what the row is not)
-
-    def cells(self, figures: Path) -> tuple[str, str, str]:
-        """The paper's number, ours and the verdict, short."""
-        rows = self._read(figures)
-        return self.paper, self.ours(*rows), self.verdict(*rows)
-
-    def cells_in_full(self, figures: Path) -> tuple[str, str, str]:
-        rows = self._read(figures)
-        ours, verdict = self.ours_in_full or self.ours, self.verdict_in_full or self.verdict
-        return self.paper_in_full or self.paper, ours(*rows), verdict(*rows)
-
-    def _read(self, figures: Path) -> list[list[dict]]:
-        return [_rows(figures, name) for name in self.files]
 
 
 # The paper's claims in its order, this repository's own experiments last; a new row is one more Claim.
@@ -498,32 +263,7 @@ CLAIMS = [
         _verdict_similarity,
         "03, 06",
     ),
-    Claim(
-        "Beyond the paper: the farther apart the targets, the more AMER gains, with the spread as a dial",
-        "QAMPARI +144.74% on the low-similarity set against +21.35% on the whole set",
-        (COMPOUND,),
-        _compound_short,
-        _verdict_compound_short,
-        "03, 04, 06",
-        ours_in_full=_compound,
-        verdict_in_full=_verdict_compound,
-    ),
-    Claim(
-        "Beyond the paper: AMER toward the decomposition oracle with the kept levers (component term, fresh compounds)",
-        "none (the component term, a supervised distillation loss, is beyond the paper)",
-        (COMPOUND_DISTILLED, COMPOUND_DISTILLED_SEEDS),
-        _oracle_share_short,
-        _verdict_oracle_share_short,
-        "04",
-        paper_in_full="none: the component term is a supervised distillation loss beyond the paper (fresh compounds: "
-        "its third direction, better training data)",
-        ours_in_full=_oracle_share,
-        verdict_in_full=_verdict_oracle_share,
-        note=f'Marks: {MARKS}. "AMER against the decomposition oracle" below sets these runs beside today\'s '
-        "recipe and the oracle; the "
-        "verdict per k over seven GPU seeds, with intervals: `docs/results.md` (What reproduces, in words) and "
-        "`studies/compound_levers/selection.md`.",
-    ),
+    *ADDED_CLAIMS,  # the work beyond the paper's (amer_lib.beyond.compound_results)
 ]
 
 RESULTS_PAGE = "figures/RESULTS.md"  # where the README's rows link, from the repository root
@@ -641,26 +381,7 @@ SECTIONS = [
             ("07_beyond/beyond_cost_real.png", "MRecall against search cost, offline real benchmark"),
         ],
     ),
-    (
-        "Compound questions: the target spread as a dial (beyond the paper)",
-        [
-            "03_real_data_prep_compound/table1.md",
-            "03_real_data_prep_compound/table4.md",
-            "03_real_data_prep_compound/ivfpq_sweep.md",
-            "03_real_data_prep_compound/target_similarity.md",
-            "01_failure_analysis_compound/trends.md",
-            "01_failure_analysis_compound/figure1_data.md",
-            *COMPOUND_TABLES,
-        ],
-        [
-            ("01_failure_analysis_compound/figure1.png", "Figure 1 on the compound questions"),
-            *COMPOUND_IMAGES,
-        ],
-    ),
-    (
-        "Compound questions with the kept levers: the component term and fresh compounds (beyond the paper)",
-        *_trained_on_compounds("_compound_distilled", ", with the kept levers"),
-    ),
+    *ADDED_SECTIONS,  # the work beyond the paper's (amer_lib.beyond.compound_results)
 ]
 
 
@@ -702,20 +423,6 @@ def provenance_table(figures: Path = FIGURES) -> str:
     return "\n".join([head, "", header, *rows, "", _read_back_note(made_at)]) + "\n"
 
 
-# Folders whose notebook-04 runs were trained at another commit than the folder's own, which
-# provenance.json does not record: the folder's commit, the runs' commit and where the record of it
-# is. Both compound folders made at 64fbe73 read back runs trained in one sitting at 7a7df97 on the
-# AMD EPYC, today's recipe executed first; a folder made again at another commit trained its own.
-RUNS_TRAINED_AT = {
-    folder: (
-        "64fbe733491186de665d8a266aada46cb260825d",
-        "7a7df97",
-        "the Makefile's `figures-compound` comment; `studies/compound_levers/compound_levers.md`",
-    )
-    for folder in ("04_real_data_compound", "04_real_data_compound_distilled")
-}
-
-
 def _read_back_note(made_at: dict[str, str]) -> str:
     """What the commit and the minutes of a folder cover: notebook 04 reads back the runs it made
     before with the same parameters, so a folder can be written at one commit from runs trained at
@@ -737,16 +444,6 @@ def _read_back_note(made_at: dict[str, str]) -> str:
     return f"{note}: {folders} read back runs trained at {', '.join(commits)} ({sources})."
 
 
-SUPERVISION = (
-    "Not the same supervision: AMER with the kept levers trains with the component term, each compound's "
-    "component questions encoded by the off-the-shelf MiniLM that chose the findable test components and "
-    "its rankings distilled into AMER's vectors (a supervised distillation loss beyond the paper); "
-    "single-query trains without it, and the oracle is given the decomposition at test time. The "
-    "off-the-shelf encoder's own decomposition (each component searched by MiniLM, merged round-robin) is "
-    "the other ceiling; `docs/results.md` reports AMER's share of the better one.\n"
-)
-
-
 CLAIMS_INTRO = (
     "The README's verdict table, claim by claim and in full: the paper's numbers, this repository's with their "
     "stds and significance marks, and each verdict with its conditions. Offline means CPU-sized models on "
@@ -765,9 +462,7 @@ def results_page(figures: Path = FIGURES) -> str:
         "## The paper's claims\n",
         CLAIMS_INTRO,
         claim_sections(figures),
-        "## AMER against the decomposition oracle (beyond the paper)\n",
-        oracle_share_table(figures),
-        SUPERVISION,
+        *(part for heading, render in ADDED_PARTS for part in (f"## {heading}\n", render(figures))),
         "## Provenance\n",
         provenance_table(figures),
     ]
@@ -792,11 +487,7 @@ def readme_with_verdicts(readme: str, figures: Path = FIGURES) -> str:
 
 
 # the Makefile target that writes each folder the page reads, by the folder's suffix
-MADE_BY = {
-    "_compound": "make figures-compound",
-    "_compound_distilled": "make figures-compound",
-    "_mlp_sweep": "make figures-mlp-sweep",
-}
+MADE_BY = {**ADDED_MADE_BY, "_mlp_sweep": "make figures-mlp-sweep"}
 
 
 def made_by(folder: str) -> str:

@@ -24,7 +24,7 @@ from amer_lib.core.loss import FIRST_VECTOR_MODES, MATCHED_REDUCTIONS
 from amer_lib.core.merge import MERGES, PAPER_MERGE
 from amer_lib.core.metrics import DISTANCES
 from amer_lib.core.train import SAMPLING_MODES
-from amer_lib.data.compound import TRAIN_COMPONENTS, check_component_count
+from amer_lib.data.benchmark import check_draw_options, draw_options
 from amer_lib.data.encoders import ENCODERS, RETRIEVERS
 from amer_lib.data.synthetic_task import SETTINGS, TRANSFORMS
 from amer_lib.io import FIGURES_HELP
@@ -360,7 +360,6 @@ class RealConfig(Config):
     )
     train_components: str = param(
         "findable",
-        choices=TRAIN_COMPONENTS,
         default_if_absent=True,
         study=True,
         help="beyond the paper, compound benchmark only: the components training compounds are made of; "
@@ -408,7 +407,7 @@ class RealConfig(Config):
         `on_machine` can resolve it for another machine; a config made by `replace` asks what it was
         made with (the values already resolved)."""
         super().__post_init__()
-        check_component_count(self.train_component_count, self.train_compounds, self.train_components)
+        check_draw_options(draw_options(self))  # the registered training draws' own checks
         object.__setattr__(self, "_asked", {"finetune": self.finetune, "mixed_precision": self.mixed_precision})
         on_gpu = self.device == "cuda" or (self.device == "auto" and torch.cuda.is_available())
         finetune, mixed_precision = run_recipe(self.backbone, self.finetune, self.mixed_precision, on_gpu)

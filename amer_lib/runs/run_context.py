@@ -11,7 +11,7 @@ from amer_lib.core.backbones import get_backbone, load_tokenizer
 from amer_lib.core.metrics import KS, K, evaluate, mean_pairwise_cosine, pad_clusters
 from amer_lib.core.model import AMERQueryEncoder
 from amer_lib.data import hard_negatives
-from amer_lib.data.benchmark import Benchmark
+from amer_lib.data.benchmark import Benchmark, draw_options
 from amer_lib.data.datasets import ComponentTextData, MinedTextData, TextData, padded_vectors, target_tensor
 from amer_lib.data.encoders import DocumentEncoder
 from amer_lib.data.prompts import PromptTemplate
@@ -183,13 +183,3 @@ def cached_result(
     prepared benchmark when the caller has opened it already."""
     facts = run_facts(benchmark or Benchmark(params.prepared_dir), dataset, system)
     return REAL_RUNS.cached(params.for_system(system), real_run_name(dataset, system, seed), facts)
-
-
-def draw_options(params: RealConfig) -> dict:
-    """The options of the training draw a notebook-04 config sets (`data.benchmark.TRAINING_DRAWS`:
-    amer_lib.beyond.compound_draws's compounds drawn afresh), by its fields."""
-    return {
-        "compounds": params.train_compounds,
-        "components": params.train_components,
-        "component_count": params.train_component_count,
-    }

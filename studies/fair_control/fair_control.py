@@ -77,8 +77,7 @@ def collect(ks=(1, 2, 3)) -> dict:
     """Per k: each system's per-question MRecall@100 by seed (the teacher under `none`), each run's kept
     step, the components fully found per compound, the vector roles, and the components the disjoint
     draw left out."""
-    from amer_lib.beyond import compound_draws
-    from amer_lib.data import compound
+    from amer_lib.beyond import compound, compound_draws
     from amer_lib.data.benchmark import Benchmark
 
     benchmark = Benchmark(PREPARED)

@@ -99,7 +99,8 @@ def classify(doc: str, text: str, word: str, kind: str, facts: dict) -> str:
 
 def audit(count: int = 16, seed: int = 0) -> dict:
     """Mined and random negatives of every `compound_k1` training component, by class and kind."""
-    from amer_lib.data import compound, hard_negatives
+    from amer_lib.beyond import compound
+    from amer_lib.data import hard_negatives
     from amer_lib.data.benchmark import Benchmark
     from amer_lib.data.corpus import iter_documents
     from amer_lib.data.encoders import DocumentEncoder

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
-from amer_lib.data import compound
-from amer_lib.data.compound import join
+from amer_lib.beyond import compound
+from amer_lib.beyond.compound import join
 from amer_lib.data.questions import MultiAnswerQuestion
 
 ROOT = Path(__file__).resolve().parents[2]

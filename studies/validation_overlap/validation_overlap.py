@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from amer_lib.data import compound  # noqa: E402
+from amer_lib.beyond import compound  # noqa: E402
 from amer_lib.data.benchmark import Benchmark  # noqa: E402
 from amer_lib.io import write_json  # noqa: E402
 

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from amer_lib.beyond import compound_draws
-from amer_lib.data import compound, wordnet
-from amer_lib.data.compound import component_word, components_of, join, sample_compounds
-from amer_lib.data.preparation import prepare_compound
+from amer_lib.beyond import compound, compound_draws
+from amer_lib.beyond.compound import component_word, components_of, join, sample_compounds
+from amer_lib.beyond.compound_preparation import prepare_compound
+from amer_lib.data import wordnet
 from amer_lib.data.questions import MultiAnswerQuestion, component_texts
 from amer_lib.progress import AmerWarning
 
@@ -398,7 +398,7 @@ def test_the_oracle_comparison_reads_each_metric_and_amers_share_of_the_oracles_
     from types import SimpleNamespace
 
     from amer_lib.beyond import decomposition as experiment
-    from amer_lib.report.tables import compound_table
+    from amer_lib.beyond.compound_results import compound_table
 
     ones = [1, 1, 1, 1]
     oracle = {

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 from stand_ins import HashEncoder, documents
 
-from amer_lib.data import compound, hard_negatives, wordnet
+from amer_lib.beyond import compound
+from amer_lib.data import hard_negatives, wordnet
 from amer_lib.data.encoders import encode_corpus
 from amer_lib.data.questions import MultiAnswerQuestion
 

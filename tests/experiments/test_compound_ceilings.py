@@ -5,8 +5,8 @@ import math
 
 import pytest
 
+from amer_lib.beyond.compound_results import compound_table
 from amer_lib.beyond.decomposition import METRICS, ceiling_shares
-from amer_lib.report.tables import compound_table
 
 
 def rows_of(dataset: str, k: int, means: dict[str, tuple[float, float, float]]) -> list[dict]:

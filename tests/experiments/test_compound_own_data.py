@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
+from amer_lib.beyond import compound
 from amer_lib.beyond.decomposition import _components, components_per_question
-from amer_lib.data import compound
 from amer_lib.data.questions import MultiAnswerQuestion
 
 

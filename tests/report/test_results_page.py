@@ -111,7 +111,7 @@ def test_the_prose_under_the_verdicts_says_what_the_files_say():
     import csv
     import json
 
-    from amer_lib.report.results_page import COMPOUND
+    from amer_lib.beyond.compound_results import COMPOUND
     from amer_lib.report.significance import AHEAD, BEHIND
 
     with open(ROOT / "figures" / COMPOUND, newline="") as f:
@@ -340,7 +340,7 @@ def test_the_oracle_share_table_sets_todays_recipe_beside_the_kept_levers(tmp_pa
     the oracle or on single-query at k = 1 (the same runs in both) are refused by name."""
     import csv
 
-    from amer_lib.report.results_page import (
+    from amer_lib.beyond.compound_results import (
         CEILING_SHARE,
         COMPOUND,
         COMPOUND_DISTILLED,
@@ -430,7 +430,7 @@ def test_the_oracle_share_table_sets_todays_recipe_beside_the_kept_levers(tmp_pa
 def test_the_compound_claim_says_what_its_table_marks_mean():
     """A table made since the teacher's decomposition (it has the better ceiling's share) marks
     ahead and behind after Holm's correction, and the claim says so; an earlier one is refused."""
-    from amer_lib.report.results_page import CEILING_SHARE, _compound, _compound_short, _verdict_compound_short
+    from amer_lib.beyond.compound_results import CEILING_SHARE, _compound, _compound_short, _verdict_compound_short
 
     rows = [
         {"System": "Single-Query", "k": "1", "MRecall@100": "88.33±0.41"},

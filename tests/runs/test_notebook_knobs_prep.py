@@ -12,6 +12,7 @@ from conftest import notebook_config
 from stand_ins import HashEncoder, documents
 from test_notebook_knobs import bites
 
+from amer_lib.beyond import compound_preparation
 from amer_lib.data import preparation
 from amer_lib.data.encoders import encode_corpus
 from amer_lib.data.preparation import prepare
@@ -180,7 +181,7 @@ def test_notebook_03_hands_the_compound_benchmark_its_ks_components_answers_and_
     def asked(*args):
         raise Asked(*args)
 
-    monkeypatch.setattr(preparation, "prepare_compound", asked)
+    monkeypatch.setattr(compound_preparation, "prepare_compound", asked)
     params = notebook_config(
         "03_real_data_prep",
         source="compound",

@@ -1,19 +1,25 @@
-"""The FOLDOC reader and benchmark builder (`amer_lib.data.foldoc`) on genuine FOLDOC records
+"""The FOLDOC reader and benchmark builder (`studies/foldoc/build.py`) on genuine FOLDOC records
 (`tests/fixtures/foldoc/`, their source in its README)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
-from amer_lib.data import foldoc, wordnet
+from amer_lib.data import wordnet
 from amer_lib.data.corpus import iter_documents
 from amer_lib.data.questions import read_questions
 from amer_lib.packaged import sha256_of
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "foldoc"
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURE = ROOT / "tests" / "fixtures" / "foldoc"
+spec = importlib.util.spec_from_file_location("foldoc_build", ROOT / "studies" / "foldoc" / "build.py")
+foldoc = sys.modules[spec.name] = importlib.util.module_from_spec(spec)  # its dataclasses look their module up
+spec.loader.exec_module(foldoc)
 
 
 @pytest.fixture(scope="module")

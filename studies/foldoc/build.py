@@ -1,10 +1,10 @@
-"""FOLDOC, the Free On-line Dictionary of Computing, as a second compound benchmark (issue 70's
-replication, a dictionary the team never tuned on).
+"""FOLDOC, the Free On-line Dictionary of Computing, as a second compound benchmark (the FOLDOC
+replication's data, a dictionary the team never tuned on).
 
 Read from Debian's `dict-foldoc` (`/usr/share/dictd/foldoc.index` and `foldoc.dict.dz`, the dictd
 format: each index line `headword<TAB>offset<TAB>length`, the numbers in dictd's base 64, several
 headwords pointing to one record; a record is its headword lines, a blank line, then the text).
-The benchmark is built as the WordNet compound benchmark is (`amer_lib.data.compound`):
+The benchmark is built as the WordNet compound benchmark is (`amer_lib.beyond.compound`):
 
 * a component is an entry with 2-8 numbered senses (`1. ... 2. ...`), asked as
   `What does the word "X" mean?` (qid `senses:X`, as WordNet's senses questions); each sense is one
@@ -22,7 +22,7 @@ for notebook 03 (`test_questions_path`), which draws the validation questions so
 a component with training. From the repository root (13 min on 2 shared cores, most of it encoding
 13,620 documents):
 
-    .venv/bin/python -m amer_lib.data.foldoc /usr/share/dictd results/foldoc --record studies/foldoc/foldoc_data.json
+    .venv/bin/python studies/foldoc/build.py /usr/share/dictd results/foldoc --record studies/foldoc/foldoc_data.json
 """
 
 from __future__ import annotations
@@ -32,17 +32,23 @@ import csv
 import gzip
 import io
 import re
+import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
-from amer_lib.data import compound, wordnet
-from amer_lib.data.corpus import iter_documents
-from amer_lib.data.encoders import DocumentEncoder, encode_corpus
-from amer_lib.data.questions import MultiAnswerQuestion, write_questions
-from amer_lib.io import write_json, write_text
-from amer_lib.packaged import sha256_of
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from amer_lib.beyond import compound  # noqa: E402
+from amer_lib.data import wordnet  # noqa: E402
+from amer_lib.data.corpus import iter_documents  # noqa: E402
+from amer_lib.data.encoders import DocumentEncoder, encode_corpus  # noqa: E402
+from amer_lib.data.questions import MultiAnswerQuestion, write_questions  # noqa: E402
+from amer_lib.io import write_json, write_text  # noqa: E402
+from amer_lib.packaged import sha256_of  # noqa: E402
 
 INDEX, DICT = "foldoc.index", "foldoc.dict.dz"
 BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"  # dictd's digits
