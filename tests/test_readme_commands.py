@@ -201,7 +201,7 @@ def test_your_own_data_with_answer_questions_trains_with_the_component_term(tmp_
     params = RealConfig.from_dict(amer["params"] | {"prepared_dir": str(prepared)})
     context = RunContext.of(params)
     train_questions = context.benchmark.questions("kinds_mine", "train")
-    data = context.training_data(train_questions, params)
+    data = context.training_data(train_questions, component_vectors=params.component_weight > 0)
     vectors, mask = data.components(torch.arange(len(train_questions)))
     encoder = DocumentEncoder("minilm")
     for row, q in enumerate(train_questions):

@@ -32,7 +32,7 @@ from amer_lib.core.index import ShardedFlatIndex
 from amer_lib.core.metrics import K
 from amer_lib.data.encoders import DocumentEncoder
 from amer_lib.runs.configs import BASELINES, EXPANSION_SOURCES, RealConfig
-from amer_lib.runs.run_context import RunContext, cached_result
+from amer_lib.runs.run_context import RunContext, cached_result, real_entry
 
 RERANK_DEPTH = 500  # |R| in the paper
 
@@ -88,7 +88,8 @@ def run_baseline(params: RealConfig, dataset: str, system: str, seed: int, progr
             keyword_source=source.name,
             keywords=keywords,
         )
-    return context.write_result(params, dataset, system, seed, test, ranked, **facts)
+    stored = real_entry(params, dataset, system, seed, context.benchmark)
+    return context.write_result(stored, dataset, system, seed, test, ranked, **facts)
 
 
 def relevance_queries(params: RealConfig, questions: list, trained: np.ndarray) -> np.ndarray:

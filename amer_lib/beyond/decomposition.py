@@ -28,7 +28,7 @@ from amer_lib.data.questions import MultiAnswerQuestion
 from amer_lib.progress import AmerWarning
 from amer_lib.report.summaries import summary
 from amer_lib.runs.configs import RealConfig
-from amer_lib.runs.run_context import RunContext, cached_result
+from amer_lib.runs.run_context import RunContext, cached_result, real_entry
 
 ORACLE = "decomposition_oracle"
 TEACHER = "teacher_decomposition"
@@ -85,7 +85,8 @@ def _decomposition_result(
     (`merge`) and write the run's results."""
     index, depth = ShardedFlatIndex(context.shards), max(params.search_depth, K)
     ranked = multi_vector_search(index, queries, K, depth=depth, merge=params.merge)
-    return context.write_result(params, dataset, system, seed, test, ranked, label=label, n_queries=queries.shape[1])
+    stored = real_entry(params, dataset, system, seed, context.benchmark)
+    return context.write_result(stored, dataset, system, seed, test, ranked, label=label, n_queries=queries.shape[1])
 
 
 def _components(questions: list[MultiAnswerQuestion]) -> list[list[MultiAnswerQuestion]]:

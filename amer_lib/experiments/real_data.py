@@ -37,10 +37,10 @@ from amer_lib.io import require_writable
 from amer_lib.runs.configs import SYSTEMS, RealConfig
 from amer_lib.runs.dispatch import run_jobs
 from amer_lib.runs.preflight import memory_preflight, preflight_without_weights
-from amer_lib.runs.query_encoders import build_query_encoder, generated_vectors, text_prompts, train_config
-from amer_lib.runs.run_context import RunContext, cached_result, run_facts
+from amer_lib.runs.query_encoders import generated_vectors, new_query_encoder, text_prompts
+from amer_lib.runs.run_context import RealRun, RunContext, cached_result, real_entry
 from amer_lib.runs.saved import save_pretrained
-from amer_lib.runs.store import REAL_RUNS, real_run_name
+from amer_lib.runs.store import REAL_RUNS
 from amer_lib.runs.tuning import grid_cost, grid_points, point_params, selected_checkpoint
 
 
@@ -54,51 +54,69 @@ def run_one(
     device: torch.device | None = None,
 ) -> dict | None:
     """Train, retrieve and score one run (an interrupted one resumes from its checkpoint); `run_all`
-    reads the runs made before back instead of calling this.
+    reads the runs made before back instead of calling this. The config is resolved once into the
+    run's spec (`RealRun.of`), which the calls below take.
 
     On every rank of a torch.distributed group (`amer_lib.core.distributed`, with this rank's
     `device`): the ranks train together, rank 0 retrieves and writes, the others return None."""
-    params = params.for_system(system)  # single-query trains without AMER's loss levers
-    benchmark = Benchmark(params.prepared_dir)  # opened once for the run
-    context = RunContext.of(params, benchmark)
     device = device or resolve_device(params.device)
-    n_queries = context.n_queries(dataset, system)
-    train_questions, val_questions = context.training_split(params, dataset, seed)
+    benchmark = Benchmark(params.prepared_dir)  # opened once for the run
+    run = RealRun.of(params, benchmark, dataset, system, seed)
+    # on a GPU whose FAISS sees it, the index keeps what fits beside the training's projected peak
+    on_gpu = device.type == "cuda" and faiss_sees_gpus()
+    preflight = lambda: memory_preflight(params.for_system(system), benchmark, dataset, progress=False)  # noqa: E731
+    gpu_peak = preflight().gpu_peak if on_gpu else None
+    return train_and_score(run, benchmark, device, gpu_peak, progress, on_step)
+
+
+def train_and_score(
+    run: RealRun,
+    benchmark: Benchmark,
+    device: torch.device,
+    gpu_peak: int | None = None,
+    progress: bool = True,
+    on_step: Callable[[], None] | None = None,
+) -> dict | None:
+    """`run_one` of the resolved `run` on `device`; `gpu_peak`: the training's projected peak GPU
+    memory (`memory_preflight`) where the run's index is kept on the GPU (`run_index`)."""
+    context = RunContext(benchmark, run.document_encoder, run.encoder.backbone)
+    train_questions, val_questions = benchmark.training_split(run.dataset, run.seed, **run.draw)
     questions = train_questions + val_questions
-    data = context.training_data(questions, params).to(device)
+    data = context.training_data(
+        questions, mined_negatives=run.mined_negatives, component_vectors=run.component_vectors
+    ).to(device)
     train_idx, val_idx = torch.arange(len(train_questions)), torch.arange(len(train_questions), len(data))
-    model = build_query_encoder(params, seed, context.shards.dim, device)
-    config = train_config(params, n_queries, seed, group_by_targets=True)
+    model = new_query_encoder(run.encoder, run.seed, context.shards.dim, device)
     index, curve = None, None
     # the others wait for its validations at the next collective (a checkpoint's, or the next step's all-reduce)
     if distributed.is_main():
-        index = run_index(params, benchmark, dataset, context, device)
+        index = run_index(context, device, gpu_peak)
         val_data = data.subset(val_idx.to(device))
-        curve = validation_retrieval(context, val_questions, val_data, n_queries, index=index, merge=params.merge)
+        curve = validation_retrieval(context, val_questions, val_data, run.n_queries, index=index, merge=run.merge)
     trained = train(
         model,
         data.subset(train_idx.to(device)),
         data.subset(val_idx.to(device)),
         context.negatives.to(device),
-        config,
-        run_dir=REAL_RUNS.run_dir(params, real_run_name(dataset, system, seed), run_facts(benchmark, dataset, system)),
+        run.training,
+        run_dir=run.stored.folder,
         progress=progress,
         on_step=on_step,
         evaluate=curve,
     )
     if not distributed.is_main():
         return None
-    test_questions = context.benchmark.questions(dataset, "test")
-    vectors = context.query_vectors(model, test_questions, n_queries, device)
-    ranked = multi_vector_search(index, vectors, K, depth=max(params.search_depth, K), merge=params.merge)
+    test_questions = benchmark.questions(run.dataset, "test")
+    vectors = context.query_vectors(model, test_questions, run.n_queries, device)
+    ranked = multi_vector_search(index, vectors, K, depth=max(run.search_depth, K), merge=run.merge)
     return context.write_result(
-        params,
-        dataset,
-        system,
-        seed,
+        run.stored,
+        run.dataset,
+        run.system,
+        run.seed,
         test_questions,
         ranked,
-        n_queries=n_queries,
+        n_queries=run.n_queries,
         train_seconds=trained.seconds,
         best_step=trained.best_step,
         best_val_loss=trained.best_val_loss,
@@ -106,21 +124,18 @@ def run_one(
     )
 
 
-def run_index(
-    params: RealConfig, benchmark: Benchmark, dataset: str, context: RunContext, device: torch.device
-) -> ResidentFlatIndex:
+def run_index(context: RunContext, device: torch.device, gpu_peak: int | None = None) -> ResidentFlatIndex:
     """The exact index a run searches at each validation and at its test, built once per run: on a
-    GPU, the shards' float16 blocks that fit beside the training's projected peak
-    (`memory_preflight`: the memory the GPU has less that peak, whose search term is this index's
-    float32 block) are kept on it, the rest read from the shards at every search; on the CPU, and
-    on a GPU whose FAISS is the CPU build (as `ShardedFlatIndex` does: a small corpus needs no
-    GPU build), every block is read from the memory-mapped shards (the page cache keeps them) and
-    made float32 on every core. Both return `ShardedFlatIndex`'s rows."""
-    if device.type != "cuda" or not faiss_sees_gpus():
+    GPU whose FAISS sees it, the shards' float16 blocks that fit beside the training's projected
+    peak (`gpu_peak`: `memory_preflight`'s, whose search term is this index's float32 block) are kept
+    on it, the rest read from the shards at every search; on the CPU, and on a GPU whose FAISS is the
+    CPU build (as `ShardedFlatIndex` does: a small corpus needs no GPU build), every block is read
+    from the memory-mapped shards (the page cache keeps them) and made float32 on every core. Both
+    return `ShardedFlatIndex`'s rows."""
+    if gpu_peak is None or device.type != "cuda" or not faiss_sees_gpus():
         return ResidentFlatIndex(context.shards, "cpu", resident_bytes=0)
     total = torch.cuda.get_device_properties(device).total_memory
-    peak = memory_preflight(params, benchmark, dataset, progress=False).gpu_peak
-    return ResidentFlatIndex(context.shards, device, resident_bytes=max(0, total - peak))
+    return ResidentFlatIndex(context.shards, device, resident_bytes=max(0, total - gpu_peak))
 
 
 def validation_retrieval(
@@ -186,13 +201,14 @@ def run_all(params: RealConfig, progress: bool = True) -> list[dict]:
     if any(params.for_system(s).component_weight > 0 for s in params.systems):  # a split with no component question
         for dataset in params.datasets:
             component_texts(benchmark.questions(dataset, "train"), f" in {benchmark.directory}/{dataset}_train.jsonl")
-    cached = lambda *job: cached_result(*job, benchmark)
     jobs = [
         (params, dataset, system, seed)
         for dataset in params.datasets
         for system in params.systems
         for seed in params.seeds
     ]
+    entries = {job[1:]: real_entry(*job, benchmark=benchmark) for job in jobs}  # each run's place, found once
+    cached = lambda params, *run: entries[run].cached()  # noqa: E731
     for dataset in dict.fromkeys(job[1] for job in jobs if cached(*job) is None):
         memory_preflight(params, benchmark, dataset, progress)
     multi_vector = lambda job: job[2] != "single"  # noqa: E731

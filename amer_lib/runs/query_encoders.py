@@ -20,25 +20,49 @@ from amer_lib.runs.configs import RealConfig, SyntheticConfig
 from amer_lib.runs.store import RunStore
 
 
+@dataclasses.dataclass(frozen=True)
+class EncoderRecipe:
+    """The query encoder a run builds: `backbone` (resized by `overrides` where given), LoRA adapters
+    when `finetune == "lora"`, the frozen weights' precision (`mixed_precision`), a stop head or not."""
+
+    backbone: str
+    finetune: str
+    mixed_precision: bool
+    stop_head: bool = False
+    overrides: dict | None = None
+
+    @classmethod
+    def of(cls, params: SyntheticConfig | RealConfig) -> EncoderRecipe:
+        return cls(
+            backbone=params.backbone,
+            finetune=params.finetune,
+            mixed_precision=params.mixed_precision,
+            stop_head=params.stop_weight > 0,
+            overrides=getattr(params, "backbone_overrides", None) or None,  # notebook 04 has none
+        )
+
+
 def build_query_encoder(
     params: SyntheticConfig | RealConfig, seed: int, dim: int, device: torch.device
 ) -> AMERQueryEncoder:
-    """A fresh encoder: the backbone of `params` (resized by `backbone_overrides` where given),
-    LoRA adapters when `finetune == "lora"`, projections to `dim` (and a stop head when
-    `stop_weight > 0`), all seeded by `seed`."""
-    name = params.backbone
-    overrides = getattr(params, "backbone_overrides", None) or None  # notebook 04 has none
-    dtype = frozen_weights_dtype(params.finetune, params.mixed_precision)
-    backbone = load_backbone(name, seed=seed, dtype=dtype, config_overrides=overrides)
-    if params.finetune == "lora":  # the adapters' initial weights drawn from the seed too
+    """`new_query_encoder` of the encoder `params` describe (`EncoderRecipe.of`)."""
+    return new_query_encoder(EncoderRecipe.of(params), seed, dim, device)
+
+
+def new_query_encoder(recipe: EncoderRecipe, seed: int, dim: int, device: torch.device) -> AMERQueryEncoder:
+    """A fresh encoder of `recipe` with projections to `dim` (and its stop head), all seeded by `seed`."""
+    name = recipe.backbone
+    dtype = frozen_weights_dtype(recipe.finetune, recipe.mixed_precision)
+    backbone = load_backbone(name, seed=seed, dtype=dtype, config_overrides=recipe.overrides)
+    if recipe.finetune == "lora":  # the adapters' initial weights drawn from the seed too
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             backbone = add_lora(backbone, get_backbone(name).lora)
     torch.manual_seed(seed)
-    model = AMERQueryEncoder(backbone, dim, stop_head=params.stop_weight > 0)
+    model = AMERQueryEncoder(backbone, dim, stop_head=recipe.stop_head)
     if get_backbone(name).identity_projections:
         model.identity_projections()
-    model.mixed_precision = params.mixed_precision  # generation runs as training did
+    model.mixed_precision = recipe.mixed_precision  # generation runs as training did
     return model.to(device)
 
 

@@ -4,12 +4,15 @@ vectors a trained encoder generates, and the scored, written results of a run.""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 
 from amer_lib.core.backbones import get_backbone, load_tokenizer
 from amer_lib.core.metrics import KS, K, evaluate, mean_pairwise_cosine, pad_clusters
 from amer_lib.core.model import AMERQueryEncoder
+from amer_lib.core.train import TrainConfig
 from amer_lib.data import hard_negatives
 from amer_lib.data.benchmark import Benchmark, draw_options
 from amer_lib.data.datasets import ComponentTextData, MinedTextData, TextData, padded_vectors, target_tensor
@@ -18,8 +21,8 @@ from amer_lib.data.prompts import PromptTemplate
 from amer_lib.data.questions import MultiAnswerQuestion, component_texts
 from amer_lib.io import git_commit, write_trec_run
 from amer_lib.runs.configs import RealConfig
-from amer_lib.runs.query_encoders import generated_vectors, load_trained, text_prompts
-from amer_lib.runs.store import REAL_RUNS, real_run_name
+from amer_lib.runs.query_encoders import EncoderRecipe, generated_vectors, load_trained, text_prompts, train_config
+from amer_lib.runs.store import REAL_RUNS, StoredRun, real_run_name
 
 NEGATIVE_POOL = 1_000_000  # random negatives are drawn from at most this many corpus rows
 
@@ -92,17 +95,14 @@ class RunContext:
         hard = torch.from_numpy(self.shards.rows(rows.reshape(-1)).reshape(*rows.shape, -1))
         return MinedTextData(*self.text_data(questions)._tensors(), hard)
 
-    def training_data(self, questions: list[MultiAnswerQuestion], params: RealConfig) -> TextData:
+    def training_data(
+        self, questions: list[MultiAnswerQuestion], *, mined_negatives: bool = False, component_vectors: bool = False
+    ) -> TextData:
         """The data a notebook-04 run trains on: `text_data`, with the mined hard negatives or the
-        component vectors its levers need (beyond the paper; not both at once)."""
-        mined, components = params.hard_negative_share > 0, params.component_weight > 0
-        if mined and components:
-            raise ValueError(
-                "hard_negative_share > 0 and component_weight > 0 cannot be combined: choose one of the two levers"
-            )
-        if mined:
+        component vectors its levers need (beyond the paper; not both at once: `RealRun.of` refuses it)."""
+        if mined_negatives:
             return self.mined_text_data(questions)
-        return self.component_text_data(questions) if components else self.text_data(questions)
+        return self.component_text_data(questions) if component_vectors else self.text_data(questions)
 
     def part_vectors(self, questions: list[MultiAnswerQuestion]) -> tuple[torch.Tensor, torch.Tensor]:
         """The off-the-shelf encoder's query vectors of the questions each one is made of `[Q, C, d]`
@@ -135,7 +135,7 @@ class RunContext:
 
     def write_result(
         self,
-        params: RealConfig,
+        stored: StoredRun,
         dataset: str,
         system: str,
         seed: int,
@@ -144,19 +144,18 @@ class RunContext:
         **details,
     ) -> dict:
         """Score a ranked top K `[Q, K]` (corpus rows), write its TREC run file (its qrels are the
-        prepared benchmark's) and the results JSON of notebook 04's run of `params`."""
-        name, params = real_run_name(dataset, system, seed), params.for_system(system)
+        prepared benchmark's) and the results JSON of the notebook-04 run `stored` (`real_entry`)."""
         self.benchmark.qrels(dataset)
         write_trec_run(
-            REAL_RUNS.result_path(params, name, ".trec"),
+            stored.path(".trec"),
             [q.qid for q in questions],
             [[self.shards.ids[r] for r in row if r >= 0] for row in ranked],
-            name,
+            stored.name,
             K,
         )
         scores = evaluate(ranked, self.gold(questions), KS)
         result = dict(
-            params=params.as_dict(),
+            params=stored.params,
             seed=seed,
             git_commit=git_commit(),
             dataset=dataset,
@@ -168,7 +167,7 @@ class RunContext:
             target_similarity=self.target_similarity(questions).tolist(),
             **details,
         )
-        return REAL_RUNS.write(params, name, result, run_facts(self.benchmark, dataset, system))
+        return stored.write(result)
 
 
 def run_facts(benchmark: Benchmark, dataset: str, system: str) -> dict:
@@ -176,10 +175,65 @@ def run_facts(benchmark: Benchmark, dataset: str, system: str) -> dict:
     return {"n_queries": benchmark.n_queries(dataset)} if system == "amer" else {}
 
 
+def real_entry(params: RealConfig, dataset: str, system: str, seed: int, benchmark: Benchmark) -> StoredRun:
+    """Notebook 04's run of `system` in the run store (`REAL_RUNS`), keyed by the config `system`
+    trains by (`RealConfig.for_system`) and the dataset's number of query vectors (`run_facts`)."""
+    name, facts = real_run_name(dataset, system, seed), run_facts(benchmark, dataset, system)
+    return REAL_RUNS.entry(params.for_system(system), name, facts)
+
+
 def cached_result(
     params: RealConfig, dataset: str, system: str, seed: int, benchmark: Benchmark | None = None
 ) -> dict | None:
     """The run's results when it was made with these run parameters, else None; `benchmark`: the
     prepared benchmark when the caller has opened it already."""
-    facts = run_facts(benchmark or Benchmark(params.prepared_dir), dataset, system)
-    return REAL_RUNS.cached(params.for_system(system), real_run_name(dataset, system, seed), facts)
+    return real_entry(params, dataset, system, seed, benchmark or Benchmark(params.prepared_dir)).cached()
+
+
+@dataclass(frozen=True)
+class RealRun:
+    """One notebook-04 run, resolved from the notebook's config once (`RealRun.of`): what its
+    training, search and results need, and its place in the run store."""
+
+    dataset: str
+    system: str
+    seed: int
+    encoder: EncoderRecipe  # the query encoder it trains
+    document_encoder: str  # the corpus embeddings it searches
+    training: TrainConfig  # n_outputs: its number of query vectors
+    draw: dict  # the training draw's options (`data.benchmark.TRAINING_DRAWS`)
+    mined_negatives: bool  # beyond the paper: trains on the mined hard negatives
+    component_vectors: bool  # beyond the paper: the component term's vectors
+    merge: str
+    search_depth: int
+    device: str
+    stored: StoredRun
+
+    @classmethod
+    def of(cls, params: RealConfig, benchmark: Benchmark, dataset: str, system: str, seed: int) -> RealRun:
+        params = params.for_system(system)  # single-query trains without AMER's loss levers
+        n_queries = 1 if system == "single" else benchmark.n_queries(dataset)
+        mined, components = params.hard_negative_share > 0, params.component_weight > 0
+        if mined and components:
+            raise ValueError(
+                "hard_negative_share > 0 and component_weight > 0 cannot be combined: choose one of the two levers"
+            )
+        return cls(
+            dataset=dataset,
+            system=system,
+            seed=seed,
+            encoder=EncoderRecipe.of(params),
+            document_encoder=params.encoder,
+            training=train_config(params, n_queries, seed, group_by_targets=True),
+            draw=draw_options(params),
+            mined_negatives=mined,
+            component_vectors=components,
+            merge=params.merge,
+            search_depth=params.search_depth,
+            device=params.device,
+            stored=real_entry(params, dataset, system, seed, benchmark),
+        )
+
+    @property
+    def n_queries(self) -> int:
+        return self.training.n_outputs

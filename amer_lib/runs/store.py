@@ -71,28 +71,29 @@ class RunStore:
         where = ("device", "nproc_per_node", "threads")
         return {k: v for k, v in self.run_params(params.as_dict()).items() if not k.endswith("_dir") and k not in where}
 
+    def entry(self, params: Config, name: str, facts: dict | None = None) -> StoredRun:
+        """Run `name` of `params` (and `facts`: what shapes the run beyond its config, e.g. its
+        dataset's number of query vectors) in this store: its files and what its results record."""
+        key = {**self.run_params(params.as_dict()), **self.identity, **(facts or {})}
+        return StoredRun(
+            store=self,
+            name=name,
+            results_dir=Path(params.results_dir),
+            folder=Path(params.runs_dir) / f"{name}-{params_digest(key)}",
+            params=params.as_dict(),
+            facts=dict(facts or {}),
+        )
+
     def result_path(self, params: Config, name: str, suffix: str = ".json") -> Path:
-        return Path(params.results_dir) / f"{name}{suffix}"
+        return self.entry(params, name).path(suffix)
 
     def cached(self, params: Config, name: str, facts: dict | None = None) -> dict | None:
-        """The run's results when they were made with the same run parameters (and `facts`: what
-        shapes the run beyond its config, e.g. its dataset's number of query vectors), else None."""
-        path = self.result_path(params, name)
-        if not path.exists():
-            return None
-        result = json.loads(path.read_text())
-        if any(result.get(k) != v for k, v in {**self.identity, **(facts or {})}.items()):
-            return None
-        return result if self.run_params(result.get("params", {})) == self.run_params(params.as_dict()) else None
+        """The run's results when they were made with the same run parameters, else None (`StoredRun.cached`)."""
+        return self.entry(params, name, facts).cached()
 
     def write(self, params: Config, name: str, result: dict, facts: dict | None = None) -> dict:
-        """Write the run's results (with `facts` and the store's identity fields) atomically, then
-        remove its resume checkpoint (optimizer state and all: hundreds of MB a run), which a
-        finished run no longer needs; `best.pt` stays. Returns the results."""
-        result = {**result, **(facts or {}), **self.identity}
-        write_json(self.result_path(params, name), result)
-        (self.run_dir(params, name, facts) / "checkpoint.pt").unlink(missing_ok=True)
-        return result
+        """`StoredRun.write` of run `name` of `params`."""
+        return self.entry(params, name, facts).write(result)
 
     def write_params(self, params: Config, tag: str = "") -> Path:
         """The notebook's parameters beside its runs (`params.yaml`, or `params_<tag>.yaml` for one
@@ -103,8 +104,7 @@ class RunStore:
 
     def run_dir(self, params: Config, name: str, facts: dict | None = None) -> Path:
         """The run's checkpoint folder."""
-        key = {**self.run_params(params.as_dict()), **self.identity, **(facts or {})}
-        return Path(params.runs_dir) / f"{name}-{params_digest(key)}"
+        return self.entry(params, name, facts).folder
 
     def best_checkpoint(self, params: Config, name: str, facts: dict | None = None) -> tuple[dict, Path]:
         """A finished run's results and its kept checkpoint, or an error saying how to make them."""
@@ -121,6 +121,42 @@ class RunStore:
                 f"{self.result_path(params, name)} to train the run again"
             )
         return result, path
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """One run's place in its store (`RunStore.entry`): its results JSON and the files beside it in
+    `results_dir`, its checkpoint folder, the config's fields its results record (`params`) and what
+    shapes it beyond them (`facts`)."""
+
+    store: RunStore
+    name: str
+    results_dir: Path
+    folder: Path
+    params: dict
+    facts: dict
+
+    def path(self, suffix: str = ".json") -> Path:
+        return self.results_dir / f"{self.name}{suffix}"
+
+    def cached(self) -> dict | None:
+        """The run's results when they were made with the same run parameters and facts, else None."""
+        path = self.path()
+        if not path.exists():
+            return None
+        result = json.loads(path.read_text())
+        if any(result.get(k) != v for k, v in {**self.store.identity, **self.facts}.items()):
+            return None
+        return result if self.store.run_params(result.get("params", {})) == self.store.run_params(self.params) else None
+
+    def write(self, result: dict) -> dict:
+        """Write the run's results (with its facts and the store's identity fields) atomically, then
+        remove its resume checkpoint (optimizer state and all: hundreds of MB a run), which a
+        finished run no longer needs; `best.pt` stays. Returns the results."""
+        result = {**result, **self.facts, **self.store.identity}
+        write_json(self.path(), result)
+        (self.folder / "checkpoint.pt").unlink(missing_ok=True)
+        return result
 
 
 # the stores of the notebooks that train runs

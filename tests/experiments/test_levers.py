@@ -43,7 +43,7 @@ def test_the_component_term_encodes_answer_questions_and_refuses_a_split_without
 
     from amer_lib.data.encoders import DocumentEncoder
     from amer_lib.experiments.real_data import run_all
-    from amer_lib.runs.run_context import RunContext
+    from amer_lib.runs.run_context import RealRun, RunContext
 
     params = tiny_wordnet_runs(tmp_path, component_weight=2.0)
     refused = r"none of the \d+ questions in .*wordnet_kinds_train.jsonl has answer_questions.*component_weight 0"
@@ -58,14 +58,14 @@ def test_the_component_term_encodes_answer_questions_and_refuses_a_split_without
         replace(second, answer_questions=["One question for them all?"] * len(second.answers)),
         plain,
     ]
-    data = context.training_data(questions, params)
+    data = context.training_data(questions, component_vectors=True)
     vectors, mask = data.components(torch.arange(3))
     encoded = DocumentEncoder("minilm").encode_queries([*asked, "One question for them all?", plain.question])
     assert vectors.shape == (3, len(asked), encoded.shape[1]) and mask.sum(-1).tolist() == [len(asked), 1, 1]
     np.testing.assert_allclose(vectors[0, : len(asked)].numpy(), encoded[: len(asked)], atol=1e-5)
     np.testing.assert_allclose(vectors[1:, 0].numpy(), encoded[len(asked) :], atol=1e-5)
     with pytest.raises(ValueError, match="hard_negative_share > 0 and component_weight > 0 cannot be combined"):
-        context.training_data(questions, params.replace(hard_negative_share=0.5))
+        RealRun.of(params.replace(hard_negative_share=0.5), context.benchmark, "wordnet_kinds", "amer", 0)
 
 
 def test_a_levers_single_query_run_is_the_recipes_and_is_read_back_not_trained_again(tmp_path):

@@ -17,9 +17,8 @@ def test_a_gpu_run_keeps_the_shards_that_fit_beside_its_projected_peak(monkeypat
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: SimpleNamespace(total_memory=80 * GIB))
     context, cuda = SimpleNamespace(shards=None), torch.device("cuda", 0)
     for peak, kept in [(48 * GIB, 32 * GIB), (80 * GIB, 0), (90 * GIB, 0)]:
-        plan = SimpleNamespace(gpu_peak=peak)
-        monkeypatch.setattr(real_data, "memory_preflight", lambda *args, plan=plan, **options: plan)
-        assert real_data.run_index(None, None, "qampari", context, cuda) == ("cuda", kept)
-    assert real_data.run_index(None, None, "qampari", context, torch.device("cpu")) == ("cpu", 0)
+        assert real_data.run_index(context, cuda, gpu_peak=peak) == ("cuda", kept)
+    assert real_data.run_index(context, torch.device("cpu"), gpu_peak=48 * GIB) == ("cpu", 0)
+    assert real_data.run_index(context, cuda) == ("cpu", 0)  # no peak projected: nothing kept on the GPU
     monkeypatch.setattr(real_data, "faiss_sees_gpus", lambda: False)  # faiss-cpu on a GPU machine
-    assert real_data.run_index(None, None, "qampari", context, cuda) == ("cpu", 0)
+    assert real_data.run_index(context, cuda, gpu_peak=48 * GIB) == ("cpu", 0)

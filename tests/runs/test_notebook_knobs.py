@@ -277,7 +277,7 @@ def test_notebook_04_makes_one_run_per_dataset_system_and_seed_on_its_workers(mo
 
     handed = []
     monkeypatch.setattr(real_data, "Benchmark", Prepared)
-    monkeypatch.setattr(real_data, "cached_result", lambda *job: None)
+    monkeypatch.setattr(real_data, "real_entry", lambda *job, benchmark: SimpleNamespace(cached=lambda: None))
     monkeypatch.setattr(real_data, "memory_preflight", lambda *args: None)
     monkeypatch.setattr(
         real_data, "run_jobs", lambda runner, jobs, cached, workers, *a, **k: handed.append((jobs, workers))
@@ -772,18 +772,19 @@ def searched_by_run_one(monkeypatch, tmp_path, **changes) -> dict:
             return self.n
 
     context = SimpleNamespace(
-        n_queries=lambda dataset, system: 2,
-        training_split=lambda *a: ([1, 2, 3], [4]),
-        benchmark=SimpleNamespace(questions=lambda *a: [5]),
-        training_data=lambda questions, params: Data(len(questions)),
+        training_data=lambda questions, **levers: Data(len(questions)),
         shards=SimpleNamespace(dim=8),
         negatives=Data(0),
         query_vectors=lambda model, questions, n, device: np.zeros((len(questions), n, 8)),
     )
-    monkeypatch.setattr(real_data, "Benchmark", lambda directory: None)
-    monkeypatch.setattr(real_data, "RunContext", SimpleNamespace(of=lambda params, benchmark: context))
-    monkeypatch.setattr(real_data, "run_facts", lambda *args: {})
-    for name in ("build_query_encoder", "run_index", "train"):
+    benchmark = SimpleNamespace(
+        n_queries=lambda dataset: 2,
+        training_split=lambda *a, **draw: ([1, 2, 3], [4]),
+        questions=lambda *a: [5],
+    )
+    monkeypatch.setattr(real_data, "Benchmark", lambda directory: benchmark)
+    monkeypatch.setattr(real_data, "RunContext", lambda *args: context)
+    for name in ("new_query_encoder", "run_index", "train"):
         monkeypatch.setattr(real_data, name, lambda *args, **options: None)
     validation = {}
     monkeypatch.setattr(real_data, "validation_retrieval", lambda *args, **options: validation.update(options))

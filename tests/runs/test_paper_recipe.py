@@ -66,7 +66,7 @@ def test_a_run_that_does_not_fit_the_gpu_stops_before_any_weight_is_loaded(tmp_p
     the settings to change, and no encoder is ever built."""
     params = tiny_wordnet_runs(tmp_path)
     built = []
-    monkeypatch.setattr(real_data, "build_query_encoder", lambda *args: built.append(args))
+    monkeypatch.setattr(real_data, "new_query_encoder", lambda *args: built.append(args))
     for module in (real_data, preflight):  # the run and its preflight see a GPU
         monkeypatch.setattr(module, "resolve_device", lambda name: torch.device("cuda"))
     tiny_gpu = types.SimpleNamespace(total_memory=2**20, name="a 1 MiB GPU")
