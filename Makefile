@@ -43,7 +43,7 @@ $(VENV)/.installed-%: pyproject.toml constraints.txt $(VENV)/.torch $(VENV)/.smo
 # the tests marked slow (over 20 s: the notebooks' papermill runs, a SmolLM2 resume) and the lab's
 # (studies/tests, benchmarks/tests: marked lab) run in CI, which calls `make test PYTEST_MARKERS=`; the
 # suite runs in PYTEST_WORKERS processes (pytest-xdist), a test file each at a time, so a file's shared
-# fixtures are built once (timings: benchmarks/make_test.md)
+# fixtures are built once, the longest files first (tests/conftest.py; timings: benchmarks/make_test.md)
 PYTEST_MARKERS ?= not slow and not lab
 PYTEST_WORKERS ?= 2
 
@@ -55,7 +55,7 @@ test: export PYTHONDONTWRITEBYTECODE :=
 test: $(VENV)/.installed-test
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
-	$(PY) -m pytest -q -m "$(PYTEST_MARKERS)" -n $(PYTEST_WORKERS) --dist loadfile
+	$(PY) -m pytest -q -m "$(PYTEST_MARKERS)" -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The figure targets hold the CPU kernels to AVX2 and a notebook's own process to one thread
 # (amer_lib.io.KERNEL_VARIABLES says why), so that their numbers do not depend on the CPU's own best

@@ -52,10 +52,23 @@ def documentation() -> str:
 LAB_TESTS = (ROOT / "studies" / "tests", ROOT / "benchmarks" / "tests")
 
 
+# The files that take longest in CI's run of every test (benchmarks/make_test.md), longest first:
+# collected first, so that pytest-xdist (`--dist loadfile --no-loadscope-reorder`, the Makefile's)
+# starts them at once on its workers and the short files fill in around them
+LONGEST_FIRST = (
+    "tests/test_rehearsal.py",
+    "tests/test_notebooks.py",
+    "tests/test_readme_commands.py",
+    "tests/runs/test_distributed.py",
+)
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if any(folder in Path(item.path).parents for folder in LAB_TESTS):
             item.add_marker(pytest.mark.lab)
+    rank = {ROOT / name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(Path(item.path), len(rank)))  # stable: each file's order kept
 
 
 # ----- no process outlives the suite -----------------------------------------------------------------
