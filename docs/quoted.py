@@ -488,7 +488,8 @@ def vector_count() -> dict[str, str]:
 @source("targets")
 def targets() -> dict[str, str]:
     """Issue 77's targets this file itself measures (docs/architecture.md): the per-sentence checks
-    left in tests/test_readme_numbers.py, this registry's size, the lab's test functions."""
+    left in tests/test_readme_numbers.py and those of the lab's records, this registry's size, the lab's
+    test functions."""
     import ast
 
     def test_functions(folder: str) -> int:
@@ -500,9 +501,11 @@ def targets() -> dict[str, str]:
         )
 
     checks = (ROOT / "tests" / "test_readme_numbers.py").read_text()
+    records = (ROOT / "studies" / "tests" / "test_study_records.py").read_text()
     return {
         "readme_numbers_lines": f"{len(checks.splitlines()):,}",
         "readme_numbers_tests": str(checks.count("\ndef test_")),
+        "record_checks": str(records.count("\ndef test_")),
         "sources": str(len(SOURCES)),
         "sentences": str(len(SENTENCES)),
         "lab_tests": str(test_functions("studies/tests") + test_functions("benchmarks/tests")),
@@ -649,8 +652,9 @@ SENTENCES = (
     "to {departures.kinds_step}% on `wordnet_kinds` (single-query: {departures.senses_single} and "
     "{departures.kinds_single}%;",
     "| 1,713 lines of per-sentence checks | {targets.readme_numbers_lines} lines ({targets.readme_numbers_tests} test "
-    "functions) left; the rest rendered by `docs/quoted.py`: {targets.sources} sources, {targets.sentences} "
-    "sentences |",
+    "functions) left for the README and docs/; the rest rendered by `docs/quoted.py`: {targets.sources} sources, "
+    "{targets.sentences} sentences; the lab's records (the compound-lever and mutation studies) checked by "
+    "{targets.record_checks} test functions of their own (`studies/tests/test_study_records.py`) |",
     "| in tests/, beside the library's | {targets.lab_tests} test functions in `studies/tests` and `benchmarks/tests`,",
     "({vector_count.senses_first} vs {vector_count.senses_single}% on senses, {vector_count.kinds_first} vs "
     "{vector_count.kinds_single}% on kinds; seed 0)",

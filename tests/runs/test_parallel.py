@@ -10,8 +10,10 @@ from pathlib import Path
 from conftest import ROOT
 
 SLEEPER = """
-import os, sys, time
+import faulthandler, os, signal, sys, time
 from amer_lib.runs.parallel import run_parallel
+
+faulthandler.register(signal.SIGUSR1, all_threads=True)  # a parent that hangs shows where, on stderr
 
 def sleep_and_report(path, on_step=None):
     with open(path, "a") as out:
@@ -69,7 +71,14 @@ def test_an_interrupt_to_the_parent_alone_ends_the_workers_at_once(tmp_path):
         workers = started_workers(pids)
         parent.send_signal(signal.SIGINT)
         started = time.time()
-        _, stderr = parent.communicate(timeout=30)
+        try:
+            _, stderr = parent.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            parent.send_signal(signal.SIGUSR1)  # every thread's stack, then the failure names them
+            time.sleep(2)
+            parent.kill()
+            threads = parent.communicate()[1]
+            raise AssertionError(f"the parent still ran 30 s after SIGINT; its threads:\n{threads}") from None
         assert time.time() - started < 15 and parent.returncode != 0 and "KeyboardInterrupt" in stderr
     finally:
         parent.kill()
