@@ -14,6 +14,9 @@ import faulthandler, os, signal, sys, time
 from amer_lib.runs.parallel import run_parallel
 
 faulthandler.register(signal.SIGUSR1, all_threads=True)  # a parent that hangs shows where, on stderr
+# Ctrl-C raises KeyboardInterrupt, as in a kernel, even where the suite was started with SIGINT ignored
+# (a shell's background job: Python then keeps ignoring it)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 def sleep_and_report(path, on_step=None):
     with open(path, "a") as out:
