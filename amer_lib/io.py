@@ -3,7 +3,9 @@ outputs published together at its end, TREC run and qrels files, and run metadat
 
 from __future__ import annotations
 
+import glob
 import gzip
+import hashlib
 import json
 import os
 import platform
@@ -22,10 +24,13 @@ import torch
 
 @contextmanager
 def atomic_path(path: str | Path):
-    """Yield a temporary path beside `path`; on success it replaces `path` in one rename."""
+    """Yield a temporary path beside `path`; on success it replaces `path` in one rename. The
+    temporary file names its writer's process (`.<name>.<pid>.<random>.tmp`); one left by a writer
+    that is gone (a hard kill mid-write) is removed by the next write of `path`."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    _remove_stale_temporaries(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp")
     os.close(fd)
     try:
         yield Path(tmp)
@@ -34,6 +39,16 @@ def atomic_path(path: str | Path):
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
+
+
+def _remove_stale_temporaries(path: Path) -> None:
+    """Remove `atomic_path`'s temporary files for `path` whose writing process is gone (or that name
+    none: left by a writer before they named one)."""
+    ours = re.compile(rf"\.{re.escape(path.name)}\.(?:(\d+)\.)?[^.]+\.tmp")  # mkstemp's random part has no dot
+    for tmp in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        match = ours.fullmatch(tmp.name)
+        if match and not (match.group(1) and _process_alive(match.group(1))):
+            tmp.unlink(missing_ok=True)
 
 
 @contextmanager
@@ -351,12 +366,32 @@ def write_trec_run(
     tag: str,
     depth: int,
     scores: Sequence[Sequence[float]] | None = None,
-) -> None:
+) -> str:
     """`qid Q0 docid rank score tag` per retrieved document of top-`depth` lists. A merged list
     has no native score, so by default score = depth - rank + 1; `scores` ([Q, depth] floats) writes
-    those instead (six decimals), which trec_eval and ir_measures rank by, not by the rank column."""
+    those instead (six decimals), which trec_eval and ir_measures rank by, not by the rank column.
+    Returns the file's sha256, which a cache of the run keeps to check the file before trusting it
+    (`file_matches`)."""
+    digest = hashlib.sha256()
     with atomic_path(path) as tmp, open(tmp, "w") as out:
         for q, (qid, ids) in enumerate(zip(qids, ranked_ids)):
             for rank, doc_id in enumerate(ids, 1):
                 score = depth - rank + 1 if scores is None else f"{scores[q][rank - 1]:.6f}"
-                out.write(f"{trec_id(qid)} Q0 {trec_id(doc_id)} {rank} {score} {trec_id(tag)}\n")
+                line = f"{trec_id(qid)} Q0 {trec_id(doc_id)} {rank} {score} {trec_id(tag)}\n"
+                out.write(line)
+                digest.update(line.encode())
+    return digest.hexdigest()
+
+
+def file_sha256(path: str | Path) -> str:
+    """The sha256 of a file's bytes, read a MiB at a time."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def file_matches(path: str | Path, sha256: str) -> bool:
+    """Whether the file at `path` is there and holds the bytes whose sha256 is `sha256`."""
+    return Path(path).is_file() and file_sha256(path) == sha256

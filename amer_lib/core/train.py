@@ -428,14 +428,19 @@ def _device_type(model: torch.nn.Module) -> str:
     return next(model.parameters()).device.type
 
 
-def _load_checkpoint(path: Path) -> dict:
+def load_checkpoint(
+    path: Path, map_location: str | torch.device = "cpu", fix: str = "delete it to start the run again"
+) -> dict:
+    """A checkpoint's contents, loaded weights-only (a file that would run code is refused); a file
+    cut short, garbled or not a checkpoint is a `CheckpointError` naming it and `fix`, never torch's
+    own advice (to load it without `weights_only`: unsafe on a file of unknown origin)."""
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
+        return torch.load(path, map_location=map_location, weights_only=True)
     except Exception as exc:  # torch raises many types for truncated or foreign files
         raise CheckpointError(
-            f"checkpoint {path} is corrupted or unreadable ({type(exc).__name__}: {exc}); "
-            "delete it to start the run again"
-        ) from exc
+            f"checkpoint {path} is corrupted or unreadable ({type(exc).__name__}: not a checkpoint this "
+            f"library wrote, or cut short); {fix}"
+        ) from None
 
 
 def _evaluated(model: AMERQueryEncoder, evaluate: Callable[[AMERQueryEncoder], dict]) -> dict:
@@ -505,7 +510,7 @@ def _resume(
     everything the checkpoint holds (weights, optimizer, schedule and random state restored)."""
     if ckpt_path is None or not ckpt_path.exists():
         return 0, TrainResult(best_step=-1, best_val_loss=math.inf), None
-    ckpt = _load_checkpoint(ckpt_path)
+    ckpt = load_checkpoint(ckpt_path)
     if TrainConfig.trained_recipe(ckpt.get("config") or {}) != TrainConfig.trained_recipe(config.record()):
         raise CheckpointError(
             f"checkpoint {ckpt_path} was written with another configuration "
@@ -516,7 +521,7 @@ def _resume(
     scheduler.load_state_dict(ckpt["scheduler"])
     _restore_rng_states(ckpt, ckpt_path, config)
     result = TrainResult(ckpt["best_step"], ckpt["best_val_loss"], ckpt["history"], ckpt["seconds"])
-    return ckpt["step"], result, _load_checkpoint(best_path) if best_path.exists() else None
+    return ckpt["step"], result, load_checkpoint(best_path) if best_path.exists() else None
 
 
 def _rng_states() -> dict:

@@ -11,6 +11,7 @@ corpus embeddings of each document encoder (notebook 03 writes it, notebooks 01 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Callable
@@ -25,7 +26,7 @@ from amer_lib.data.questions import (
     read_questions,
     write_questions,
 )
-from amer_lib.io import write_json, write_trec_qrels
+from amer_lib.io import file_sha256, write_json, write_trec_qrels
 
 SPLITS = ("train", "test")
 # the paper's number of query vectors per dataset; the offline ones mirror AmbigQA and QAMPARI
@@ -107,6 +108,16 @@ class Benchmark:
                 f"{self.directory} was prepared by an older version (its manifest has no n_queries); "
                 "prepare it again with notebooks/03_real_data_prep.ipynb"
             )
+
+    @property
+    def identity(self) -> str:
+        """What was prepared, as one digest: the recipe, the sha256 of each input file, the datasets,
+        their n and the corpus's size; not where the benchmark lies nor when its inputs were written.
+        A run records it (`runs.run_context.run_facts`), so a benchmark prepared again from other
+        data in the same folder does not read back the runs made on the old one."""
+        inputs = {name: record["sha256"] for name, record in self.manifest.get("inputs", {}).items()}
+        kept = {key: self.manifest.get(key) for key in ("recipe", "datasets", "n_queries", "corpus_size")}
+        return hashlib.sha256(json.dumps({**kept, "inputs": inputs}, sort_keys=True).encode()).hexdigest()[:16]
 
     @property
     def datasets(self) -> list[str]:
@@ -234,16 +245,50 @@ def write_benchmark(
     return benchmark
 
 
-def existing(directory: str | Path, recipe: dict) -> Benchmark | None:
-    """The benchmark already prepared in `directory` from the same `recipe`, or None if there is
-    none; one from another recipe is an error (its embeddings would silently mismatch)."""
+def input_record(path: str | Path) -> dict:
+    """What a prepared benchmark keeps of a file it was made from: its resolved path, size,
+    modification time and sha256."""
+    path = Path(path).resolve()
+    stat = path.stat()
+    return {"path": str(path), "bytes": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": file_sha256(path)}
+
+
+def existing(directory: str | Path, recipe: dict, inputs: dict[str, str | Path] | None = None) -> Benchmark | None:
+    """The benchmark already prepared in `directory` from the same `recipe` and the same contents of
+    its input files (`inputs`, by name: their `input_record`s in its manifest), or None if there is
+    none. One from another recipe, or from an input file whose contents changed since, is an error
+    naming it (its questions and embeddings would silently be the old ones). An input whose size and
+    modification time are the recorded ones is taken as unchanged without reading it; another is
+    read, and only a different sha256 is a change; one that is gone is not checked (the prepared
+    benchmark keeps what was read from it)."""
     manifest = Path(directory) / "manifest.json"
     if not manifest.exists():
         return None
-    found = json.loads(manifest.read_text()).get("recipe")
+    kept = json.loads(manifest.read_text())
+    found = kept.get("recipe")
     if found != recipe:
         raise ValueError(
             f"{directory} holds a benchmark prepared with {found}, not {recipe}; "
             "choose another prepared_dir or delete that one"
         )
+    recorded = kept.get("inputs", {})
+    for name, path in (inputs or {}).items():
+        if not Path(path).exists():  # the prepared copy stands for it
+            continue
+        if name not in recorded:
+            raise ValueError(
+                f"{directory} was prepared from {path} before the contents of its input files were recorded; "
+                f"delete {directory} to prepare it again (or choose another prepared_dir)"
+            )
+        before, stat = recorded[name], Path(path).stat()
+        if (stat.st_size, stat.st_mtime_ns) == (before["bytes"], before["mtime_ns"]):
+            continue
+        now = file_sha256(path)
+        if now != before["sha256"]:
+            raise ValueError(
+                f"{path} ({name}) changed since {directory} was prepared from it (sha256 {before['sha256'][:12]} "
+                f"then, {now[:12]} now; {before['bytes']:,} bytes then, {stat.st_size:,} now): the prepared "
+                f"questions and embeddings are the old file's. Delete {directory} to prepare it again from the file "
+                "as it is now, or choose another prepared_dir"
+            )
     return Benchmark(directory)

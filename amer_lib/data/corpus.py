@@ -60,6 +60,11 @@ def corpus_format(path: Path) -> str:
 
 
 def iter_documents(path: str | Path) -> Iterator[Document]:
+    return (document for _, document in numbered_documents(path))
+
+
+def numbered_documents(path: str | Path) -> Iterator[tuple[int, Document]]:
+    """Each document of a corpus file with the number of the file line it starts on."""
     path = require_file(path, "corpus")
     if corpus_format(path) == ".jsonl":
         yield from _jsonl_documents(path)
@@ -68,7 +73,7 @@ def iter_documents(path: str | Path) -> Iterator[Document]:
         yield from _tsv_documents(decoded_lines(lines, path), path)
 
 
-def _tsv_documents(lines: Iterable[str], path: Path) -> Iterator[Document]:
+def _tsv_documents(lines: Iterable[str], path: Path) -> Iterator[tuple[int, Document]]:
     csv.field_size_limit(sys.maxsize)
     reader = csv.reader(lines, delimiter="\t", strict=True)
     start = 1
@@ -80,8 +85,8 @@ def _tsv_documents(lines: Iterable[str], path: Path) -> Iterator[Document]:
             if len(row) != 3:
                 where = _where(path, start, reader.line_num)
                 raise DataFormatError(f"{where} has {len(row)} tab-separated fields; expected id, text, title")
-            start = reader.line_num + 1
-            yield Document(row[0], row[2], row[1])
+            line, start = start, reader.line_num + 1
+            yield line, Document(row[0], row[2], row[1])
     except csv.Error as exc:
         raise DataFormatError(f"{_where(path, start, reader.line_num)} is not a valid quoted TSV row ({exc})") from exc
 
@@ -90,14 +95,14 @@ def _where(path: Path, first: int, last: int) -> str:
     return f"{path}:{first}" if first >= last else f"{path}:{first}-{last}"
 
 
-def _jsonl_documents(path: Path) -> Iterator[Document]:
+def _jsonl_documents(path: Path) -> Iterator[tuple[int, Document]]:
     for number, record in json_lines(path):
         if not isinstance(record, dict):
             raise DataFormatError(f"{path}:{number} is not a JSON object")
         if "contents" in record:
-            yield _chunk_document(record, f"{path}:{number}")
+            yield number, _chunk_document(record, f"{path}:{number}")
         elif "_id" in record and "text" in record:
-            yield Document(str(record["_id"]), record.get("title") or "", record["text"])
+            yield number, Document(str(record["_id"]), record.get("title") or "", record["text"])
         else:
             raise DataFormatError(
                 f"{path}:{number} is neither a BEIR corpus.jsonl record ('_id', 'text', 'title') nor a QAMPARI "
@@ -123,19 +128,21 @@ def write_tsv(path: str | Path, documents: Iterable[Document]) -> None:
 class Corpus:
     """An in-memory corpus with an id -> row lookup; duplicate ids are an error."""
 
-    def __init__(self, documents: list[Document], source: str = "corpus"):
+    def __init__(self, documents: list[Document], source: str = "corpus", lines: list[int] | None = None):
+        """`lines`: the file line each document starts on, which a duplicate id's error names (else its rows)."""
         self.documents = documents
         self.row_of: dict[str, int] = {}
         for row, document in enumerate(documents):
             if document.id in self.row_of:
-                raise DataFormatError(
-                    f"{source} holds the document id {document.id!r} twice (rows {self.row_of[document.id]} and {row})"
-                )
+                first = self.row_of[document.id]
+                where = f"lines {lines[first]} and {lines[row]}" if lines else f"rows {first} and {row}"
+                raise DataFormatError(f"{source} holds the document id {document.id!r} twice ({where})")
             self.row_of[document.id] = row
 
     @classmethod
     def read(cls, path: str | Path) -> Corpus:
-        return cls(list(iter_documents(path)), str(path))
+        numbered = list(numbered_documents(path))
+        return cls([document for _, document in numbered], str(path), [line for line, _ in numbered])
 
     def __len__(self) -> int:
         return len(self.documents)

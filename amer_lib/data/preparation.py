@@ -28,6 +28,7 @@ from amer_lib.data.benchmark import (
     N_QUERIES,
     Benchmark,
     existing,
+    input_record,
     write_benchmark,
 )
 from amer_lib.data.bm25 import Bm25Index
@@ -184,9 +185,11 @@ def prepare_paper_data(
         "bm25_ties": BM25_TIES,
         "answer_questions": ANSWER_QUESTIONS,
     }
-    if (found := existing(directory, recipe)) is not None:
-        return found, found.manifest["mapping"]
     raw = Path(raw_dir)
+    read = ["train_light.json", "dev_light.json", *NQ_OPEN_FILES, "train_data.jsonl", "dev_data.jsonl"]
+    inputs = {**{name: raw / name for name in read}, "corpus": Path(corpus_path)}
+    if (found := existing(directory, recipe, inputs)) is not None:
+        return found, found.manifest["mapping"]
     # the corpus on disk for the mapping's random reads, and BM25 over it once for all five
     # searches, both kept beside the benchmark for a rerun (neither holds the corpus in memory)
     key = file_key(corpus_path)
@@ -235,7 +238,11 @@ def prepare_paper_data(
         {"ambigqa": ambigqa, "qampari": qampari},
         Path(corpus_path).resolve(),
         len(corpus),
-        {"recipe": recipe, "mapping": mapping},
+        {
+            "recipe": recipe,
+            "inputs": {name: input_record(path) for name, path in inputs.items() if path.exists()},
+            "mapping": mapping,
+        },
     )
     return benchmark, mapping
 
@@ -428,13 +435,15 @@ def prepare_files(
     }
     if _has_answer_questions(questions_path):
         recipe["validation"] = HELD_OUT_COMPONENTS
-    if (found := existing(directory, recipe)) is not None:
-        return found
     if not Path(corpus_path).is_file():
         raise FileNotFoundError(
             f"corpus file {corpus_path} does not exist (source 'files': corpus_path, a TSV of "
             "id<TAB>text<TAB>title or a BEIR corpus.jsonl)"
         )
+    inputs = {"questions": questions_path, "test_questions": test_questions_path, "corpus": corpus_path}
+    inputs = {name: path for name, path in inputs.items() if path}
+    if (found := existing(directory, recipe, inputs)) is not None:
+        return found
     corpus = Corpus.read(corpus_path)
     if len(corpus) == 0:
         raise DataFormatError(f"{corpus_path} holds no documents")
@@ -450,7 +459,12 @@ def prepare_files(
     else:
         splits = split_questions(questions, test_fraction, seed)
     n = n_queries or default_n_queries(splits["train"])
-    extra = {"recipe": recipe, "n_queries": {dataset: n}, "use_titles": use_titles}
+    extra = {
+        "recipe": recipe,
+        "inputs": {name: input_record(path) for name, path in inputs.items()},
+        "n_queries": {dataset: n},
+        "use_titles": use_titles,
+    }
     if "validation" in recipe:
         held, report = component_validation(splits["train"], seed)
         splits = {"train": held["train"], "validation": held["validation"], "test": splits["test"]}

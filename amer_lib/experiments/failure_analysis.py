@@ -12,6 +12,7 @@ encoder of `amer_lib.data.encoders.ENCODERS`.
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +24,8 @@ from amer_lib.data.bm25 import Bm25Index
 from amer_lib.data.corpus import Corpus
 from amer_lib.data.encoders import RETRIEVERS, DocumentEncoder, EmbeddingShards
 from amer_lib.data.questions import MultiAnswerQuestion
-from amer_lib.io import git_commit, write_json, write_trec_run
+from amer_lib.io import file_matches, git_commit, write_json, write_trec_run
+from amer_lib.progress import AmerWarning
 from amer_lib.runs.configs import FailureConfig
 
 BIN_LABELS = ("<25%", "25-50%", "50-75%", ">75%")
@@ -165,14 +167,16 @@ def failure_run(
         "k": k,
     }
     path = Path(results_dir) / f"{dataset}_{retriever}.json"
-    if path.exists() and json.loads(path.read_text())["settings"] == settings:
-        return json.loads(path.read_text())
+    if (kept := _kept_run(path, settings)) is not None:
+        return kept
     questions = benchmark.questions(dataset, "test")
     ranked_ids = retrieve(benchmark, retriever, questions, k, device, progress)
-    write_trec_run(path.with_suffix(".trec"), [q.qid for q in questions], ranked_ids, f"{dataset}_{retriever}", K)
+    qids, tag = [q.qid for q in questions], f"{dataset}_{retriever}"
+    trec = write_trec_run(path.with_suffix(".trec"), qids, ranked_ids, tag, K)
     distances = target_distances(document_embeddings(benchmark, distance_encoder, device, progress), questions)
     run = {
         "settings": settings,
+        "trec_sha256": trec,
         "git_commit": git_commit(),
         "qids": [q.qid for q in questions],
         "answers": [len(q.targets) for q in questions],
@@ -180,6 +184,29 @@ def failure_run(
         **{metric: values.tolist() for metric, values in distances.items()},
     }
     write_json(path, run)
+    return run
+
+
+def _kept_run(path: Path, settings: dict) -> dict | None:
+    """The run written at `path` from the same `settings`, with its TREC run as it was written;
+    None where there is none, and, said with the file's path, where either file is damaged (the
+    run is then made again)."""
+    if not path.exists():
+        return None
+    try:
+        run = json.loads(path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        run = None
+    trec = path.with_suffix(".trec")
+    if run is None or "trec_sha256" not in run:
+        said = f"{path} is damaged or from an older version: not read back; the run is made again"
+        warnings.warn(said, AmerWarning, 3)
+        return None
+    if run["settings"] != settings:
+        return None
+    if not file_matches(trec, run["trec_sha256"]):
+        warnings.warn(f"{trec} is missing or not the file its run wrote: the run is made again", AmerWarning, 3)
+        return None
     return run
 
 

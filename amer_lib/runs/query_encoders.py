@@ -14,7 +14,7 @@ from amer_lib.config import Config
 from amer_lib.core.backbones import add_lora, frozen_weights_dtype, get_backbone, load_backbone
 from amer_lib.core.loss import LOSS_TERMS, LossTerm
 from amer_lib.core.model import AMERQueryEncoder
-from amer_lib.core.train import SETTING_GROUPS, TrainConfig, load_trainable_state
+from amer_lib.core.train import SETTING_GROUPS, TrainConfig, load_checkpoint, load_trainable_state
 from amer_lib.data.datasets import TextData, token_prompt
 from amer_lib.runs.configs import RealConfig, SyntheticConfig
 from amer_lib.runs.store import RunStore
@@ -126,7 +126,8 @@ def load_trained(
     (which name its seed)."""
     result, path = store.best_checkpoint(params, name, facts)
     model = build_query_encoder(params, result["seed"], dim, device)
-    load_trainable_state(model, torch.load(path, map_location=device, weights_only=True), path)
+    retrain = f"delete it and {store.entry(params, name, facts).path()} to train the run again ({store.notebook})"
+    load_trainable_state(model, load_checkpoint(path, map_location=device, fix=retrain), path)
     return model.eval(), result
 
 

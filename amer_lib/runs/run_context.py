@@ -146,7 +146,7 @@ class RunContext:
         """Score a ranked top K `[Q, K]` (corpus rows), write its TREC run file (its qrels are the
         prepared benchmark's) and the results JSON of the notebook-04 run `stored` (`real_entry`)."""
         self.benchmark.qrels(dataset)
-        write_trec_run(
+        trec = write_trec_run(
             stored.path(".trec"),
             [q.qid for q in questions],
             [[self.shards.ids[r] for r in row if r >= 0] for row in ranked],
@@ -165,14 +165,17 @@ class RunContext:
             recall=scores[f"recall@{K}"].tolist(),
             **{f"{m}_{k}": scores[f"{m}@{k}"].tolist() for m in ("mrecall", "recall") for k in KS if k != K},
             target_similarity=self.target_similarity(questions).tolist(),
+            trec_sha256=trec,
             **details,
         )
         return stored.write(result)
 
 
 def run_facts(benchmark: Benchmark, dataset: str, system: str) -> dict:
-    """What shapes a run beyond its config: AMER's number of query vectors on the dataset."""
-    return {"n_queries": benchmark.n_queries(dataset)} if system == "amer" else {}
+    """What shapes a run beyond its config: the prepared benchmark's contents (`Benchmark.identity`)
+    and AMER's number of query vectors on the dataset."""
+    facts = {"benchmark": benchmark.identity}
+    return {**facts, "n_queries": benchmark.n_queries(dataset)} if system == "amer" else facts
 
 
 def real_entry(params: RealConfig, dataset: str, system: str, seed: int, benchmark: Benchmark) -> StoredRun:

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from amer_lib.config import Config
 from amer_lib.data.synthetic_task import TASK_VERSION
-from amer_lib.io import write_json, write_text
+from amer_lib.io import file_matches, write_json, write_text
+from amer_lib.progress import AmerWarning
 from amer_lib.runs.configs import RealConfig, SyntheticConfig
 
 # The shape of the run key. A change to what a key holds (a parameter added, a fact about the data)
@@ -36,8 +38,10 @@ from amer_lib.runs.configs import RealConfig, SyntheticConfig
 # distance (`component_distance`, "cosine" as in version 8), likewise. Version 10: a single-query run
 # (and the oracle's and baselines') keyed without AMER's loss levers (`RealConfig.for_system`), and
 # `component_single` (false) joined the key. Version 11: the number of training components
-# (`train_component_count`, 0: all of them, as before), likewise.
-CACHE_VERSION = 11
+# (`train_component_count`, 0: all of them, as before), likewise. Version 12: on a text benchmark,
+# the prepared benchmark's contents (`Benchmark.identity`: a benchmark prepared again from other
+# files in the same folder is another benchmark).
+CACHE_VERSION = 12
 
 
 def params_digest(params: dict) -> str:
@@ -140,14 +144,27 @@ class StoredRun:
         return self.results_dir / f"{self.name}{suffix}"
 
     def cached(self) -> dict | None:
-        """The run's results when they were made with the same run parameters and facts, else None."""
+        """The run's results when they were made with the same run parameters and facts, else None; a
+        damaged results file (not JSON: cut short, overwritten) is said, with its path, and the run is
+        made again."""
         path = self.path()
         if not path.exists():
             return None
-        result = json.loads(path.read_text())
+        try:
+            result = json.loads(path.read_text())
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            reason = error.reason if isinstance(error, UnicodeDecodeError) else error.msg
+            warnings.warn(f"{path} is damaged ({reason}): not read back; the run is made again", AmerWarning, 2)
+            return None
         if any(result.get(k) != v for k, v in {**self.store.identity, **self.facts}.items()):
             return None
-        return result if self.store.run_params(result.get("params", {})) == self.store.run_params(self.params) else None
+        if self.store.run_params(result.get("params", {})) != self.store.run_params(self.params):
+            return None
+        if "trec_sha256" in result and not file_matches(self.path(".trec"), result["trec_sha256"]):
+            trec = self.path(".trec")
+            warnings.warn(f"{trec} is missing or not the file its run wrote: the run is made again", AmerWarning, 2)
+            return None
+        return result
 
     def write(self, result: dict) -> dict:
         """Write the run's results (with its facts and the store's identity fields) atomically, then

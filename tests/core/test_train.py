@@ -117,10 +117,25 @@ def test_corrupted_checkpoint_is_named(tmp_path):
     (tmp_path / "checkpoint.pt").write_bytes(b"not a checkpoint")
     with pytest.raises(
         CheckpointError,
-        match=r"(?s)checkpoint .*checkpoint.pt is corrupted or unreadable \(UnpicklingError: .*\); "
-        "delete it to start the run again",
-    ):
+        match=r"^checkpoint .*checkpoint.pt is corrupted or unreadable \(UnpicklingError: not a checkpoint this "
+        r"library wrote, or cut short\); delete it to start the run again$",
+    ) as raised:
         train(make_model(), data, data, pool, TrainConfig(**with_terms(TRAIN_CONFIG)), run_dir=tmp_path, progress=False)
+    assert "weights_only" not in str(raised.value) and raised.value.__cause__ is None  # torch's advice not passed on
+
+
+def test_a_checkpoint_cut_short_is_named_with_the_fix_asked_for(tmp_path):
+    """Issue 78: a kept `best.pt` cut short names its path and the caller's fix, not torch's advice."""
+    from amer_lib.core.train import load_checkpoint
+
+    path = tmp_path / "best.pt"
+    torch.save({"w": torch.ones(1000)}, path)
+    path.write_bytes(path.read_bytes()[:300])
+    fix = "delete it and results/x.json to train the run again"
+    named = rf"^checkpoint {path} is corrupted or unreadable \(.+\); {fix}$"
+    with pytest.raises(CheckpointError, match=named) as raised:
+        load_checkpoint(path, fix=fix)
+    assert "weights_only" not in str(raised.value)
 
 
 class Pickled:

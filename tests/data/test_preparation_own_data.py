@@ -50,12 +50,59 @@ def test_the_number_of_vectors_is_part_of_an_amer_runs_key(tmp_path):
     questions, corpus = write_files(tmp_path)
     two = prepare_files(tmp_path / "two", "mine", questions, corpus, n_queries=2)
     three = prepare_files(tmp_path / "three", "mine", questions, corpus, n_queries=3)
-    assert run_facts(two, "mine", "amer") == {"n_queries": 2} and run_facts(three, "mine", "amer") == {"n_queries": 3}
-    assert run_facts(three, "mine", "single") == {}
+    assert [run_facts(b, "mine", "amer")["n_queries"] for b in (two, three)] == [2, 3]
+    assert "n_queries" not in run_facts(three, "mine", "single")
     (tmp_path / "old").mkdir()  # a benchmark prepared before manifests held n: prepared again, not guessed
     (tmp_path / "old" / "manifest.json").write_text(json.dumps({"corpus": str(corpus), "datasets": ["wordnet_kinds"]}))
     with pytest.raises(ValueError, match="prepared by an older version.*03_real_data_prep"):
         Benchmark(tmp_path / "old")
+
+
+def test_a_questions_file_edited_in_place_is_refused_with_its_old_and_new_digests(tmp_path):
+    """Issue 78: a rerun over a questions file changed since the preparation does not keep the old
+    questions in silence; a file touched but not changed, or one that is gone, keeps the prepared copy."""
+    import os
+
+    from amer_lib.packaged import sha256_of
+
+    questions, corpus = write_files(tmp_path, n_questions=10)
+    prepared = prepare_files(tmp_path / "p", "mine", questions, corpus)
+    before = sha256_of(questions)
+    assert prepared.manifest["inputs"]["questions"]["sha256"] == before
+    os.utime(questions, ns=(1, 1))  # touched: its size and time differ from the record, its bytes do not
+    assert prepare_files(tmp_path / "p", "mine", questions, corpus).questions("mine", "train")
+    write_files(tmp_path, n_questions=6)  # the same path, fewer questions
+    now = sha256_of(questions)
+    changed = rf"{questions} \(questions\) changed since .*p was prepared from it \(sha256 {before[:12]} then, "
+    with pytest.raises(ValueError, match=changed + rf"{now[:12]} now;.*Delete .*p to prepare it again"):
+        prepare_files(tmp_path / "p", "mine", questions, corpus)
+    questions.unlink()  # gone: the prepared copy stands for it
+    assert prepare_files(tmp_path / "p", "mine", questions, corpus).identity == prepared.identity
+    (tmp_path / "second").mkdir()
+    second_questions, second_corpus = write_files(tmp_path / "second")
+    prepare_files(tmp_path / "p2", "mine", second_questions, second_corpus)
+    second_corpus.write_text("id\ttext\ttitle\n" + "".join(f"d{i}\tanother passage {i}\tT\n" for i in range(40)))
+    with pytest.raises(ValueError, match=r"corpus.tsv \(corpus\) changed since .*p2 was prepared from it"):
+        prepare_files(tmp_path / "p2", "mine", second_questions, second_corpus)
+
+
+def test_a_benchmark_prepared_again_from_other_questions_does_not_read_back_the_old_runs(tmp_path):
+    """Runs record the prepared benchmark's contents (`Benchmark.identity`): the same files prepared
+    again give the same identity (the runs are read back), other questions another one, and a
+    benchmark prepared before its inputs were recorded is refused by name."""
+    questions, corpus = write_files(tmp_path)
+    first = prepare_files(tmp_path / "a", "mine", questions, corpus)
+    again = prepare_files(tmp_path / "b", "mine", questions, corpus)
+    assert first.identity == again.identity and run_facts(first, "mine", "single") == run_facts(again, "mine", "single")
+    (tmp_path / "other").mkdir()
+    other_questions, _ = write_files(tmp_path / "other", n_questions=8)
+    other = prepare_files(tmp_path / "c", "mine", other_questions, corpus)
+    assert other.identity != first.identity
+    manifest = json.loads((tmp_path / "a" / "manifest.json").read_text())
+    del manifest["inputs"]  # as written before the inputs' contents were recorded
+    (tmp_path / "a" / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(ValueError, match="prepared from .*questions.jsonl before the contents of its input files"):
+        prepare_files(tmp_path / "a", "mine", questions, corpus)
 
 
 def test_your_own_test_split_is_used_and_must_not_share_questions(tmp_path):

@@ -221,11 +221,21 @@ def test_gzipped_corpus(tmp_path):
         assert (document.id, document.title, document.text) == (rows[row][0], rows[row][2], rows[row][1])
 
 
-def test_duplicate_document_ids_are_an_error(tmp_path):
+def test_duplicate_document_ids_are_an_error_naming_their_file_lines(tmp_path):
+    """The lines of the file, as an editor numbers them (issue 78: rows 8 and 9 were named for lines
+    10 and 11), with or without the header line, and in a BEIR corpus.jsonl."""
     path = tmp_path / "corpus.tsv"
     path.write_text("1\ta\tA\n2\tb\tB\n1\tc\tC\n")
-    with pytest.raises(DataFormatError, match=r"document id '1' twice \(rows 0 and 2\)"):
+    with pytest.raises(DataFormatError, match=r"document id '1' twice \(lines 1 and 3\)"):
         Corpus.read(path)
+    documents = [f"{i}\tpassage {i}\tT" for i in range(8)] + ["dup\tx\tX", "dup\ty\tY"]
+    path.write_text("id\ttext\ttitle\n" + "\n".join(documents) + "\n")
+    with pytest.raises(DataFormatError, match=r"document id 'dup' twice \(lines 10 and 11\)"):
+        Corpus.read(path)
+    beir = tmp_path / "corpus.jsonl"
+    beir.write_text("".join(json.dumps({"_id": i, "title": "", "text": "t"}) + "\n" for i in ("a", "b", "a")))
+    with pytest.raises(DataFormatError, match=r"document id 'a' twice \(lines 1 and 3\)"):
+        Corpus.read(beir)
 
 
 def test_bad_corpus_row_and_suffix(tmp_path):

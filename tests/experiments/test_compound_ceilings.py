@@ -100,7 +100,7 @@ def test_the_teachers_decomposition_merges_each_components_own_list_round_robin(
         return written
 
     context = SimpleNamespace(
-        benchmark=SimpleNamespace(questions=lambda dataset, split: questions),
+        benchmark=SimpleNamespace(identity="a prepared benchmark's", questions=lambda dataset, split: questions),
         part_vectors=lambda test: (torch.from_numpy(np.stack([np.stack([a, b])] * 2)), torch.ones(2, 2, dtype=bool)),
         shards=corpus,
         write_result=write_result,

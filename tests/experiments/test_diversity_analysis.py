@@ -3,7 +3,9 @@
 import pytest
 from conftest import notebook_config
 
+from amer_lib.data.benchmark import Benchmark
 from amer_lib.experiments.diversity_analysis import figure5_rows, gain_over_single, synthetic_target_similarity
+from amer_lib.runs.run_context import run_facts
 from amer_lib.runs.store import REAL_RUNS, real_run_name
 
 
@@ -61,7 +63,7 @@ def test_real_gains_are_macro_averaged_over_backbones(tmp_path):
                 "mrecall": [1.0] * hits + [0.0] * (100 - hits),
                 "target_similarity": [0.5] * 100,
             }
-            facts = {"n_queries": 5} if system == "amer" else None  # what notebook 04's runs record
+            facts = run_facts(Benchmark(tmp_path / "prepared"), "wordnet_kinds", system)  # as notebook 04's runs record
             REAL_RUNS.write(params, real_run_name("wordnet_kinds", system, 0), run, facts)
         real.append(params)
     synthetic = notebook_config("02_synthetic", transforms=["linear"], results_dir=str(tmp_path / "none"), seed=0)

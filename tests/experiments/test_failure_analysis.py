@@ -128,3 +128,28 @@ def test_bm25_failure_run_scores_writes_and_reads_back(tmp_path, monkeypatch):
     assert {r["retriever"] for r in rows} == {"bm25"} and sum(
         r["questions"] for r in rows if r["answers"] == "all"
     ) == 2
+
+
+@pytest.mark.parametrize("damage", ["trec cut short", "trec gone", "results garbled"])
+def test_a_damaged_stored_run_is_said_and_made_again_to_the_same_files(tmp_path, damage):
+    """Issue 78: a TREC run cut short at a line boundary (which ir_measures would score as it is),
+    deleted, or a results JSON garbled, is not read back: the warning names the file, and the run
+    made again writes what the first one wrote."""
+    from amer_lib.progress import AmerWarning
+
+    benchmark, _ = tiny_benchmark(tmp_path)
+    results = tmp_path / "results"
+    run = failure_run(benchmark, "toy", "bm25", results, k=3, progress=False)
+    trec, stored = results / "toy_bm25.trec", results / "toy_bm25.json"
+    first = trec.read_text()
+    if damage == "trec cut short":
+        trec.write_text("".join(first.splitlines(keepends=True)[:3]))
+    elif damage == "trec gone":
+        trec.unlink()
+    else:
+        stored.write_bytes(b"\xff\x00 not json")
+    named = trec if damage.startswith("trec") else stored
+    with pytest.warns(AmerWarning, match=rf"{named} is .*the run is made again"):
+        again = failure_run(benchmark, "toy", "bm25", results, k=3, progress=False)
+    assert {k: v for k, v in again.items() if k != "git_commit"} == {k: v for k, v in run.items() if k != "git_commit"}
+    assert trec.read_text() == first

@@ -778,6 +778,7 @@ def searched_by_run_one(monkeypatch, tmp_path, **changes) -> dict:
         query_vectors=lambda model, questions, n, device: np.zeros((len(questions), n, 8)),
     )
     benchmark = SimpleNamespace(
+        identity="a prepared benchmark's",
         n_queries=lambda dataset: 2,
         training_split=lambda *a, **draw: ([1, 2, 3], [4]),
         questions=lambda *a: [5],

@@ -19,17 +19,17 @@ from amer_lib.runs.store import (
 
 
 def test_checkpoint_folders_keep_their_names_within_a_cache_version():
-    """Pinned digests of version 11: a change to what a run key holds fails here, and must bump
+    """Pinned digests of version 12: a change to what a run key holds fails here, and must bump
     `CACHE_VERSION` (runs of the older version are then made again, none matched by a shim)."""
-    assert CACHE_VERSION == 11
+    assert CACHE_VERSION == 12
     name = synthetic_run_name("linear", "multi", "amer", 0)
-    assert SYNTHETIC_RUNS.run_dir(notebook_config("02_synthetic"), name).name == f"{name}-400068fa0c"
+    assert SYNTHETIC_RUNS.run_dir(notebook_config("02_synthetic"), name).name == f"{name}-dd4d7a180c"
     sweep_cell = notebook_config("02_synthetic", train_transform="linear", dim=512)
-    assert SYNTHETIC_RUNS.run_dir(sweep_cell, "mlp_single_single_seed0").name == "mlp_single_single_seed0-5a770873e7"
+    assert SYNTHETIC_RUNS.run_dir(sweep_cell, "mlp_single_single_seed0").name == "mlp_single_single_seed0-95213eb9e7"
     name, facts = real_run_name("wordnet_kinds", "amer", 0), {"n_queries": 5}
-    assert REAL_RUNS.run_dir(notebook_config("04_real_data"), name, facts).name == f"{name}-69d07c6041"
+    assert REAL_RUNS.run_dir(notebook_config("04_real_data"), name, facts).name == f"{name}-9fbea42497"
     changed = notebook_config("04_real_data", temperature=0.02)
-    assert REAL_RUNS.run_dir(changed, name, facts).name == f"{name}-cce67c1aed"
+    assert REAL_RUNS.run_dir(changed, name, facts).name == f"{name}-20ce73c637"
 
 
 def test_a_run_of_another_cache_version_is_made_again(tmp_path):
@@ -38,6 +38,45 @@ def test_a_run_of_another_cache_version_is_made_again(tmp_path):
     assert REAL_RUNS.cached(params, "a_seed0") == written
     (tmp_path / "a_seed0.json").write_text(json.dumps({**written, "cache_version": CACHE_VERSION - 1}))
     assert REAL_RUNS.cached(params, "a_seed0") is None
+
+
+@pytest.mark.parametrize("damage", ["cut short", "garbage"])
+def test_a_damaged_results_file_is_said_with_its_path_and_the_run_made_again(tmp_path, damage):
+    """Issue 78: a results JSON cut short at a line boundary or overwritten with bytes that are not
+    text is not a raw JSONDecodeError or UnicodeDecodeError: the store says which file and reads
+    nothing back, so the run is made again and writes it whole."""
+    from amer_lib.progress import AmerWarning
+
+    params = notebook_config("04_real_data", results_dir=str(tmp_path))
+    written = REAL_RUNS.write(params, "a_seed0", {"params": params.as_dict(), "mrecall": [1.0, 0.0]})
+    path = tmp_path / "a_seed0.json"
+    text = path.read_text()
+    path.write_bytes(text[: len(text) // 2].encode() if damage == "cut short" else b"\xff\xfe\x00garbage")
+    with pytest.warns(AmerWarning, match=rf"{path} is damaged \(.+\): not read back; the run is made again"):
+        assert REAL_RUNS.cached(params, "a_seed0") is None
+    assert REAL_RUNS.write(params, "a_seed0", {"params": params.as_dict(), "mrecall": [1.0, 0.0]}) == written
+    assert REAL_RUNS.cached(params, "a_seed0") == written
+
+
+def test_a_trec_run_cut_short_is_said_and_its_run_made_again(tmp_path):
+    """Issue 78: a results JSON keeps its TREC run's sha256; the TREC file cut short at a line boundary
+    (which ir_measures would score without complaint) or gone is said with its path, and the run is
+    made again instead of being read back."""
+    from amer_lib.io import write_trec_run
+    from amer_lib.progress import AmerWarning
+
+    params = notebook_config("04_real_data", results_dir=str(tmp_path))
+    stored = REAL_RUNS.entry(params, "a_seed0")
+    trec = write_trec_run(stored.path(".trec"), ["q1", "q2"], [["d1", "d2"], ["d3", "d4"]], "a_seed0", 2)
+    stored.write({"params": params.as_dict(), "trec_sha256": trec})
+    assert stored.cached() is not None
+    lines = stored.path(".trec").read_text().splitlines(keepends=True)
+    stored.path(".trec").write_text("".join(lines[:2]))  # q2's lines lost
+    with pytest.warns(AmerWarning, match=rf"{stored.path('.trec')} is missing or not the file its run wrote"):
+        assert stored.cached() is None
+    stored.path(".trec").unlink()
+    with pytest.warns(AmerWarning, match="is missing or not the file its run wrote"):
+        assert stored.cached() is None
 
 
 def test_a_parameter_keyed_only_when_set_keeps_the_keys_of_the_runs_made_before_it(tmp_path):
