@@ -1,4 +1,4 @@
-# make test     set up .venv and run the test suite (6 min, idle cores; with the slow tests, as CI: 24 min, idle cores)
+# make test     set up .venv and run the test suite (6 min, idle cores; with the slow tests, as CI: 22 min, idle cores)
 # make figures  set up .venv and regenerate figures/ and tables at the offline defaults (1.8 h, shared cores)
 # make install  set up .venv only (amer_lib with the notebook extras: jupyterlab, papermill; 2 min, shared cores)
 # make figures-mlp-sweep  figures/02_synthetic_mlp_sweep (notebook 02's MLP sweep; 47 min, shared cores)
