@@ -681,50 +681,83 @@ def train(
     group_sizes = (
         train_data.targets(torch.arange(len(train_data)))[1].sum(-1).cpu() if config.group_by_targets else None
     )
-    for step in bar:
-        p = config.sampling_prob(step)
-        indices = batch_indices(len(train_data), config.batch_size, config.seed, step, group_sizes)
-        batch = draw_batch(train_data, indices, negative_pool, config, p, step_generator(config.seed, step))
-        loss = optimizer_step(forward, train_data, batch, config, params, optimizer)
-        if config.single_target_step and config.n_outputs > 1:
-            # the authors' code (mix_one_label_shuffled, not in the paper): the same examples
-            # again, the first vector trained against one random target as single-query is
-            single_config, generator = replace(config, n_outputs=1), step_generator(config.seed, config.steps + step)
-            single = draw_batch(train_data, indices, negative_pool, single_config, p, generator)
-            optimizer_step(forward, train_data, single, single_config, params, optimizer)
-        scheduler.step()
-        if on_step is not None and main:
-            on_step()
-        done = step + 1
-        if done == start + 1:
-            first_done = time.perf_counter()  # the first step pays for warm-up: the second is timed
-        elif done == start + 2 and progress and main:
-            announce_cost(f"training n={config.n_outputs}", 1, time.perf_counter() - first_done, config.steps - done)
-        if done % config.eval_every == 0 or done == config.steps:
-            lr = scheduler.get_last_lr()[0]
-            record = _validation_record(
-                model, val_data, negative_pool, config, loss, evaluate if main else None, step=done, p=p, lr=lr
-            )
-            result.history.append(record)
-            bar.set_postfix(loss=f"{record['train_loss']:.3f}", val=f"{record['val_loss']:.3f}", p=f"{p:.2f}")
-            if record["val_loss"] < result.best_val_loss:
-                result.best_step, result.best_val_loss = done, record["val_loss"]
-                best_state = {name: weight.clone() for name, weight in trainable_state(model).items()}
-                if best_path is not None and main:
-                    save_torch(best_path, best_state)
-        due = done % config.checkpoint_every == 0 or done == config.steps
-        since_saved = time.perf_counter() - saved
-        if ckpt_path is not None and _checkpoint_now(due, since_saved, checkpoint_seconds, negative_pool.device):
-            result.seconds = time.perf_counter() - began
-            checkpoint = _checkpoint(model, optimizer, scheduler, config, done, result)  # on every rank
-            if main:
-                save_torch(ckpt_path, checkpoint)
-            saved = time.perf_counter()
+    # an interrupt (Ctrl-C, a kernel's interrupt) says where the run stopped and where a rerun resumes
+    where = StoppedAt(done=start, kept=start, steps=config.steps, checkpoint=ckpt_path if main else None)
+    with where.said_on_interrupt():
+        for step in bar:
+            p = config.sampling_prob(step)
+            indices = batch_indices(len(train_data), config.batch_size, config.seed, step, group_sizes)
+            batch = draw_batch(train_data, indices, negative_pool, config, p, step_generator(config.seed, step))
+            loss = optimizer_step(forward, train_data, batch, config, params, optimizer)
+            if config.single_target_step and config.n_outputs > 1:
+                # the authors' code (mix_one_label_shuffled, not in the paper): the same examples
+                # again, the first vector trained against one random target as single-query is
+                single_config = replace(config, n_outputs=1)
+                generator = step_generator(config.seed, config.steps + step)
+                single = draw_batch(train_data, indices, negative_pool, single_config, p, generator)
+                optimizer_step(forward, train_data, single, single_config, params, optimizer)
+            scheduler.step()
+            if on_step is not None and main:
+                on_step()
+            done = where.done = step + 1
+            if done == start + 1:
+                first_done = time.perf_counter()  # the first step pays for warm-up: the second is timed
+            elif done == start + 2 and progress and main:
+                timed = time.perf_counter() - first_done
+                announce_cost(f"training n={config.n_outputs}", 1, timed, config.steps - done)
+            if done % config.eval_every == 0 or done == config.steps:
+                lr = scheduler.get_last_lr()[0]
+                record = _validation_record(
+                    model, val_data, negative_pool, config, loss, evaluate if main else None, step=done, p=p, lr=lr
+                )
+                result.history.append(record)
+                bar.set_postfix(loss=f"{record['train_loss']:.3f}", val=f"{record['val_loss']:.3f}", p=f"{p:.2f}")
+                if record["val_loss"] < result.best_val_loss:
+                    result.best_step, result.best_val_loss = done, record["val_loss"]
+                    best_state = {name: weight.clone() for name, weight in trainable_state(model).items()}
+                    if best_path is not None and main:
+                        save_torch(best_path, best_state)
+            due = done % config.checkpoint_every == 0 or done == config.steps
+            since_saved = time.perf_counter() - saved
+            if ckpt_path is not None and _checkpoint_now(due, since_saved, checkpoint_seconds, negative_pool.device):
+                result.seconds = time.perf_counter() - began
+                checkpoint = _checkpoint(model, optimizer, scheduler, config, done, result)  # on every rank
+                if main:
+                    save_torch(ckpt_path, checkpoint)
+                    where.kept = done
+                saved = time.perf_counter()
     result.seconds = time.perf_counter() - began
     if best_state is not None:
         load_trainable_state(model, best_state, "the best weights")
     model.eval()
     return result
+
+
+@dataclass
+class StoppedAt:
+    """Where a training run is: steps done, the step its last checkpoint holds (where the same
+    command resumes), of how many; `checkpoint`: its file (None: nothing is kept, or not this rank's
+    to say)."""
+
+    done: int
+    kept: int
+    steps: int
+    checkpoint: Path | None
+
+    @contextlib.contextmanager
+    def said_on_interrupt(self):
+        """On KeyboardInterrupt, one line saying where the run stopped, then the interrupt goes on."""
+        try:
+            yield
+        except KeyboardInterrupt:
+            if self.checkpoint is not None:
+                resumes = f"step {self.kept}, its last checkpoint" if self.kept else "step 0: no checkpoint yet"
+                print(
+                    f"stopped at step {self.done} of {self.steps}; the same command resumes at {resumes} "
+                    f"({self.checkpoint})",
+                    flush=True,
+                )
+            raise
 
 
 def fit_stop_head(

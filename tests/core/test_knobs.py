@@ -63,6 +63,7 @@ RECORD_CLASSES = {
     "TermInputs": "what a loss term reads of a step's share, made by `batch_loss` from the settings tested here",
     "TrainResult": "what `train` returns (its fields are written by the loop, not read as settings)",
     "Batch": "one step's drawn batch, made by `draw_batch` from the settings tested here",
+    "StoppedAt": "where the loop is, for the line an interrupt prints (tests/core/test_train.py's interrupt test)",
 }
 MODULES = (training, loss_module, spread_module, component_module, model_module, config_module)
 

@@ -86,6 +86,30 @@ def test_a_slow_run_checkpoints_by_the_clock_and_says_where_it_resumes(tmp_path,
     assert result.history == expected.history
 
 
+def test_an_interrupt_says_where_the_run_stopped_and_where_the_same_command_resumes(tmp_path, capsys):
+    """Issue 78: Ctrl-C (a KeyboardInterrupt from the step's callback here, after step 6) prints one
+    line: the step reached, of how many, and the checkpoint a rerun resumes from (step 4's); the
+    rerun resumes there and ends where an uninterrupted run ends."""
+    data, pool = make_problem()
+    config = TrainConfig(**with_terms(TRAIN_CONFIG))
+    expected = train(make_model(), data, data, pool, config, progress=False)
+    calls = []
+
+    def interrupted():
+        calls.append(1)
+        if len(calls) == 7:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train(make_model(), data, data, pool, config, run_dir=tmp_path, progress=False, on_step=interrupted)
+    said = capsys.readouterr().out.strip().splitlines()
+    checkpoint = tmp_path / "checkpoint.pt"
+    assert said == [f"stopped at step 6 of 12; the same command resumes at step 4, its last checkpoint ({checkpoint})"]
+    resumed = train(make_model(seed=5), data, data, pool, config, run_dir=tmp_path, progress=False)
+    assert f"resuming {tmp_path} at step 4 of 12" in capsys.readouterr().out
+    assert resumed.history == expected.history
+
+
 def test_long_work_is_announced_with_its_measured_cost(capsys):
     from amer_lib.progress import announce_cost, duration
 
