@@ -11,8 +11,6 @@ encoder of `amer_lib.data.encoders.ENCODERS`.
 
 from __future__ import annotations
 
-import json
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -24,9 +22,9 @@ from amer_lib.data.bm25 import Bm25Index
 from amer_lib.data.corpus import Corpus
 from amer_lib.data.encoders import RETRIEVERS, DocumentEncoder, EmbeddingShards
 from amer_lib.data.questions import MultiAnswerQuestion
-from amer_lib.io import file_matches, git_commit, write_json, write_trec_run
-from amer_lib.progress import AmerWarning
+from amer_lib.io import git_commit, write_json, write_trec_run
 from amer_lib.runs.configs import FailureConfig
+from amer_lib.runs.store import kept_json, trec_as_written
 
 BIN_LABELS = ("<25%", "25-50%", "50-75%", ">75%")
 
@@ -189,25 +187,12 @@ def failure_run(
 
 def _kept_run(path: Path, settings: dict) -> dict | None:
     """The run written at `path` from the same `settings`, with its TREC run as it was written;
-    None where there is none, and, said with the file's path, where either file is damaged (the
-    run is then made again)."""
-    if not path.exists():
+    None where there is none, and, said with the file's path, where either file is damaged or
+    unchecked (written before runs kept their TREC run's sha256): the run is then made again."""
+    run = kept_json(path)
+    if run is None or run.get("settings") != settings:
         return None
-    try:
-        run = json.loads(path.read_text())
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        run = None
-    trec = path.with_suffix(".trec")
-    if run is None or "trec_sha256" not in run:
-        said = f"{path} is damaged or from an older version: not read back; the run is made again"
-        warnings.warn(said, AmerWarning, 3)
-        return None
-    if run["settings"] != settings:
-        return None
-    if not file_matches(trec, run["trec_sha256"]):
-        warnings.warn(f"{trec} is missing or not the file its run wrote: the run is made again", AmerWarning, 3)
-        return None
-    return run
+    return run if trec_as_written(path.with_suffix(".trec"), run.get("trec_sha256")) else None
 
 
 def figure1_rows(runs: list[dict], distance: str, min_questions: int = 40) -> list[dict]:

@@ -64,8 +64,9 @@ def run_one(
     run = RealRun.of(params, benchmark, dataset, system, seed)
     # on a GPU whose FAISS sees it, the index keeps what fits beside the training's projected peak
     on_gpu = device.type == "cuda" and faiss_sees_gpus()
-    preflight = lambda: memory_preflight(params.for_system(system), benchmark, dataset, progress=False)  # noqa: E731
-    gpu_peak = preflight().gpu_peak if on_gpu else None
+    gpu_peak = (
+        memory_preflight(params.for_system(system), benchmark, dataset, progress=False).gpu_peak if on_gpu else None
+    )
     return train_and_score(run, benchmark, device, gpu_peak, progress, on_step)
 
 
@@ -208,8 +209,10 @@ def run_all(params: RealConfig, progress: bool = True) -> list[dict]:
         for seed in params.seeds
     ]
     entries = {job[1:]: real_entry(*job, benchmark=benchmark) for job in jobs}  # each run's place, found once
-    cached = lambda params, *run: entries[run].cached()  # noqa: E731
-    for dataset in dict.fromkeys(job[1] for job in jobs if cached(*job) is None):
+    done = {run: entry.cached() for run, entry in entries.items()}  # read (and checked) once
+    # a run not made yet is looked for again once the dispatcher has trained it
+    cached = lambda params, *run: done[run] if done[run] is not None else entries[run].cached()  # noqa: E731
+    for dataset in dict.fromkeys(run[0] for run, result in done.items() if result is None):
         memory_preflight(params, benchmark, dataset, progress)
     multi_vector = lambda job: job[2] != "single"  # noqa: E731
     return run_jobs(run_one, jobs, cached, params.workers, progress, first=multi_vector)

@@ -78,18 +78,19 @@ class RunStore:
     def entry(self, params: Config, name: str, facts: dict | None = None) -> StoredRun:
         """Run `name` of `params` (and `facts`: what shapes the run beyond its config, e.g. its
         dataset's number of query vectors) in this store: its files and what its results record."""
-        key = {**self.run_params(params.as_dict()), **self.identity, **(facts or {})}
+        values = params.as_dict()
+        key = {**self.run_params(values), **self.identity, **(facts or {})}
         return StoredRun(
             store=self,
             name=name,
             results_dir=Path(params.results_dir),
             folder=Path(params.runs_dir) / f"{name}-{params_digest(key)}",
-            params=params.as_dict(),
+            params=values,
             facts=dict(facts or {}),
         )
 
     def result_path(self, params: Config, name: str, suffix: str = ".json") -> Path:
-        return self.entry(params, name).path(suffix)
+        return Path(params.results_dir) / f"{name}{suffix}"
 
     def cached(self, params: Config, name: str, facts: dict | None = None) -> dict | None:
         """The run's results when they were made with the same run parameters, else None (`StoredRun.cached`)."""
@@ -141,28 +142,18 @@ class StoredRun:
     facts: dict
 
     def path(self, suffix: str = ".json") -> Path:
-        return self.results_dir / f"{self.name}{suffix}"
+        return self.results_dir / f"{self.name}{suffix}"  # as `RunStore.result_path`
 
     def cached(self) -> dict | None:
-        """The run's results when they were made with the same run parameters and facts, else None; a
-        damaged results file (not JSON: cut short, overwritten) is said, with its path, and the run is
-        made again."""
-        path = self.path()
-        if not path.exists():
-            return None
-        try:
-            result = json.loads(path.read_text())
-        except (UnicodeDecodeError, json.JSONDecodeError) as error:
-            reason = error.reason if isinstance(error, UnicodeDecodeError) else error.msg
-            warnings.warn(f"{path} is damaged ({reason}): not read back; the run is made again", AmerWarning, 2)
-            return None
-        if any(result.get(k) != v for k, v in {**self.store.identity, **self.facts}.items()):
+        """The run's results when they were made with the same run parameters and facts, else None;
+        a damaged results file, or a TREC run that is not the one they record, is said (`kept_json`,
+        `trec_as_written`) and the run made again."""
+        result = kept_json(self.path())
+        if result is None or any(result.get(k) != v for k, v in {**self.store.identity, **self.facts}.items()):
             return None
         if self.store.run_params(result.get("params", {})) != self.store.run_params(self.params):
             return None
-        if "trec_sha256" in result and not file_matches(self.path(".trec"), result["trec_sha256"]):
-            trec = self.path(".trec")
-            warnings.warn(f"{trec} is missing or not the file its run wrote: the run is made again", AmerWarning, 2)
+        if "trec_sha256" in result and not trec_as_written(self.path(".trec"), result["trec_sha256"]):
             return None
         return result
 
@@ -174,6 +165,28 @@ class StoredRun:
         write_json(self.path(), result)
         (self.folder / "checkpoint.pt").unlink(missing_ok=True)
         return result
+
+
+def kept_json(path: Path) -> dict | None:
+    """The results JSON a run wrote at `path`; None where there is none, and, said with its path,
+    where it is not JSON (cut short, overwritten), for the run to be made again."""
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        reason = error.reason if isinstance(error, UnicodeDecodeError) else error.msg
+        warnings.warn(f"{path} is damaged ({reason}): not read back; the run is made again", AmerWarning, 3)
+        return None
+
+
+def trec_as_written(trec: Path, sha256: str | None) -> bool:
+    """Whether `trec` is the TREC run whose sha256 its results keep (`io.write_trec_run`'s); one
+    that is missing, changed or cut short is said with its path, for the run to be made again."""
+    if sha256 is not None and file_matches(trec, sha256):
+        return True
+    warnings.warn(f"{trec} is missing or not the file its run wrote: the run is made again", AmerWarning, 3)
+    return False
 
 
 # the stores of the notebooks that train runs
