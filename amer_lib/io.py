@@ -3,6 +3,7 @@ outputs published together at its end, TREC run and qrels files, and run metadat
 
 from __future__ import annotations
 
+import errno
 import glob
 import gzip
 import hashlib
@@ -11,34 +12,89 @@ import os
 import platform
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 import torch
 
 
+class DiskFullError(OSError):
+    """A write its disk could not hold, said in one line: the path, the bytes it needed, the bytes free."""
+
+
+FULL_BYTES = 1 << 20  # a write that failed with less than this free on its disk failed for want of space
+
+
 @contextmanager
-def atomic_path(path: str | Path):
+def atomic_path(path: str | Path, size: int | None = None):
     """Yield a temporary path beside `path`; on success it replaces `path` in one rename. The
     temporary file names its writer's process (`.<name>.<pid>.<random>.tmp`); one left by a writer
-    that is gone (a hard kill mid-write) is removed by the next write of `path`."""
+    that is gone (a hard kill mid-write) is removed by the next write of `path`. `size`: the bytes
+    the write needs at least, refused before writing when the disk has fewer free. A write that
+    fails for want of space, however deep the library that hit it (torch's "iostream error" names no
+    errno), is a `DiskFullError`."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale_temporaries(path)
+    if size is not None and shutil.disk_usage(path.parent).free < size:
+        raise disk_full(path, size, 0) from None
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp")
     os.close(fd)
     try:
         yield Path(tmp)
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
+    except Exception as error:
+        written = os.path.getsize(tmp) if os.path.exists(tmp) else 0
+        if not isinstance(error, DiskFullError) and _out_of_space(error, path.parent):
+            os.remove(tmp)
+            raise disk_full(path, size, written) from None
+        raise
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
+
+
+def _out_of_space(error: BaseException, folder: Path) -> bool:
+    """Whether a failed write failed for want of space: ENOSPC (or EDQUOT) anywhere in its chain, or
+    (a library that hides the errno) less than `FULL_BYTES` left on the disk."""
+    seen = error
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    try:
+        return shutil.disk_usage(folder).free < FULL_BYTES
+    except OSError:
+        return False
+
+
+def disk_full(path: Path, size: int | None, written: int) -> DiskFullError:
+    """The one line a write that did not fit says."""
+    free = shutil.disk_usage(path.parent).free
+    needed = f"{size:,} bytes needed" if size is not None else f"more than the {written:,} bytes it wrote"
+    return DiskFullError(
+        errno.ENOSPC,
+        f"no space left for {path}: {needed}, {free:,} free on its disk. Free space there (or choose another "
+        "folder) and run the same command again: what was written before is kept",
+    )
+
+
+def tensor_bytes(payload) -> int:
+    """The bytes of the tensors in `payload` (dicts, lists, tuples of them): the least a torch.save of it needs."""
+    if isinstance(payload, torch.Tensor):
+        return payload.untyped_storage().nbytes()
+    if isinstance(payload, dict):
+        return sum(tensor_bytes(value) for value in payload.values())
+    if isinstance(payload, (list, tuple)):
+        return sum(tensor_bytes(value) for value in payload)
+    return 0
 
 
 def _remove_stale_temporaries(path: Path) -> None:
@@ -54,7 +110,8 @@ def _remove_stale_temporaries(path: Path) -> None:
 @contextmanager
 def atomic_folder(path: str | Path):
     """Yield a fresh folder beside `path` to fill; on success it replaces `path` in one rename
-    (readable as the umask allows, as a folder made with mkdir would be)."""
+    (readable as the umask allows, as a folder made with mkdir would be). A fill that fails for want
+    of space is a `DiskFullError`, as in `atomic_path`."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{path.name}-", dir=path.parent))
@@ -65,6 +122,12 @@ def atomic_folder(path: str | Path):
         if path.exists():
             os.replace(path, aside)
         os.replace(staging, path)
+    except Exception as error:
+        if not isinstance(error, DiskFullError) and _out_of_space(error, path.parent):
+            written = sum(f.stat().st_size for f in staging.rglob("*") if f.is_file())
+            shutil.rmtree(staging, ignore_errors=True)
+            raise disk_full(path, None, written) from None
+        raise
     finally:
         if aside.exists() and not path.exists():  # the second rename failed: the old folder goes back
             os.replace(aside, path)
@@ -213,6 +276,49 @@ def end_with_parent(parent: int) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
+class StopRequest:
+    """What `stop_requests` noted: `signal`, the name of the first SIGINT or SIGTERM received
+    (None: none yet)."""
+
+    def __init__(self):
+        self.signal: str | None = None
+
+    def __bool__(self) -> bool:
+        return self.signal is not None
+
+
+@contextmanager
+def stop_requests():
+    """Around a long loop in the main thread: the first SIGINT (Ctrl-C, a kernel's interrupt) or
+    SIGTERM (`kill`, a pool ending its workers, a job scheduler, nbclient's shutdown) is noted, not
+    raised, so the loop stops at its next safe point (after writing what resumes it) when the
+    yielded `StopRequest` is true. A second SIGINT raises KeyboardInterrupt at once. A request the
+    loop did not act on (it ended first) is raised again once the previous handlers are back. Off the
+    main thread signals are left as they are."""
+    request = StopRequest()
+    if threading.current_thread() is not threading.main_thread():
+        yield request
+        return
+
+    def note(signum, frame):
+        if request.signal == "SIGINT" and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        request.signal = request.signal or signal.Signals(signum).name
+
+    previous = {signum: signal.signal(signum, note) for signum in (signal.SIGINT, signal.SIGTERM)}
+    acted = False
+    try:
+        yield request
+    except BaseException:
+        acted = True
+        raise
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if request and not acted:
+            signal.raise_signal(signal.Signals[request.signal])
+
+
 def _process_alive(pid: str) -> bool:
     if not pid.isdigit():
         return False
@@ -296,8 +402,9 @@ def open_text(path: str | Path, newline: str | None = None):
 
 
 def write_text(path: str | Path, text: str) -> None:
-    with atomic_path(path) as tmp:
-        tmp.write_text(text)
+    data = text.encode()
+    with atomic_path(path, size=len(data)) as tmp:
+        tmp.write_bytes(data)
 
 
 def write_json(path: str | Path, payload) -> None:
@@ -305,8 +412,87 @@ def write_json(path: str | Path, payload) -> None:
 
 
 def save_torch(path: str | Path, payload) -> None:
-    with atomic_path(path) as tmp:
-        torch.save(payload, tmp)
+    """torch.save `payload` to `path` atomically, with its record beside it (`write_recorded`)."""
+    write_recorded(path, lambda tmp: torch.save(payload, tmp), size=tensor_bytes(payload))
+
+
+def write_recorded(path: str | Path, write: Callable[[Path], None], size: int | None = None) -> None:
+    """`write(tmp)` a file that replaces `path` atomically (`atomic_path`, `size` its bytes at least),
+    with its record beside it (`<name>.sha256`: the file's sha256 and size, and the sha256 of the
+    file it replaces), which `recorded_damage` checks before the file is trusted: torch.load and
+    np.load read a changed byte of a tensor without a word. The record is written before the file
+    moves into place, so a crash between the two leaves the previous file, which it still names."""
+    path = Path(path)
+    with atomic_path(path, size=size) as tmp:
+        write(tmp)
+        record = digest_record(path)
+        previous = json.loads(record.read_text()).get("sha256") if record.exists() else None
+        write_json(record, {"sha256": file_sha256(tmp), "bytes": tmp.stat().st_size, "previous": previous})
+
+
+def digest_record(path: Path) -> Path:
+    """Where `write_recorded` keeps a file's record."""
+    return path.with_name(path.name + ".sha256")
+
+
+def recorded_damage(path: str | Path) -> str | None:
+    """What is wrong with a file `write_recorded` wrote, or None when it holds the bytes its record
+    says (or those of the file it replaced: a crash came between the record and the rename)."""
+    path = Path(path)
+    record_path = digest_record(path)
+    if not record_path.exists():
+        return f"it has no record of its sha256 ({record_path.name}): it was not written by this library"
+    try:
+        record = json.loads(record_path.read_text())
+        sha256 = record["sha256"]
+    except (ValueError, KeyError, TypeError):
+        return f"its record {record_path.name} is garbled"
+    now = file_sha256(path)
+    if now not in (sha256, record.get("previous")):
+        sizes = f"{path.stat().st_size:,} bytes now, {record['bytes']:,} then"
+        return f"its sha256 is {now[:12]}, {sha256[:12]} when written ({sizes})"
+    return None
+
+
+def folder_files(folder: Path, manifest: str) -> dict[str, dict]:
+    """Each file under `folder` but its manifest, by relative name: its size and sha256 (what a
+    folder's manifest keeps of what it holds, for `folder_damage`)."""
+    return {
+        str(path.relative_to(folder)): {"bytes": path.stat().st_size, "sha256": file_sha256(path)}
+        for path in sorted(folder.rglob("*"))
+        if path.is_file() and path.name != manifest
+    }
+
+
+def folder_damage(folder: Path, files: dict[str, dict] | None, manifest: Path) -> str | None:
+    """What is wrong with a folder whose `manifest` records its `files` (`folder_files`), or None
+    when each is there with its size and, if modified after the manifest, its sha256 (the manifest
+    is then touched, so the next look is cheap). `files` None: a folder written before its files
+    were recorded."""
+    if files is None:
+        return "its files were not recorded when it was written"
+    written, checked = manifest.stat().st_mtime_ns, False
+    for name, record in files.items():
+        path = folder / name
+        if not path.is_file():
+            return f"{name} is gone"
+        stat = path.stat()
+        if stat.st_size != record["bytes"]:
+            return f"{name} is {stat.st_size:,} bytes, {record['bytes']:,} when written"
+        if stat.st_mtime_ns > written:
+            if (now := file_sha256(path)) != record["sha256"]:
+                return f"{name} has sha256 {now[:12]}, {record['sha256'][:12]} when written"
+            checked = max(checked or 0, stat.st_mtime_ns)
+    if checked:
+        touched = max(time.time_ns(), checked)
+        os.utime(manifest, ns=(touched, touched))
+    return None
+
+
+def remove_recorded(path: Path) -> None:
+    """Remove a file `write_recorded` wrote, and its record."""
+    path.unlink(missing_ok=True)
+    digest_record(path).unlink(missing_ok=True)
 
 
 def _jsonable(value):

@@ -24,7 +24,7 @@ from torch.nn.parallel import DistributedDataParallel
 from amer_lib.core import checkpointing, distributed
 from amer_lib.core.loss import LossTerm, MatchedLoss, TermInputs, info_nce, stop_loss
 from amer_lib.core.model import AMERQueryEncoder, Prompt
-from amer_lib.io import save_torch
+from amer_lib.io import StopRequest, recorded_damage, save_torch, stop_requests
 from amer_lib.progress import announce_cost, report_done_before, tqdm
 
 SAMPLING_MODES = ("scheduled", "teacher", "predicted")
@@ -33,6 +33,10 @@ VALIDATION_FRACTION = 0.1  # the paper's 90/10 train / validation split
 
 class CheckpointError(RuntimeError):
     """A checkpoint file cannot be read or does not belong to this run."""
+
+
+class TrainingStopped(KeyboardInterrupt):
+    """A run stopped at the end of a step, as a SIGINT or SIGTERM asked, its checkpoint written."""
 
 
 class MultiTargetData(Protocol):
@@ -431,9 +435,13 @@ def _device_type(model: torch.nn.Module) -> str:
 def load_checkpoint(
     path: Path, map_location: str | torch.device = "cpu", fix: str = "delete it to start the run again"
 ) -> dict:
-    """A checkpoint's contents, loaded weights-only (a file that would run code is refused); a file
-    cut short, garbled or not a checkpoint is a `CheckpointError` naming it and `fix`, never torch's
+    """A checkpoint's contents, loaded weights-only (a file that would run code is refused), once its
+    bytes are the ones its record says were written (`io.recorded_damage`); a file cut short,
+    changed, garbled or not a checkpoint is a `CheckpointError` naming it and `fix`, never torch's
     own advice (to load it without `weights_only`: unsafe on a file of unknown origin)."""
+    damage = recorded_damage(path)
+    if damage is not None:
+        raise CheckpointError(f"checkpoint {path} is damaged ({damage}); {fix}")
     try:
         return torch.load(path, map_location=map_location, weights_only=True)
     except Exception as exc:  # torch raises many types for truncated or foreign files
@@ -562,22 +570,25 @@ def _restore_rng_states(ckpt: dict, ckpt_path: Path, config: TrainConfig) -> Non
         torch.cuda.set_rng_state_all(saved[rank]["cuda_rng"])
 
 
-def _checkpoint_now(due: bool, since_saved: float, checkpoint_seconds: float, device: torch.device) -> bool:
-    """Whether a checkpoint is written after this step: at a `due` step (`checkpoint_every`, the
-    last), or once rank 0's clock says `checkpoint_seconds` have passed since the last. Every rank
-    of a group gets rank 0's answer (one small all-reduce a step, where no checkpoint is due):
-    each gives its random states to the checkpoint, so all must come to it at the same step."""
-    if due:
-        return True
+def _after_step(
+    due: bool, since_saved: float, checkpoint_seconds: float, stop: StopRequest, device: torch.device
+) -> tuple[bool, bool]:
+    """Whether a checkpoint is written after this step, and whether the run then stops. A checkpoint
+    at a `due` step (`checkpoint_every`, the last), once rank 0's clock says `checkpoint_seconds`
+    have passed since the last, or before a stop; a stop once any rank was asked to (`stop`). Every
+    rank of a group gets the same answers (one small all-reduce a step): each gives its random states
+    to the checkpoint, so all must come to it at the same step."""
     late = distributed.is_main() and since_saved >= checkpoint_seconds
-    return distributed.sum_over_ranks([float(late)], device)[0] > 0
+    asked = distributed.sum_over_ranks([float(late), float(bool(stop))], device)
+    stopping = asked[1] > 0
+    return due or asked[0] > 0 or stopping, stopping
 
 
 def _checkpoint(model, optimizer, scheduler, config: TrainConfig, done: int, result: TrainResult) -> dict | None:
     """The checkpoint after `done` steps, which rank 0 writes (None on the other ranks): the trained
     weights, the optimizer and schedule, the results so far and every rank's random states
     (`rank_rng`, in rank order: a rank's dropout masks are its own, so rank 0's states would not
-    resume the others). Gathers from every rank: each calls it at the same step (`_checkpoint_now`)."""
+    resume the others). Gathers from every rank: each calls it at the same step (`_after_step`)."""
     states = distributed.gathered(_rng_states())
     if not distributed.is_main():
         return None
@@ -681,9 +692,10 @@ def train(
     group_sizes = (
         train_data.targets(torch.arange(len(train_data)))[1].sum(-1).cpu() if config.group_by_targets else None
     )
-    # an interrupt (Ctrl-C, a kernel's interrupt) says where the run stopped and where a rerun resumes
+    # Ctrl-C, a kernel's interrupt or SIGTERM: the step in progress ends, a checkpoint is written and
+    # the run stops saying where the same command resumes (a second Ctrl-C stops it at once)
     where = StoppedAt(done=start, kept=start, steps=config.steps, checkpoint=ckpt_path if main else None)
-    with where.said_on_interrupt():
+    with where.said_on_interrupt(), stop_requests() as stop:
         for step in bar:
             p = config.sampling_prob(step)
             indices = batch_indices(len(train_data), config.batch_size, config.seed, step, group_sizes)
@@ -697,9 +709,9 @@ def train(
                 single = draw_batch(train_data, indices, negative_pool, single_config, p, generator)
                 optimizer_step(forward, train_data, single, single_config, params, optimizer)
             scheduler.step()
+            done = where.done = step + 1
             if on_step is not None and main:
                 on_step()
-            done = where.done = step + 1
             if done == start + 1:
                 first_done = time.perf_counter()  # the first step pays for warm-up: the second is timed
             elif done == start + 2 and progress and main:
@@ -719,13 +731,16 @@ def train(
                         save_torch(best_path, best_state)
             due = done % config.checkpoint_every == 0 or done == config.steps
             since_saved = time.perf_counter() - saved
-            if ckpt_path is not None and _checkpoint_now(due, since_saved, checkpoint_seconds, negative_pool.device):
+            checkpoint_now, stopping = _after_step(due, since_saved, checkpoint_seconds, stop, negative_pool.device)
+            if ckpt_path is not None and checkpoint_now:
                 result.seconds = time.perf_counter() - began
                 checkpoint = _checkpoint(model, optimizer, scheduler, config, done, result)  # on every rank
                 if main:
                     save_torch(ckpt_path, checkpoint)
                     where.kept = done
                 saved = time.perf_counter()
+            if stopping:
+                raise where.stopped(stop.signal)
     result.seconds = time.perf_counter() - began
     if best_state is not None:
         load_trainable_state(model, best_state, "the best weights")
@@ -744,11 +759,26 @@ class StoppedAt:
     steps: int
     checkpoint: Path | None
 
+    def stopped(self, signal: str) -> TrainingStopped:
+        """The stop asked for by `signal`, after the checkpoint of step `done` was written: said in one
+        line on rank 0, and returned to be raised."""
+        if distributed.is_main():
+            kept = (
+                f"the same command resumes there ({self.checkpoint})"
+                if self.checkpoint is not None
+                else "nothing is kept (no run folder)"
+            )
+            print(f"stopped at step {self.done} of {self.steps} ({signal}); {kept}", flush=True)
+        return TrainingStopped(f"training stopped at step {self.done} of {self.steps} by {signal}")
+
     @contextlib.contextmanager
     def said_on_interrupt(self):
-        """On KeyboardInterrupt, one line saying where the run stopped, then the interrupt goes on."""
+        """On KeyboardInterrupt (a second Ctrl-C, mid-step), one line saying where the run stopped,
+        then the interrupt goes on."""
         try:
             yield
+        except TrainingStopped:
+            raise
         except KeyboardInterrupt:
             if self.checkpoint is not None:
                 resumes = f"step {self.kept}, its last checkpoint" if self.kept else "step 0: no checkpoint yet"

@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from amer_lib.io import atomic_folder, end_with_parent
+from amer_lib.io import atomic_folder, end_with_parent, folder_damage, folder_files
 from amer_lib.progress import tqdm
 
 STOPWORDS = "en"
@@ -240,14 +240,15 @@ class Bm25Index:
         if (found := cls.load(directory, key)) is None:
             with atomic_folder(directory) as staging:
                 written = write_index(texts, staging, n_documents, progress)
-                (staging / MANIFEST).write_text(json.dumps({"key": key, "n_documents": written}))
+                files = folder_files(staging, MANIFEST)
+                (staging / MANIFEST).write_text(json.dumps({"key": key, "n_documents": written, "files": files}))
             found = cls.load(directory, key)
         return found
 
     @classmethod
     def load(cls, directory: str | Path, key: dict) -> Bm25Index | None:
-        """The index saved in `directory` for `key`, memory-mapped; None when there is none or it
-        was built for another key."""
+        """The index saved in `directory` for `key`, memory-mapped; None when there is none, it was
+        built for another key, or its files are not as its manifest records them (said)."""
         import bm25s
 
         manifest = Path(directory) / MANIFEST
@@ -255,6 +256,9 @@ class Bm25Index:
             return None
         saved = json.loads(manifest.read_text())
         if saved["key"] != key:
+            return None
+        if (damage := folder_damage(Path(directory), saved.get("files"), manifest)) is not None:
+            print(f"the BM25 index {directory} is damaged ({damage}): building it again", flush=True)
             return None
         return cls(bm25s.BM25.load(str(directory), mmap=True, show_progress=False), saved["n_documents"])
 

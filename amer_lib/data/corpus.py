@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from amer_lib.data.questions import DataFormatError, decoded_lines, json_lines, require_file
-from amer_lib.io import atomic_folder, atomic_path, open_text
+from amer_lib.io import atomic_folder, atomic_path, folder_damage, folder_files, open_text
 from amer_lib.progress import tqdm
 
 FORMATS = (".tsv", ".jsonl")
@@ -186,13 +186,21 @@ class DocumentStore:
     @classmethod
     def of_corpus(cls, path: str | Path, directory: str | Path, key: dict, progress: bool = True) -> DocumentStore:
         """The store of the corpus file `path` in `directory`, written there first (atomically)
-        unless it was written for the same `key` (the file's path, size and time)."""
+        unless it was written for the same `key` (the file's path, size and time) and its files are
+        as its manifest records them (`io.folder_damage`; one that is not is said and written again)."""
         directory = Path(directory)
         manifest = directory / cls.MANIFEST
-        if not manifest.exists() or json.loads(manifest.read_text())["key"] != key:
+        saved = json.loads(manifest.read_text()) if manifest.exists() else None
+        damage = None if saved is None else folder_damage(directory, saved.get("files"), manifest)
+        if damage is not None and saved["key"] == key:
+            print(f"the corpus store {directory} is damaged ({damage}): writing it again", flush=True)
+        if saved is None or saved["key"] != key or damage is not None:
             with atomic_folder(directory) as staging:
                 n_documents = cls._write(path, staging, progress)
-                (staging / cls.MANIFEST).write_text(json.dumps({"key": key, "n_documents": n_documents}))
+                files = folder_files(staging, cls.MANIFEST)
+                (staging / cls.MANIFEST).write_text(
+                    json.dumps({"key": key, "n_documents": n_documents, "files": files})
+                )
         return cls(directory, json.loads(manifest.read_text())["n_documents"])
 
     @classmethod

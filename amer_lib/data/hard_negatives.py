@@ -18,7 +18,7 @@ import numpy as np
 
 from amer_lib.core.index import ShardedFlatIndex
 from amer_lib.data.questions import MultiAnswerQuestion, question_parts
-from amer_lib.io import atomic_path
+from amer_lib.io import recorded_damage, write_recorded
 
 PER_QUESTION = 16  # mined negatives kept per question
 DEPTH = 100  # searched per query text: the gold documents (at most 8 answers here) leave more than enough
@@ -75,13 +75,19 @@ def cached_mine(
     folder: str | Path, questions: list[MultiAnswerQuestion], encoder, shards, count: int = PER_QUESTION
 ) -> np.ndarray:
     """`mine`, kept in `folder` under a name that hashes the questions, the encoder and `count`
-    (a benchmark's runs of several seeds mine once), written atomically."""
+    (a benchmark's runs of several seeds mine once), written atomically with its record
+    (`io.write_recorded`); a kept file that is not as its record says is said and mined again."""
     key = json.dumps([encoder.spec.name, count, DEPTH, [q.qid for q in questions]])
     path = Path(folder) / f"{encoder.spec.name}_{hashlib.sha256(key.encode()).hexdigest()[:12]}.npy"
     if path.exists():
-        return np.load(path)
+        if (damage := recorded_damage(path)) is None:
+            return np.load(path, allow_pickle=False)
+        print(f"{path} is damaged ({damage}): mining again", flush=True)
     rows = mine(questions, encoder, shards, count)
-    with atomic_path(path) as tmp:
+
+    def write(tmp: Path) -> None:
         with open(tmp, "wb") as out:
             np.save(out, rows)
+
+    write_recorded(path, write, size=rows.nbytes)
     return rows

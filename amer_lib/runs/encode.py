@@ -5,9 +5,10 @@
         --prepared results/prepared/wordnet --encoder contriever-msmarco --shard-size 250000 --batch-size 256
 
 Under torchrun rank r encodes shards r, r + N, ... on its own GPU (`amer_lib.data.encoders`);
-a rerun after an interruption encodes only the shards that are not complete, on any number of
-ranks. `--prepared` encodes a prepared benchmark's corpus (notebook 03) into the folder notebooks
-03-07 read, so that notebook 03 finds the encoding done.
+a rerun after an interruption (Ctrl-C or SIGTERM stop it after the part in progress, saying so)
+resumes each shard after its last complete part, and encodes again any shard found damaged, on any
+number of ranks. `--prepared` encodes a prepared benchmark's corpus (notebook 03) into the folder
+notebooks 03-07 read, so that notebook 03 finds the encoding done.
 """
 
 from __future__ import annotations

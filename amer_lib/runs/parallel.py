@@ -7,8 +7,10 @@ own threads (`core.device.with_threads`): they are part of what a run computes, 
 
 from __future__ import annotations
 
+import io
 import multiprocessing
 import os
+import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
@@ -18,6 +20,32 @@ from amer_lib.io import end_with_parent
 from amer_lib.progress import announce_cost, count_done_before, tqdm
 
 DONE_BEFORE = "done before"  # a worker's message of the steps its job had done before it began here
+STREAMS = ("stdout", "stderr")  # a worker's messages of what it printed, which the parent prints
+
+
+class ToParent(io.TextIOBase):
+    """A worker's `sys.stdout` or `sys.stderr`: whole lines sent to the parent, which prints them
+    itself. Printed by the worker on the file it inherited, each line would show twice in a
+    papermill run with `--log-output` (ipykernel writes what its child processes print to its own
+    terminal as well as into the notebook) and would cut through the parent's progress bar."""
+
+    def __init__(self, queue, stream: str):
+        self.queue, self.stream, self.pending = queue, stream, ""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self.pending += text
+        if "\n" in self.pending:
+            lines, self.pending = self.pending.rsplit("\n", 1)
+            self.queue.put((self.stream, lines + "\n"))
+        return len(text)
+
+    def flush(self) -> None:
+        if self.pending:
+            self.queue.put((self.stream, self.pending))
+            self.pending = ""
 
 
 class StepReporter:
@@ -57,15 +85,26 @@ def _start_worker(parent: int, steps, gpus) -> None:
     outlive a killed parent."""
     global _STEPS
     _STEPS = steps
+    sys.stdout, sys.stderr = ToParent(steps, "stdout"), ToParent(steps, "stderr")
     if gpus is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = gpus.get()
     end_with_parent(parent)
 
 
 def _call_reporting(function: Callable, args: tuple):
+    """A job in a worker, its steps reported. A job stopped by a signal (SIGTERM from `_end_workers`,
+    a terminal's Ctrl-C: a training ends its step and checkpoints first) ends its worker: the pool is
+    being shut down, and the worker would otherwise wait for a next job until it is killed."""
     reporter = StepReporter(_STEPS)
     try:
         return function(*args, on_step=reporter)
+    except KeyboardInterrupt:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        reporter.flush()
+        _STEPS.close()
+        _STEPS.join_thread()  # what it printed and counted reaches the parent before the worker ends
+        os._exit(1)
     finally:
         reporter.flush()
 
@@ -80,12 +119,13 @@ def run_parallel(
     gpus: list[str] | None = None,
 ) -> list:
     """`function(*job, on_step=callback)` for every job in `workers` spawned processes; results
-    in job order. `gpus`: one GPU name per worker, the only GPU that worker sees (its
-    CUDA_VISIBLE_DEVICES). The first failure, or an interrupt, ends every job at once. With
-    `progress`, long work is announced with its cost once the steps after the first were timed for
-    `TIMED_SECONDS` (the workers' start-up and the first step's warm-up left out). The bar counts
-    the steps the jobs had done before (resumed runs) at once, and the estimate only the steps
-    trained here and those left; the bar closes at `total_steps` once every count arrived."""
+        in job order. `gpus`: one GPU name per worker, the only GPU that worker sees (its
+        CUDA_VISIBLE_DEVICES). The first failure, or an interrupt, ends every job: each training ends
+    its step and writes its checkpoint first (`_end_workers`). With
+        `progress`, long work is announced with its cost once the steps after the first were timed for
+        `TIMED_SECONDS` (the workers' start-up and the first step's warm-up left out). The bar counts
+        the steps the jobs had done before (resumed runs) at once, and the estimate only the steps
+        trained here and those left; the bar closes at `total_steps` once every count arrived."""
     if gpus is not None and len(gpus) != workers:
         raise ValueError(f"{workers} workers need one GPU each, got {len(gpus)}: {gpus}")
     context = multiprocessing.get_context("spawn")
@@ -128,26 +168,50 @@ def run_parallel(
                     _count(queue.get(timeout=LATE_SECONDS), bar, counts)
                 except Empty:
                     break
+            _drain(queue, bar, counts)  # and what it printed last
         except BaseException:  # a failure, or KeyboardInterrupt: JupyterLab interrupts the kernel alone
             _end_workers(pool)
+            _drain(queue, bar, counts)  # what the workers said as they stopped (where each run resumes)
             raise
     return [results[i] for i in range(len(jobs))]
 
 
+STOP_SECONDS = 120.0  # how long a worker asked to stop may take to end its step and write its checkpoint
+
+
 def _end_workers(pool: ProcessPoolExecutor) -> None:
-    """End the pool's workers now: the queued jobs cancelled, the running ones terminated (their runs
-    resume from their last checkpoint), rather than the pool's exit waiting for every job to finish."""
+    """End the pool's workers, rather than the pool's exit waiting for every job to finish: the queued
+    jobs cancelled, the running ones sent SIGTERM, which a training takes as a request to end its
+    step, write its checkpoint and say where it stopped (`core.train`; its run resumes there), and
+    killed if still running `STOP_SECONDS` later."""
     processes = list(pool._processes.values())  # no public handle before Python 3.14's terminate_workers
     pool.shutdown(wait=False, cancel_futures=True)
     for process in processes:
         process.terminate()
+    deadline = time.monotonic() + STOP_SECONDS
     for process in processes:
-        process.join(timeout=10)
+        process.join(timeout=max(deadline - time.monotonic(), 0.1))
+    for process in processes:
+        if process.is_alive():
+            process.kill()
+            process.join(timeout=10)
+
+
+def _drain(queue, bar, counts: dict[str, int]) -> None:
+    """The messages still on their way from workers that are done or gone."""
+    while True:
+        try:
+            _count(queue.get(timeout=0.2), bar, counts)
+        except (Empty, OSError, EOFError):
+            return
 
 
 def _count(message, bar, counts: dict[str, int]) -> None:
-    """A worker's message on the parent's bar and in `counts`: steps trained, or done before."""
-    if isinstance(message, tuple):
+    """A worker's message on the parent's bar and in `counts`: steps trained, or done before; or
+    what it printed, printed here above the bar."""
+    if isinstance(message, tuple) and message[0] in STREAMS:
+        bar.write(message[1].removesuffix("\n"), file=getattr(sys, message[0]))
+    elif isinstance(message, tuple):
         counts[DONE_BEFORE] += message[1]
         count_done_before(bar, message[1])
     else:

@@ -7,7 +7,8 @@ shared: `save_pretrained(model, folder, ...)` and `from_pretrained(folder)`.
                                        vectors, the prompt template (`data.prompts.PromptTemplate`),
                                        the document encoder it was trained against, the search
                                        depth of its evaluation, its run's training recipe and the
-                                       facts given (training data, results)
+                                       facts given (training data, results), and the sha256 of
+                                       each weight file, checked before they are loaded
     <folder>/projections.safetensors   the input / output projections (and the stop head)
     <folder>/backbone.safetensors      full fine-tuning: every backbone weight
     <folder>/adapter/                  LoRA: the adapters in peft's own format (adapter_config.json,
@@ -29,7 +30,7 @@ from safetensors.torch import load_file, save_file
 
 from amer_lib.core.backbones import PrefixLMBert, frozen_weights_dtype, get_backbone, load_backbone, require_weights
 from amer_lib.core.model import AMERQueryEncoder
-from amer_lib.io import atomic_folder
+from amer_lib.io import atomic_folder, file_sha256
 
 FORMAT = 1
 CONFIG = "amer.json"
@@ -90,6 +91,7 @@ def save_pretrained(
             _peft_model(model).save_pretrained(staging / "adapter")
         else:
             save_file(_tensors(model.backbone), staging / "backbone.safetensors")
+        config["sha256"] = {name: file_sha256(staging / name) for name in WEIGHTS[config["finetune"]]}
         (staging / CONFIG).write_text(json.dumps(config, indent=1) + "\n")
         (staging / "README.md").write_text(model_card(config))
     return folder
@@ -105,6 +107,12 @@ def from_pretrained(folder: str | Path, device: str | torch.device = "cpu") -> A
     missing = [name for name in WEIGHTS[config["finetune"]] if not (folder / name).exists()]
     if missing:
         raise FileNotFoundError(f"{folder} lacks {', '.join(missing)}: the folder is incomplete; export the run again")
+    for name, sha256 in config.get("sha256", {}).items():  # folders written before it was recorded: unchecked
+        if (now := file_sha256(folder / name)) != sha256:
+            raise ValueError(
+                f"{folder / name} is damaged (its sha256 is {now[:12]}, {sha256[:12]} when written): "
+                "export the run again, or download the folder again"
+            )
     require_weights(config["backbone"])
     mixed = config.get("mixed_precision", False)  # folders written before it was recorded: float32
     dtype = frozen_weights_dtype(config["finetune"], mixed)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from amer_lib.config import Config
 from amer_lib.data.synthetic_task import TASK_VERSION
-from amer_lib.io import file_matches, write_json, write_text
+from amer_lib.io import file_matches, remove_recorded, write_json, write_text
 from amer_lib.progress import AmerWarning
 from amer_lib.runs.configs import RealConfig, SyntheticConfig
 
@@ -163,7 +163,7 @@ class StoredRun:
         finished run no longer needs; `best.pt` stays. Returns the results."""
         result = {**result, **self.facts, **self.store.identity}
         write_json(self.path(), result)
-        (self.folder / "checkpoint.pt").unlink(missing_ok=True)
+        remove_recorded(self.folder / "checkpoint.pt")
         return result
 
 

@@ -1,4 +1,7 @@
+import os
+import signal
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -7,8 +10,17 @@ from stand_ins import DIM, TRAIN_CONFIG, make_model, make_problem, state, with_t
 from amer_lib.core.backbones import load_backbone
 from amer_lib.core.loss import StopTerm
 from amer_lib.core.model import AMERQueryEncoder
-from amer_lib.core.train import CheckpointError, Optimizer, ScheduledSampling, TrainConfig, batch_indices, train
+from amer_lib.core.train import (
+    CheckpointError,
+    Optimizer,
+    ScheduledSampling,
+    TrainConfig,
+    TrainingStopped,
+    batch_indices,
+    train,
+)
 from amer_lib.data.datasets import VectorData
+from amer_lib.io import save_torch
 
 
 def test_training_lowers_the_validation_loss():
@@ -87,7 +99,7 @@ def test_a_slow_run_checkpoints_by_the_clock_and_says_where_it_resumes(tmp_path,
 
 
 def test_an_interrupt_says_where_the_run_stopped_and_where_the_same_command_resumes(tmp_path, capsys):
-    """Issue 78: Ctrl-C (a KeyboardInterrupt from the step's callback here, after step 6) prints one
+    """Issue 78: an interrupt mid-step (a KeyboardInterrupt from step 6's callback here) prints one
     line: the step reached, of how many, and the checkpoint a rerun resumes from (step 4's); the
     rerun resumes there and ends where an uninterrupted run ends."""
     data, pool = make_problem()
@@ -97,7 +109,7 @@ def test_an_interrupt_says_where_the_run_stopped_and_where_the_same_command_resu
 
     def interrupted():
         calls.append(1)
-        if len(calls) == 7:
+        if len(calls) == 6:
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
@@ -141,8 +153,8 @@ def test_corrupted_checkpoint_is_named(tmp_path):
     (tmp_path / "checkpoint.pt").write_bytes(b"not a checkpoint")
     with pytest.raises(
         CheckpointError,
-        match=r"^checkpoint .*checkpoint.pt is corrupted or unreadable \(UnpicklingError: not a checkpoint this "
-        r"library wrote, or cut short\); delete it to start the run again$",
+        match=r"^checkpoint .*checkpoint.pt is damaged \(it has no record of its sha256 \(checkpoint.pt.sha256\): "
+        r"it was not written by this library\); delete it to start the run again$",
     ) as raised:
         train(make_model(), data, data, pool, TrainConfig(**with_terms(TRAIN_CONFIG)), run_dir=tmp_path, progress=False)
     assert "weights_only" not in str(raised.value) and raised.value.__cause__ is None  # torch's advice not passed on
@@ -153,13 +165,57 @@ def test_a_checkpoint_cut_short_is_named_with_the_fix_asked_for(tmp_path):
     from amer_lib.core.train import load_checkpoint
 
     path = tmp_path / "best.pt"
-    torch.save({"w": torch.ones(1000)}, path)
+    save_torch(path, {"w": torch.ones(1000)})
     path.write_bytes(path.read_bytes()[:300])
     fix = "delete it and results/x.json to train the run again"
-    named = rf"^checkpoint {path} is corrupted or unreadable \(.+\); {fix}$"
+    named = rf"^checkpoint {path} is damaged \(its sha256 is \w+, \w+ when written \(300 bytes now, .+\); {fix}$"
     with pytest.raises(CheckpointError, match=named) as raised:
         load_checkpoint(path, fix=fix)
     assert "weights_only" not in str(raised.value)
+
+
+def test_a_checkpoint_with_one_byte_changed_is_refused(tmp_path):
+    """torch.load reads a flipped byte inside a tensor without a word (other weights, no error);
+    the record's sha256 does not."""
+    from amer_lib.core.train import load_checkpoint
+
+    path = tmp_path / "best.pt"
+    save_torch(path, {"w": torch.randn(1000)})
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(CheckpointError, match=r"is damaged \(its sha256 is \w+, \w+ when written"):
+        load_checkpoint(path)
+
+
+def test_a_checkpoint_without_its_record_is_refused(tmp_path):
+    from amer_lib.core.train import load_checkpoint
+
+    torch.save({"w": torch.ones(3)}, tmp_path / "best.pt")
+    with pytest.raises(CheckpointError, match=r"has no record of its sha256 \(best\.pt\.sha256\)"):
+        load_checkpoint(tmp_path / "best.pt")
+
+
+def test_a_crash_between_the_record_and_the_rename_keeps_the_previous_checkpoint(tmp_path, monkeypatch):
+    from amer_lib import io
+    from amer_lib.core.train import load_checkpoint
+
+    path = tmp_path / "checkpoint.pt"
+    save_torch(path, {"step": torch.tensor(4)})
+    real_replace = io.os.replace
+
+    def crash(source, target):
+        if Path(target) == path:
+            raise KeyboardInterrupt  # killed after the record was written, before the file moved
+        real_replace(source, target)
+
+    monkeypatch.setattr(io.os, "replace", crash)
+    with pytest.raises(KeyboardInterrupt):
+        save_torch(path, {"step": torch.tensor(8)})
+    monkeypatch.undo()
+    assert load_checkpoint(path)["step"] == 4
+    save_torch(path, {"step": torch.tensor(12)})
+    assert load_checkpoint(path)["step"] == 12
 
 
 class Pickled:
@@ -168,7 +224,7 @@ class Pickled:
 
 def test_a_checkpoint_holding_code_is_refused(tmp_path):
     data, pool = make_problem()
-    torch.save({"step": 1, "payload": Pickled()}, tmp_path / "checkpoint.pt")
+    save_torch(tmp_path / "checkpoint.pt", {"step": 1, "payload": Pickled()})
     with pytest.raises(CheckpointError, match="corrupted or unreadable"):
         train(make_model(), data, data, pool, TrainConfig(**with_terms(TRAIN_CONFIG)), run_dir=tmp_path, progress=False)
 
@@ -823,7 +879,7 @@ def test_the_run_time_is_kept_across_a_resume_and_only_a_resume_says_so(tmp_path
     saved = torch.load(tmp_path / "b" / "checkpoint.pt", weights_only=True)
     assert saved["step"] == 2 and not (tmp_path / "b" / "best.pt").exists()
     assert 0 < saved["seconds"] <= time.perf_counter() - crashed_at
-    torch.save({**saved, "seconds": 1000.0}, tmp_path / "b" / "checkpoint.pt")  # a long first sitting
+    save_torch(tmp_path / "b" / "checkpoint.pt", {**saved, "seconds": 1000.0})  # a long first sitting
     resumed = make_model(seed=5)
     began = time.perf_counter()
     result = train(resumed, data, data, pool, config, run_dir=tmp_path / "b", progress=False, checkpoint_seconds=0)
@@ -949,7 +1005,7 @@ def test_weights_of_another_model_are_named_with_five_of_the_missing(tmp_path):
     data, pool = make_problem()
     config = TrainConfig(**with_terms(TRAIN_CONFIG))
     saved = {"step": 4, "config": config.record(), "model": {"elsewhere.weight": torch.zeros(1)}}
-    torch.save(saved, tmp_path / "checkpoint.pt")
+    save_torch(tmp_path / "checkpoint.pt", saved)
     with pytest.raises(CheckpointError, match=f"^{tmp_path / 'checkpoint.pt'} does not hold"):
         train(make_model(), data, data, pool, config, run_dir=tmp_path, progress=False)
 
@@ -1110,3 +1166,133 @@ def test_a_checkpoint_keeps_each_groups_settings_under_their_notebook_names():
     assert (record["micro_batch_size"], record["gradient_checkpointing"]) == (2, True)
     recipe = TrainConfig.trained_recipe(record)
     assert set(record) - set(recipe) == {"micro_batch_size", "gradient_checkpointing"}
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_ends_the_step_writes_a_checkpoint_and_the_rerun_resumes_there(tmp_path, capsys, signum):
+    """Ctrl-C (SIGINT) or SIGTERM during step 6 of 12 (checkpoints every 4): the step ends, a
+    checkpoint of step 6 is written, one line says so, and the rerun resumes at step 6 and ends
+    where an uninterrupted run ends."""
+    data, pool = make_problem()
+    config = TrainConfig(**with_terms(TRAIN_CONFIG))
+    expected = train(make_model(), data, data, pool, config, progress=False)
+    calls = []
+
+    def signalled():
+        calls.append(1)
+        if len(calls) == 6:
+            os.kill(os.getpid(), signum)
+
+    with pytest.raises(TrainingStopped):
+        train(make_model(), data, data, pool, config, run_dir=tmp_path, progress=False, on_step=signalled)
+    checkpoint = tmp_path / "checkpoint.pt"
+    name = signal.Signals(signum).name
+    assert capsys.readouterr().out.splitlines() == [
+        f"stopped at step 6 of 12 ({name}); the same command resumes there ({checkpoint})"
+    ]
+    assert torch.load(checkpoint, weights_only=True)["step"] == 6
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handlers are given back
+    resumed = train(make_model(seed=5), data, data, pool, config, run_dir=tmp_path, progress=False)
+    assert capsys.readouterr().out.splitlines()[0] == f"resuming {tmp_path} at step 6 of 12"
+    assert resumed.history == expected.history
+
+
+def test_a_second_ctrl_c_stops_at_once_from_the_last_checkpoint(tmp_path, capsys):
+    data, pool = make_problem()
+    config = TrainConfig(**with_terms(TRAIN_CONFIG))
+    calls = []
+
+    def twice():
+        calls.append(1)
+        if len(calls) == 6:
+            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), signal.SIGINT)  # the second, before the step's end is reached
+
+    with pytest.raises(KeyboardInterrupt) as stopped:
+        train(make_model(), data, data, pool, config, run_dir=tmp_path, progress=False, on_step=twice)
+    assert not isinstance(stopped.value, TrainingStopped)
+    checkpoint = tmp_path / "checkpoint.pt"
+    assert capsys.readouterr().out.splitlines() == [
+        f"stopped at step 6 of 12; the same command resumes at step 4, its last checkpoint ({checkpoint})"
+    ]
+
+
+def test_a_signal_without_a_run_folder_says_nothing_is_kept(capsys):
+    data, pool = make_problem()
+    config = TrainConfig(**with_terms(TRAIN_CONFIG))
+    stop = lambda: os.kill(os.getpid(), signal.SIGTERM)
+    with pytest.raises(TrainingStopped):
+        train(make_model(), data, data, pool, config, progress=False, on_step=stop)
+    said = capsys.readouterr().out.splitlines()
+    assert said == ["stopped at step 1 of 12 (SIGTERM); nothing is kept (no run folder)"]
+
+
+KILLED_MID_WRITE = """
+import sys, time
+from pathlib import Path
+import torch
+torch.set_num_threads(1)
+from stand_ins import TRAIN_CONFIG, make_model, make_problem, with_terms
+from amer_lib.core.train import TrainConfig, train
+
+run_dir, marker = Path(sys.argv[1]), Path(sys.argv[2])
+real_save, checkpoints = torch.save, []
+
+def save_then_hang(payload, path):
+    if "checkpoint.pt" in str(path):
+        checkpoints.append(path)
+        if len(checkpoints) == 2:  # step 8's checkpoint: half written, then killed
+            real_save(payload, path)
+            Path(path).write_bytes(Path(path).read_bytes()[: Path(path).stat().st_size // 2])
+            marker.write_text(str(path))
+            time.sleep(60)
+    real_save(payload, path)
+
+torch.save = save_then_hang
+data, pool = make_problem()
+config = TrainConfig(**with_terms(TRAIN_CONFIG))
+train(make_model(), data, data, pool, config, run_dir=run_dir, progress=False)
+"""
+
+
+def test_a_process_killed_while_writing_its_checkpoint_resumes_from_the_one_before(tmp_path, capsys):
+    """SIGKILL with step 8's checkpoint half written: step 4's stays in place (its record intact),
+    the rerun resumes there, removes the killed writer's temporary file at its next checkpoint and
+    ends where an uninterrupted run ends."""
+    import subprocess
+    import sys
+
+    from amer_lib.core.device import cpu_threads
+
+    tests = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests), os.environ.get("PYTHONPATH", "")])}
+    marker = tmp_path / "writing"
+    child = subprocess.Popen([sys.executable, "-c", KILLED_MID_WRITE, str(tmp_path / "b"), str(marker)], env=env)
+    try:
+        deadline = time.time() + 120
+        while not marker.exists() and child.poll() is None and time.time() < deadline:
+            time.sleep(0.1)
+        assert marker.exists(), "the child never reached its second checkpoint"
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.kill()
+        child.wait()
+    assert child.returncode == -signal.SIGKILL
+    assert Path(marker.read_text()).exists()  # the half-written temporary file, left behind
+    data, pool = make_problem()
+    config = TrainConfig(**with_terms(TRAIN_CONFIG))
+    with cpu_threads(1):
+        uninterrupted = make_model()
+        expected = train(uninterrupted, data, data, pool, config, progress=False)
+        resumed = make_model(seed=5)
+        result = train(resumed, data, data, pool, config, run_dir=tmp_path / "b", progress=False)
+    assert f"resuming {tmp_path / 'b'} at step 4 of 12" in capsys.readouterr().out
+    assert result.history == expected.history
+    assert all(torch.equal(x, y) for x, y in zip(state(uninterrupted).values(), state(resumed).values()))
+    assert not Path(marker.read_text()).exists()
+    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == [
+        "best.pt",
+        "best.pt.sha256",
+        "checkpoint.pt",
+        "checkpoint.pt.sha256",
+    ]

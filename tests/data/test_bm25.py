@@ -142,3 +142,18 @@ def test_the_selection_refuses_what_bm25s_would_not_answer():
         select_top_k(np.zeros((2, 3), dtype=np.float32), 1)
     with pytest.raises(ValueError, match=r"order of equal BM25 scores 'rows'; choose one of \('bm25s', 'row'\)"):
         select_top_k(np.zeros(3, dtype=np.float32), 1, ties="rows")
+
+
+def test_a_damaged_index_is_said_and_built_again(glosses, tmp_path, capsys):
+    key = {"corpus": "wordnet glosses", "documents": 200}
+    texts = glosses.texts()[:200]
+    index = Bm25Index.of_corpus(texts, 200, tmp_path / "bm25", key, progress=False)
+    expected = index.top_k(["a kind of dog"], 10, progress=False)
+    del index
+    target = max((p for p in (tmp_path / "bm25").iterdir() if p.suffix == ".npy"), key=lambda p: p.stat().st_size)
+    data = bytearray(target.read_bytes())
+    data[-1] ^= 0x01  # the last score or index: bm25s would read it without a word
+    target.write_bytes(bytes(data))
+    again = Bm25Index.of_corpus(texts, 200, tmp_path / "bm25", key, progress=False)
+    assert f"the BM25 index {tmp_path / 'bm25'} is damaged ({target.name} has sha256" in capsys.readouterr().out
+    assert np.array_equal(again.top_k(["a kind of dog"], 10, progress=False), expected)

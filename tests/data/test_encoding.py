@@ -1,5 +1,7 @@
 """Sharded corpus encoding (resume after an interruption) and search over the shards."""
 
+import os
+import signal
 import warnings
 from dataclasses import dataclass
 
@@ -14,9 +16,11 @@ from amer_lib.core.index import (
     half_to_float,
     recall_against_exact,
 )
+from amer_lib.data import encoders
 from amer_lib.data.corpus import Document
-from amer_lib.data.encoders import EmbeddingShards, encode_corpus
+from amer_lib.data.encoders import DamagedShardError, EmbeddingShards, EncodingStopped, encode_corpus
 from amer_lib.data.questions import DataFormatError
+from amer_lib.io import file_sha256
 from amer_lib.progress import AmerWarning
 
 
@@ -190,3 +194,131 @@ def test_the_ivfpq_sweep_bar_reads_complete_in_the_saved_output(tmp_path, capsys
     index_check(BenchmarkView(shards), QueryEncoder(), ["IVF16,PQ4x4"], [4])
     shown = capsys.readouterr().out
     assert "IVF-PQ sweep: 100%" in shown and "4/4" in shown and "IVF16,PQ4x4 nprobe 4" in shown
+
+
+def _files(directory):
+    return {p.name: p.read_bytes() for p in directory.iterdir()}
+
+
+def test_an_interrupted_shard_resumes_after_its_last_part_to_the_same_bytes(tmp_path):
+    """Parts of 2 x 16 = 32 documents: shard 0 (80 documents) is three encoder calls, shard 1 is
+    three more; the interruption comes in shard 1's second part, and the rerun encodes only its last
+    two parts and the shards after it."""
+    expected = encode_corpus(HashEncoder(), documents(200), tmp_path / "a", shard_size=80, batch_size=2, progress=False)
+    with pytest.raises(KeyboardInterrupt):
+        encode_corpus(
+            HashEncoder(fail_after=4), documents(200), tmp_path / "b", shard_size=80, batch_size=2, progress=False
+        )
+    assert sorted(p.name for p in (tmp_path / "b" / "shard_00001.parts").iterdir()) == [
+        "rows_000000000.npy",
+        "settings.json",
+    ]
+    resumed_encoder = HashEncoder()
+    resumed = encode_corpus(
+        resumed_encoder, documents(200), tmp_path / "b", shard_size=80, batch_size=2, progress=False
+    )
+    assert resumed_encoder.calls == 2 + 2  # shard 1's two parts left, then shard 2's 40 documents in two
+    assert len(resumed) == len(expected) == 200
+    assert _files(tmp_path / "b") == _files(tmp_path / "a")  # no parts left behind, every byte the same
+
+
+def test_parts_of_another_batch_size_are_encoded_again(tmp_path):
+    with pytest.raises(KeyboardInterrupt):
+        encode_corpus(HashEncoder(fail_after=1), documents(80), tmp_path, shard_size=80, batch_size=2, progress=False)
+    encoder = HashEncoder()
+    encode_corpus(encoder, documents(80), tmp_path, shard_size=80, batch_size=4, progress=False)
+    assert encoder.calls == 2  # 64 + 16 documents: the 32-document part of batch size 2 was not kept
+
+
+def _damage_first_vector(path):  # the header intact, one value changed, the size unchanged
+    data = bytearray(path.read_bytes())
+    data[-2:] = bytes([data[-2] ^ 0xFF, data[-1]])
+    path.write_bytes(bytes(data))
+
+
+DAMAGES = {
+    "truncated": lambda p: p.write_bytes(p.read_bytes()[:-32]),
+    "random values, header intact": lambda p: np.save(
+        p, np.random.default_rng(0).normal(size=(8, 16)).astype(np.float16)
+    ),
+    "one value changed": _damage_first_vector,
+    "garbage": lambda p: p.write_bytes(bytes(len(p.read_bytes()))),
+    "gone": lambda p: p.unlink(),
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_a_damaged_shard_is_refused_on_reading_and_encoded_again_alone(tmp_path, damage, capsys):
+    encode_corpus(HashEncoder(), documents(30), tmp_path, shard_size=8, batch_size=2, progress=False)
+    before = _files(tmp_path)
+    DAMAGES[damage](tmp_path / "shard_00001.npy")
+    with pytest.raises(DamagedShardError, match=r"shard_00001\.npy is damaged \(.+\); encode the corpus into .+ again"):
+        EmbeddingShards(tmp_path)
+    encoder = HashEncoder()
+    shards = encode_corpus(encoder, documents(30), tmp_path, shard_size=8, batch_size=2, progress=False)
+    assert encoder.calls == 1  # shard 1 alone
+    assert f"shard 1 of {tmp_path} is damaged" in capsys.readouterr().out
+    assert _files(tmp_path) == before and len(shards) == 30
+
+
+def test_an_edited_ids_file_is_a_damaged_shard(tmp_path):
+    encode_corpus(HashEncoder(), documents(16), tmp_path, shard_size=8, batch_size=2, progress=False)
+    ids = tmp_path / "shard_00000.ids"
+    ids.write_text(ids.read_text().replace("d3\n", "d99\n"))
+    with pytest.raises(DamagedShardError, match=r"shard_00000\.ids is not the one written with it"):
+        EmbeddingShards(tmp_path)
+
+
+def test_a_shard_touched_but_unchanged_is_kept_and_checked_once(tmp_path, monkeypatch):
+    encode_corpus(HashEncoder(), documents(16), tmp_path, shard_size=8, batch_size=2, progress=False)
+    vectors = tmp_path / "shard_00000.npy"
+    later = (tmp_path / "shard_00000.json").stat().st_mtime_ns + 10**9
+    os.utime(vectors, ns=(later, later))  # copied, or touched: modified after its record
+    hashed = []
+    monkeypatch.setattr(encoders, "file_sha256", lambda path: hashed.append(path) or file_sha256(path))
+    EmbeddingShards(tmp_path)
+    EmbeddingShards(tmp_path)
+    assert hashed == [vectors]  # read once; the record touched, so the second look is cheap
+
+
+class SignallingEncoder(HashEncoder):
+    """Sends its own process `signum` during its `at`-th call, as Ctrl-C or `kill` would."""
+
+    def __init__(self, signum, at):
+        super().__init__()
+        self.signum, self.at = signum, at
+
+    def encode_documents(self, texts, batch_size):
+        if self.calls + 1 == self.at:
+            os.kill(os.getpid(), self.signum)
+        return super().encode_documents(texts, batch_size)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_stops_the_encoding_after_its_part_and_the_rerun_resumes_there(tmp_path, capsys, signum):
+    encode_corpus(HashEncoder(), documents(200), tmp_path / "a", shard_size=80, batch_size=2, progress=False)
+    with pytest.raises(EncodingStopped):  # during shard 1's first part (the 4th call)
+        encode_corpus(
+            SignallingEncoder(signum, 4), documents(200), tmp_path / "b", shard_size=80, batch_size=2, progress=False
+        )
+    name = signal.Signals(signum).name
+    assert capsys.readouterr().out.splitlines() == [
+        f"stopped encoding {tmp_path / 'b'} in shard 1, after 32 of its 80 documents ({name}); "
+        "the same command resumes there"
+    ]
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    resumed_encoder = HashEncoder()
+    encode_corpus(resumed_encoder, documents(200), tmp_path / "b", shard_size=80, batch_size=2, progress=False)
+    assert resumed_encoder.calls == 2 + 2
+    assert _files(tmp_path / "b") == _files(tmp_path / "a")
+
+
+def test_a_signal_in_a_shards_last_part_stops_once_the_shard_is_written(tmp_path, capsys):
+    with pytest.raises(EncodingStopped):
+        encode_corpus(
+            SignallingEncoder(signal.SIGTERM, 3), documents(200), tmp_path, shard_size=80, batch_size=2, progress=False
+        )
+    assert capsys.readouterr().out.splitlines() == [
+        f"stopped encoding {tmp_path} after shard 0 (SIGTERM); the same command resumes there"
+    ]
+    assert (tmp_path / "shard_00000.json").exists() and not (tmp_path / "shard_00001.parts").exists()

@@ -9,6 +9,7 @@ from amer_lib.beyond import compound
 from amer_lib.data import hard_negatives, wordnet
 from amer_lib.data.encoders import encode_corpus
 from amer_lib.data.questions import MultiAnswerQuestion
+from amer_lib.io import recorded_damage
 
 
 class QueryingHashEncoder(HashEncoder):
@@ -54,4 +55,24 @@ def test_mined_rows_are_kept_once_per_question_set(tmp_path, monkeypatch):
     first = hard_negatives.cached_mine(tmp_path / "mined", questions, encoder, shards, count=4)
     monkeypatch.setattr(hard_negatives, "mine", lambda *a, **k: pytest.fail("mined again"))
     assert np.array_equal(hard_negatives.cached_mine(tmp_path / "mined", questions, encoder, shards, count=4), first)
-    assert len(list((tmp_path / "mined").iterdir())) == 1  # no temporary file left
+    assert len(list((tmp_path / "mined").glob("*.npy"))) == 1  # no temporary file left, a record beside it
+    assert len(list((tmp_path / "mined").iterdir())) == 2
+
+
+@pytest.mark.parametrize("damage", ["truncated", "one value changed"])
+def test_kept_rows_that_were_damaged_are_said_and_mined_again(tmp_path, capsys, damage):
+    encoder = QueryingHashEncoder("hash", 16)
+    shards = encode_corpus(encoder, documents(40), tmp_path / "hash", progress=False)
+    questions = [MultiAnswerQuestion("q", "question", [["a"]], [["d3"]])]
+    first = hard_negatives.cached_mine(tmp_path / "mined", questions, encoder, shards, count=4)
+    (path,) = (tmp_path / "mined").glob("*.npy")
+    data = bytearray(path.read_bytes())
+    if damage == "truncated":
+        data = data[:-8]
+    else:
+        data[-8] ^= 0x01  # another document's row: np.load would read it without a word
+    path.write_bytes(bytes(data))
+    again = hard_negatives.cached_mine(tmp_path / "mined", questions, encoder, shards, count=4)
+    assert np.array_equal(again, first)
+    assert f"{path} is damaged (its sha256 is" in capsys.readouterr().out
+    assert recorded_damage(path) is None  # written again, with its record

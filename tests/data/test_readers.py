@@ -475,3 +475,23 @@ def test_the_term_reads_answer_questions_and_refuses_questions_without_any():
     assert component_texts([compound, plain]) == [["a?", "b?"], ["plain?"]]
     with pytest.raises(ValueError, match="none of the 1 questions in f.jsonl has answer_questions.*component_weight 0"):
         component_texts([plain], " in f.jsonl")
+
+
+@pytest.mark.parametrize("damage", ["cut short", "one byte changed", "gone"])
+def test_a_damaged_document_store_is_said_and_written_again(tmp_path, capsys, damage):
+    path = tmp_path / "passages.tsv"
+    shutil.copy(PUBLISHED / "psgs_w100.head.tsv", path)
+    expected = list(iter_documents(path))
+    DocumentStore.of_corpus(path, tmp_path / "store", {"file": 1}, progress=False)
+    text = tmp_path / "store" / "text.bytes"
+    if damage == "cut short":
+        text.write_bytes(text.read_bytes()[:-5])
+    elif damage == "one byte changed":
+        data = bytearray(text.read_bytes())
+        data[3] ^= 0x01  # a letter of the first passage: the store would read it without a word
+        text.write_bytes(bytes(data))
+    else:
+        text.unlink()
+    store = DocumentStore.of_corpus(path, tmp_path / "store", {"file": 1}, progress=False)
+    assert f"the corpus store {tmp_path / 'store'} is damaged (text.bytes " in capsys.readouterr().out
+    assert [store.document(row) for row in range(len(store))] == expected

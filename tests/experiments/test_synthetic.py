@@ -128,10 +128,15 @@ def test_a_finished_run_keeps_only_its_best_weights_and_an_interrupted_one_its_r
     with pytest.raises(KeyboardInterrupt):
         run_setting(params, "linear", "single", progress=False, on_step=interrupt_at_the_third_step)
     folder = SYNTHETIC_RUNS.run_dir(params, "linear_single_amer_seed0")
-    assert sorted(p.name for p in folder.iterdir()) == ["best.pt", "checkpoint.pt"]
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "best.pt",
+        "best.pt.sha256",
+        "checkpoint.pt",
+        "checkpoint.pt.sha256",
+    ]  # each with its record
     assert torch.load(folder / "checkpoint.pt", weights_only=False)["step"] == 2
     assert not SYNTHETIC_RUNS.result_path(params, "linear_single_amer_seed0").exists()
     run_setting(params, "linear", "single", progress=False)  # resumes at step 2 and finishes
     kept = sorted(str(p.relative_to(params.runs_dir)) for p in Path(params.runs_dir).rglob("*") if p.is_file())
-    assert kept == [f"{folder.name}/best.pt"]  # the results JSON is written: the resume checkpoint went
+    assert kept == [f"{folder.name}/best.pt", f"{folder.name}/best.pt.sha256"]  # the resume checkpoint went
     assert json.loads(SYNTHETIC_RUNS.result_path(params, "linear_single_amer_seed0").read_text())["best_step"] >= 1

@@ -109,3 +109,68 @@ def test_the_suites_teardown_finds_a_process_a_test_left_orphaned():
     while alive(orphan) and time.time() < deadline:
         time.sleep(0.1)
     assert orphan not in [p.pid for p in processes_started_by_the_suite()]
+
+
+SIBLINGS = """
+import os, sys, time
+sys.path.insert(0, os.path.join(os.getcwd(), "tests"))
+from amer_lib.runs.parallel import run_parallel
+
+def job(kind, run_dir, on_step=None):
+    from stand_ins import TRAIN_CONFIG, make_model, make_problem, with_terms
+    from amer_lib.core.train import TrainConfig, train
+    if kind == "fails":
+        time.sleep(8)  # the sibling is well into its steps
+        raise OSError(28, "No space left on device")
+    data, pool = make_problem()
+    config = TrainConfig(**with_terms({**TRAIN_CONFIG, "steps": 400, "checkpoint_every": 1000}))
+    def slow():
+        time.sleep(0.05)
+        on_step()
+    train(make_model(), data, data, pool, config, run_dir=run_dir, progress=False, on_step=slow)
+
+if __name__ == "__main__":
+    run_parallel(job, [("trains", sys.argv[1]), ("fails", None)], 2, 400, "steps", progress=False)
+"""
+
+
+def test_a_failing_run_lets_its_sibling_end_its_step_and_checkpoint(tmp_path):
+    """Issue 78: one worker's failure ended the other at once, which lost its steps since its last
+    checkpoint. Now the sibling (its checkpoint due only at step 1,000) is asked to stop: it ends its
+    step, writes its checkpoint there and says so, and the parent raises the failure."""
+    import torch
+
+    script, run_dir = tmp_path / "siblings.py", tmp_path / "run"
+    script.write_text(SIBLINGS)
+    parent = subprocess.run(
+        [sys.executable, str(script), str(run_dir)], cwd=ROOT, capture_output=True, text=True, timeout=240
+    )
+    assert parent.returncode != 0 and "No space left on device" in parent.stderr
+    step = torch.load(run_dir / "checkpoint.pt", weights_only=True)["step"]
+    assert 0 < step < 400
+    assert f"stopped at step {step} of 400 (SIGTERM); the same command resumes there" in parent.stdout
+
+
+def printing_job(name, on_step=None):
+    import sys as worker_sys
+    import warnings
+
+    print(f"resuming run {name} at step 3 of 6")
+    warnings.warn(f"run {name} warns", stacklevel=1)
+    print("no newline at the end", end="")
+    worker_sys.stdout.flush()
+    on_step()
+    return name
+
+
+def test_what_a_worker_prints_the_parent_prints_once(capsys):
+    """A worker's prints reach the parent's own stdout and stderr (not the file the worker inherited,
+    which ipykernel would show twice under papermill's --log-output), whole lines, in order."""
+    from amer_lib.runs.parallel import run_parallel
+
+    assert run_parallel(printing_job, [("a",), ("b",)], 2, 2, "jobs", progress=False) == ["a", "b"]
+    said = capsys.readouterr()
+    for name in "ab":
+        assert said.out.count(f"resuming run {name} at step 3 of 6\n") == 1
+        assert said.err.count(f"UserWarning: run {name} warns") == 1
+    assert said.out.count("no newline at the end") == 2

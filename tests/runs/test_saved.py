@@ -125,3 +125,16 @@ def test_a_model_with_a_stop_head_records_where_it_stops():
     model = AMERQueryEncoder(load_backbone("tiny", config_overrides=TINY), 12, stop_head=True)
     with pytest.raises(ValueError, match="give stop = "):
         save_pretrained(model, "never-written", backbone="tiny", n_queries=2, backbone_overrides=TINY)
+
+
+@pytest.mark.parametrize("name", ["projections.safetensors", "backbone.safetensors"])
+def test_a_weight_file_changed_since_it_was_written_is_refused_by_path(tmp_path, name):
+    """safetensors reads a changed byte inside a tensor without a word; amer.json's sha256 does not."""
+    model = AMERQueryEncoder(load_backbone("tiny", config_overrides=TINY), 12)
+    folder = save_pretrained(model, tmp_path / "m", backbone="tiny", n_queries=2, backbone_overrides=TINY)
+    assert set(read_config(folder)["sha256"]) == {"projections.safetensors", "backbone.safetensors"}
+    data = bytearray((folder / name).read_bytes())
+    data[-3] ^= 0xFF
+    (folder / name).write_bytes(bytes(data))
+    with pytest.raises(ValueError, match=rf"{folder / name} is damaged \(its sha256 is \w+, \w+ when written\)"):
+        from_pretrained(folder)
