@@ -572,16 +572,20 @@ def _restore_rng_states(ckpt: dict, ckpt_path: Path, config: TrainConfig) -> Non
 
 def _after_step(
     due: bool, since_saved: float, checkpoint_seconds: float, stop: StopRequest, device: torch.device
-) -> tuple[bool, bool]:
-    """Whether a checkpoint is written after this step, and whether the run then stops. A checkpoint
-    at a `due` step (`checkpoint_every`, the last), once rank 0's clock says `checkpoint_seconds`
-    have passed since the last, or before a stop; a stop once any rank was asked to (`stop`). Every
-    rank of a group gets the same answers (one small all-reduce a step): each gives its random states
-    to the checkpoint, so all must come to it at the same step."""
+) -> tuple[bool, str | None]:
+    """Whether a checkpoint is written after this step, and the signal the run then stops for (None:
+    it goes on). A checkpoint at a `due` step (`checkpoint_every`, the last), once rank 0's clock
+    says `checkpoint_seconds` have passed since the last, or before a stop; a stop once any rank was
+    asked to (`stop`: SIGINT before SIGTERM when ranks were asked both ways). Every rank of a group
+    gets the same answers (one small all-reduce a step): each gives its random states to the
+    checkpoint, so all must come to it at the same step."""
     late = distributed.is_main() and since_saved >= checkpoint_seconds
-    asked = distributed.sum_over_ranks([float(late), float(bool(stop))], device)
-    stopping = asked[1] > 0
-    return due or asked[0] > 0 or stopping, stopping
+    asked = distributed.sum_over_ranks([float(late), *(float(stop.signal == s) for s in STOP_SIGNALS)], device)
+    stopping = next((name for name, count in zip(STOP_SIGNALS, asked[1:]) if count > 0), None)
+    return due or asked[0] > 0 or stopping is not None, stopping
+
+
+STOP_SIGNALS = ("SIGINT", "SIGTERM")  # what `io.stop_requests` notes
 
 
 def _checkpoint(model, optimizer, scheduler, config: TrainConfig, done: int, result: TrainResult) -> dict | None:
@@ -739,8 +743,8 @@ def train(
                     save_torch(ckpt_path, checkpoint)
                     where.kept = done
                 saved = time.perf_counter()
-            if stopping:
-                raise where.stopped(stop.signal)
+            if stopping is not None:
+                raise where.stopped(stopping)
     result.seconds = time.perf_counter() - began
     if best_state is not None:
         load_trainable_state(model, best_state, "the best weights")

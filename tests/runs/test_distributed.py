@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -520,3 +521,54 @@ def test_a_checkpoint_of_another_number_of_ranks_resumes_the_ranks_it_holds_and_
     one_process = {"rng": states(2)["rng"], "cuda_rng": None, "step": 6}  # written before the ranks' own states
     assert torch.equal(resumed(one_process, 0, 1), draws_after_seed(2))
     assert capsys.readouterr().out == ""
+
+
+# ----- a stop asked of one rank is taken by all at the same step ----------------------------------
+class SignallingData(VectorData):
+    """Sends its own process SIGTERM on the `at`-th call for targets (one call per training step)."""
+
+    def __init__(self, data, at):
+        super().__init__(data.inputs, data.target_vectors, data.mask)
+        self.calls, self.at = 0, at
+
+    def targets(self, indices):
+        self.calls += 1
+        if self.calls == self.at:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return super().targets(indices)
+
+
+def _stopped_rank(rank: int, world: int, store: str, out: str) -> None:
+    from amer_lib.core.train import TrainingStopped
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world)
+    try:
+        data, pool = make_problem()
+        data = SignallingData(data, 6) if rank == 1 else data  # rank 1 alone is asked, in step 5
+        config = TrainConfig(**with_terms({**TRAIN_CONFIG, "checkpoint_every": 4}))
+        try:
+            train(make_model(), data, data, pool, config, run_dir=os.path.join(out, "run"), progress=False)
+        except TrainingStopped as stopped:
+            (Path(out) / f"rank{rank}.stopped").write_text(str(stopped))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_a_stop_asked_of_one_rank_ends_every_rank_at_the_same_step_with_one_checkpoint(tmp_path):
+    """SIGTERM to rank 1 alone (a scheduler's signal reaching one process first), in step 5 (its
+    sixth call for targets: the step-4 validation made one): the step-end all-reduce makes every
+    rank stop after step 5 together (no rank left waiting in a collective), and rank 0 writes the
+    checkpoint of step 5 and says which signal asked."""
+    context = multiprocessing.get_context("spawn")
+    ranks = [
+        context.Process(target=_stopped_rank, args=(r, 2, str(tmp_path / "store"), str(tmp_path))) for r in range(2)
+    ]
+    for process in ranks:
+        process.start()
+    for process in ranks:
+        process.join(120)
+    assert [p.exitcode for p in ranks] == [0, 0]
+    said = [(tmp_path / f"rank{r}.stopped").read_text() for r in range(2)]
+    assert said == ["training stopped at step 5 of 12 by SIGTERM"] * 2
+    assert torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=False)["step"] == 5
