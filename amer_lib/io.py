@@ -107,14 +107,26 @@ def _remove_stale_temporaries(path: Path) -> None:
             tmp.unlink(missing_ok=True)
 
 
+def _remove_stale_staging(path: Path) -> None:
+    """Remove `atomic_folder`'s staging folders for `path` (`.<name>.<pid>.<random>`, and the
+    `.old` copy beside one) whose writing process is gone: a hard kill mid-fill."""
+    ours = re.compile(rf"\.{re.escape(path.name)}\.(\d+)\.[^.]+(?:\.old)?")
+    for staging in path.parent.glob(f".{glob.escape(path.name)}.*"):
+        match = ours.fullmatch(staging.name)
+        if match and staging.is_dir() and not _process_alive(match.group(1)):
+            shutil.rmtree(staging, ignore_errors=True)
+
+
 @contextmanager
 def atomic_folder(path: str | Path):
     """Yield a fresh folder beside `path` to fill; on success it replaces `path` in one rename
     (readable as the umask allows, as a folder made with mkdir would be). A fill that fails for want
-    of space is a `DiskFullError`, as in `atomic_path`."""
+    of space is a `DiskFullError`, as in `atomic_path`. The staging folder names its writer's
+    process; one left by a writer that is gone is removed by the next fill of `path`."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}-", dir=path.parent))
+    _remove_stale_staging(path)
+    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.{os.getpid()}.", dir=path.parent))
     aside = staging.with_name(staging.name + ".old")  # the folder it replaces, until the new one is in place
     try:
         yield staging

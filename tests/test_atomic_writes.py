@@ -33,3 +33,21 @@ def test_a_write_that_fails_leaves_the_old_file_and_no_temporary(tmp_path):
         tmp.write_text('{"a": ')
         raise RuntimeError("failed mid-write")
     assert target.read_text() == before and [p.name for p in tmp_path.iterdir()] == [target.name]
+
+
+def test_a_fill_removes_the_staging_folder_a_killed_writer_left(tmp_path):
+    from amer_lib.io import atomic_folder
+
+    target = tmp_path / "bm25"
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    left = tmp_path / f".bm25.{gone.pid}.k3j9x_a1"
+    live = tmp_path / f".bm25.{os.getppid()}.z9y8x7w6"  # a fill still running
+    other = tmp_path / f".bm25.x.{gone.pid}.a1b2c3d4"  # another folder's (bm25.x)
+    for folder in (left, live, other):
+        folder.mkdir()
+        (folder / "part").write_bytes(b"half written")
+    with atomic_folder(target) as staging:
+        (staging / "index").write_text("built")
+    assert (target / "index").read_text() == "built" and not left.exists()
+    assert live.exists() and other.exists()

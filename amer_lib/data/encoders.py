@@ -130,6 +130,18 @@ class DocumentEncoder:
     def dim(self) -> int:
         return self.spec.dim
 
+    @property
+    def weights(self) -> str | None:
+        """Which weights encode: the packaged file's sha256, or the Hugging Face commit of the cached
+        snapshot (None where the cache does not say). An encoding records it, so weights updated in
+        the cache do not add vectors of another model to an encoding made with the old ones."""
+        if self.spec.packaged is not None:
+            return f"sha256:{self.spec.packaged.sha256}"
+        from huggingface_hub import try_to_load_from_cache
+
+        found = try_to_load_from_cache(self.spec.model_id, "config.json")
+        return f"{self.spec.model_id}@{Path(found).parent.name}" if isinstance(found, str) else None
+
     def encode_documents(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
         return self._encode(texts, batch_size, "")
 
@@ -345,11 +357,14 @@ def encode_corpus(
     directory.mkdir(parents=True, exist_ok=True)
     manifest_path = directory / "manifest.json"
     settings = {"encoder": encoder.spec.name, "dim": encoder.dim, "shard_size": shard_size}
+    if (weights := getattr(encoder, "weights", None)) is not None:
+        settings["weights"] = weights
     if manifest_path.exists():
         manifest = json.loads(manifest_path.read_text())
-        if {k: manifest.get(k) for k in settings} != settings:
+        if differ := [f"{k} {manifest.get(k)!r}, asked {v!r}" for k, v in settings.items() if manifest.get(k) != v]:
             raise ValueError(
-                f"{directory} holds embeddings made with {manifest}; asked for {settings}. Use another directory"
+                f"{directory} holds embeddings made with other settings ({'; '.join(differ)}). "
+                "Use another directory, or delete this one to encode again"
             )
         if manifest.get("complete") and not _damaged(directory, manifest["n_shards"]):
             return EmbeddingShards(directory)

@@ -322,3 +322,23 @@ def test_a_signal_in_a_shards_last_part_stops_once_the_shard_is_written(tmp_path
         f"stopped encoding {tmp_path} after shard 0 (SIGTERM); the same command resumes there"
     ]
     assert (tmp_path / "shard_00000.json").exists() and not (tmp_path / "shard_00001.parts").exists()
+
+
+def test_an_encoding_made_with_other_weights_is_not_added_to(tmp_path):
+    """The same encoder name with other weights (a newer snapshot in the Hugging Face cache) would mix
+    two models' vectors in one index."""
+    old = HashEncoder()
+    old.weights = "hash@1111"
+    encode_corpus(old, documents(20), tmp_path, shard_size=8, progress=False)
+    assert EmbeddingShards(tmp_path).manifest["weights"] == "hash@1111"
+    new = HashEncoder()
+    new.weights = "hash@2222"
+    with pytest.raises(ValueError, match=r"other settings \(weights 'hash@1111', asked 'hash@2222'\)\. Use another"):
+        encode_corpus(new, documents(20), tmp_path, shard_size=8, progress=False)
+
+
+def test_the_offline_encoder_names_its_weights_by_their_sha256():
+    from amer_lib.data.encoders import DocumentEncoder
+    from amer_lib.packaged import MINILM
+
+    assert DocumentEncoder("minilm").weights == f"sha256:{MINILM.sha256}"
