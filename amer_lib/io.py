@@ -303,10 +303,11 @@ class StopRequest:
 def stop_requests():
     """Around a long loop in the main thread: the first SIGINT (Ctrl-C, a kernel's interrupt) or
     SIGTERM (`kill`, a pool ending its workers, a job scheduler, nbclient's shutdown) is noted, not
-    raised, so the loop stops at its next safe point (after writing what resumes it) when the
-    yielded `StopRequest` is true. A second SIGINT raises KeyboardInterrupt at once. A request the
-    loop did not act on (it ended first) is raised again once the previous handlers are back. Off the
-    main thread signals are left as they are."""
+    raised, so the loop stops at its next safe point (after writing what resumes it, then raising a
+    KeyboardInterrupt) when the yielded `StopRequest` is true. A second SIGINT raises
+    KeyboardInterrupt at once. A request the loop did not act on (it ended first, or failed) is
+    delivered again once the previous handlers are back: the process still stops as it was asked
+    to. Off the main thread signals are left as they are."""
     request = StopRequest()
     if threading.current_thread() is not threading.main_thread():
         yield request
@@ -321,7 +322,7 @@ def stop_requests():
     acted = False
     try:
         yield request
-    except BaseException:
+    except KeyboardInterrupt:
         acted = True
         raise
     finally:

@@ -181,9 +181,10 @@ STOP_SECONDS = 120.0  # how long a worker asked to stop may take to end its step
 
 def _end_workers(pool: ProcessPoolExecutor) -> None:
     """End the pool's workers, rather than the pool's exit waiting for every job to finish: the queued
-    jobs cancelled, the running ones sent SIGTERM, which a training takes as a request to end its
-    step, write its checkpoint and say where it stopped (`core.train`; its run resumes there), and
-    killed if still running `STOP_SECONDS` later."""
+    jobs cancelled, the running ones sent SIGTERM. A training takes it as a request to end its step,
+    write its checkpoint and say where it stopped (`core.train`; its run resumes there), then its
+    worker ends (`_call_reporting`); an idle worker, or one in other work, ends at once. A worker
+    still running `STOP_SECONDS` after the SIGTERM is killed."""
     processes = list(pool._processes.values())  # no public handle before Python 3.14's terminate_workers
     pool.shutdown(wait=False, cancel_futures=True)
     for process in processes:

@@ -118,7 +118,15 @@ from amer_lib.runs.parallel import run_parallel
 
 def job(kind, run_dir, on_step=None):
     from stand_ins import TRAIN_CONFIG, make_model, make_problem, with_terms
+    from amer_lib.core import train as training
     from amer_lib.core.train import TrainConfig, train
+    if kind == "trains on a full disk":  # the checkpoint its stop asks for (its only one) fails too
+        kept = training.save_torch
+        def full(path, payload):
+            if path.name == "checkpoint.pt":
+                raise OSError(28, f"No space left on device: {path}")
+            kept(path, payload)
+        training.save_torch = full
     if kind == "fails":
         time.sleep(8)  # the sibling is well into its steps
         raise OSError(28, "No space left on device")
@@ -130,7 +138,7 @@ def job(kind, run_dir, on_step=None):
     train(make_model(), data, data, pool, config, run_dir=run_dir, progress=False, on_step=slow)
 
 if __name__ == "__main__":
-    run_parallel(job, [("trains", sys.argv[1]), ("fails", None)], 2, 400, "steps", progress=False)
+    run_parallel(job, [(sys.argv[2], sys.argv[1]), ("fails", None)], 2, 400, "steps", progress=False)
 """
 
 
@@ -143,7 +151,7 @@ def test_a_failing_run_lets_its_sibling_end_its_step_and_checkpoint(tmp_path):
     script, run_dir = tmp_path / "siblings.py", tmp_path / "run"
     script.write_text(SIBLINGS)
     parent = subprocess.run(
-        [sys.executable, str(script), str(run_dir)], cwd=ROOT, capture_output=True, text=True, timeout=240
+        [sys.executable, str(script), str(run_dir), "trains"], cwd=ROOT, capture_output=True, text=True, timeout=240
     )
     assert parent.returncode != 0 and "No space left on device" in parent.stderr
     step = torch.load(run_dir / "checkpoint.pt", weights_only=True)["step"]
@@ -174,3 +182,22 @@ def test_what_a_worker_prints_the_parent_prints_once(capsys):
         assert said.out.count(f"resuming run {name} at step 3 of 6\n") == 1
         assert said.err.count(f"UserWarning: run {name} warns") == 1
     assert said.out.count("no newline at the end") == 2
+
+
+def test_a_sibling_whose_stop_checkpoint_fails_still_ends_at_once(tmp_path):
+    """The sibling's own checkpoint fails (the disk is full for it too): the stop it was asked for
+    is delivered again once its training has failed, so its worker ends then, not when the parent
+    gives up on it (`STOP_SECONDS`)."""
+    script, run_dir = tmp_path / "siblings.py", tmp_path / "run"
+    script.write_text(SIBLINGS)
+    started = time.time()
+    parent = subprocess.run(
+        [sys.executable, str(script), str(run_dir), "trains on a full disk"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert parent.returncode != 0 and "No space left on device" in parent.stderr
+    assert time.time() - started < 60
+    assert (run_dir / "best.pt").exists() and not (run_dir / "checkpoint.pt").exists()  # it trained until asked
