@@ -591,6 +591,27 @@ def file_sha256(path: str | Path) -> str:
     return digest.hexdigest()
 
 
+def file_record(path: str | Path) -> dict:
+    """What an output keeps of a file it was made from: its resolved path, size, modification time
+    and sha256 (`changed_since` compares a file with it)."""
+    path = Path(path).resolve()
+    stat = path.stat()
+    return {"path": str(path), "bytes": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": file_sha256(path)}
+
+
+def changed_since(path: str | Path, record: dict) -> str | None:
+    """How the file at `path` differs from its `file_record`, or None when it holds the same bytes:
+    one with the recorded size and modification time is taken as unchanged without reading it;
+    another is read, and only a different sha256 is a change."""
+    stat = Path(path).stat()
+    if (stat.st_size, stat.st_mtime_ns) == (record["bytes"], record["mtime_ns"]):
+        return None
+    now = file_sha256(path)
+    if now == record["sha256"]:
+        return None
+    return f"sha256 {record['sha256'][:12]} then, {now[:12]} now; {record['bytes']:,} bytes then, {stat.st_size:,} now"
+
+
 def file_matches(path: str | Path, sha256: str) -> bool:
     """Whether the file at `path` is there and holds the bytes whose sha256 is `sha256`."""
     return Path(path).is_file() and file_sha256(path) == sha256

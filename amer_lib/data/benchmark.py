@@ -26,7 +26,7 @@ from amer_lib.data.questions import (
     read_questions,
     write_questions,
 )
-from amer_lib.io import file_sha256, write_json, write_trec_qrels
+from amer_lib.io import changed_since, file_record, write_json, write_trec_qrels
 
 SPLITS = ("train", "test")
 # the paper's number of query vectors per dataset; the offline ones mirror AmbigQA and QAMPARI
@@ -245,12 +245,7 @@ def write_benchmark(
     return benchmark
 
 
-def input_record(path: str | Path) -> dict:
-    """What a prepared benchmark keeps of a file it was made from: its resolved path, size,
-    modification time and sha256."""
-    path = Path(path).resolve()
-    stat = path.stat()
-    return {"path": str(path), "bytes": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": file_sha256(path)}
+input_record = file_record  # what a prepared benchmark keeps of each file it was made from
 
 
 def existing(directory: str | Path, recipe: dict, inputs: dict[str, str | Path] | None = None) -> Benchmark | None:
@@ -280,14 +275,9 @@ def existing(directory: str | Path, recipe: dict, inputs: dict[str, str | Path] 
                 f"{directory} was prepared from {path} before the contents of its input files were recorded; "
                 f"delete {directory} to prepare it again (or choose another prepared_dir)"
             )
-        before, stat = recorded[name], Path(path).stat()
-        if (stat.st_size, stat.st_mtime_ns) == (before["bytes"], before["mtime_ns"]):
-            continue
-        now = file_sha256(path)
-        if now != before["sha256"]:
+        if (change := changed_since(path, recorded[name])) is not None:
             raise ValueError(
-                f"{path} ({name}) changed since {directory} was prepared from it (sha256 {before['sha256'][:12]} "
-                f"then, {now[:12]} now; {before['bytes']:,} bytes then, {stat.st_size:,} now): the prepared "
+                f"{path} ({name}) changed since {directory} was prepared from it ({change}): the prepared "
                 f"questions and embeddings are the old file's. Delete {directory} to prepare it again from the file "
                 "as it is now, or choose another prepared_dir"
             )

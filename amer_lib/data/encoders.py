@@ -47,7 +47,16 @@ from amer_lib.core.distributed import barrier, is_main, rank_and_size
 from amer_lib.core.index import unit_norm
 from amer_lib.data.corpus import Document
 from amer_lib.data.questions import DataFormatError, MultiAnswerQuestion
-from amer_lib.io import StopRequest, atomic_path, file_sha256, stop_requests, write_json, write_text
+from amer_lib.io import (
+    StopRequest,
+    atomic_path,
+    changed_since,
+    file_record,
+    file_sha256,
+    stop_requests,
+    write_json,
+    write_text,
+)
 from amer_lib.packaged import MINILM, PackagedWeights
 from amer_lib.progress import tqdm, without_library_bars
 
@@ -348,11 +357,15 @@ def encode_corpus(
     batch_size: int = 64,
     total: int | None = None,
     progress: bool = True,
+    source: str | Path | None = None,
 ) -> EmbeddingShards:
     """Encode `documents` into float16 shards under `directory`, resuming after the last complete
     part of a shard (this rank's shards only, in a process group). A complete encoding is checked
     against its shards' records first: a damaged shard is said and encoded again, the others kept.
-    `encoder` needs `.dim`, `.spec.name` and `.encode_documents(texts)`."""
+    `source`: the file `documents` are read from, recorded in the manifest (`io.file_record`), so
+    that an encoding is not resumed or reused over a file that changed since (a prepared benchmark's
+    corpus is recorded by the benchmark instead). `encoder` needs `.dim`, `.spec.name` and
+    `.encode_documents(texts)`."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     manifest_path = directory / "manifest.json"
@@ -366,11 +379,17 @@ def encode_corpus(
                 f"{directory} holds embeddings made with other settings ({'; '.join(differ)}). "
                 "Use another directory, or delete this one to encode again"
             )
+        if source is not None and (change := _source_change(manifest, source)) is not None:
+            raise ValueError(
+                f"{source} changed since {directory} was encoded from it ({change}): its shards hold the old "
+                "file's documents. Use another directory, or delete this one to encode the file as it is now"
+            )
         if manifest.get("complete") and not _damaged(directory, manifest["n_shards"]):
             return EmbeddingShards(directory)
     barrier()  # every rank has read the old manifest before rank 0 replaces it
+    recorded = {} if source is None else {"source": file_record(source)}
     if is_main():
-        write_json(manifest_path, {**settings, "complete": False})
+        write_json(manifest_path, {**settings, **recorded, "complete": False})
     rank, size = rank_and_size()
     share = None if total is None else -(-total // size)
     desc = f"encode {encoder.spec.name}" + (f" (rank {rank} of {size})" if size > 1 else "")
@@ -383,7 +402,7 @@ def encode_corpus(
     barrier()  # every rank's shards are written
     if is_main():
         _check_shards(directory, sizes)
-        manifest = {**settings, "complete": True, "n_documents": sum(sizes), "n_shards": len(sizes)}
+        manifest = {**settings, **recorded, "complete": True, "n_documents": sum(sizes), "n_shards": len(sizes)}
         write_json(manifest_path, manifest)
     barrier()
     return EmbeddingShards(directory)
@@ -418,6 +437,15 @@ def _encode_shards(encoder, documents, directory: Path, shard_size: int, batch_s
             )
             raise EncodingStopped(f"encoding stopped after shard {number} by {stop.signal}")
     return sizes
+
+
+def _source_change(manifest: dict, source: str | Path) -> str | None:
+    """How the file an encoding was made from differs from the one given now (None: the same)."""
+    if "source" not in manifest:
+        return "the encoding recorded no file"
+    if Path(manifest["source"]["path"]) != Path(source).resolve():
+        return f"it was made from {manifest['source']['path']}"
+    return changed_since(source, manifest["source"])
 
 
 def _damaged(directory: Path, n_shards: int) -> bool:

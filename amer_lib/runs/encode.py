@@ -72,7 +72,14 @@ def main(argv: list[str] | None = None) -> None:
         else:
             documents, out, total = iter_documents(args.corpus), args.out, args.total
         shards = encode_corpus(
-            encoder, documents, out, args.shard_size, args.batch_size, total, progress=not args.quiet and is_main()
+            encoder,
+            documents,
+            out,
+            args.shard_size,
+            args.batch_size,
+            total,
+            progress=not args.quiet and is_main(),
+            source=args.corpus,
         )
         if is_main():
             print(f"{len(shards)} documents in {shards.manifest['n_shards']} shards under {out}")

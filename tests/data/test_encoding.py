@@ -342,3 +342,21 @@ def test_the_offline_encoder_names_its_weights_by_their_sha256():
     from amer_lib.packaged import MINILM
 
     assert DocumentEncoder("minilm").weights == f"sha256:{MINILM.sha256}"
+
+
+def test_an_encoding_of_a_file_that_changed_since_is_refused_and_a_touched_one_reused(tmp_path):
+    from amer_lib.data.corpus import iter_documents
+
+    corpus = tmp_path / "corpus.tsv"
+    corpus.write_text("id\ttext\ttitle\n" + "".join(f"d{i}\ttext number {i}\ttitle {i}\n" for i in range(20)))
+    encode = lambda encoder: encode_corpus(  # noqa: E731
+        encoder, iter_documents(corpus), tmp_path / "out", shard_size=8, progress=False, source=corpus
+    )
+    encode(HashEncoder())
+    os.utime(corpus)  # touched, the same bytes: reused without encoding
+    untouched = HashEncoder()
+    encode(untouched)
+    assert untouched.calls == 0
+    corpus.write_text(corpus.read_text().replace("text number 3\t", "text number three\t"))  # the same ids
+    with pytest.raises(ValueError, match=r"corpus\.tsv changed since .*out was encoded from it \(sha256 \w+ then"):
+        encode(HashEncoder())
