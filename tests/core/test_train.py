@@ -449,6 +449,27 @@ def test_a_resume_keeps_the_best_weights_saved_before_the_crash(tmp_path, monkey
     assert all(torch.equal(x, y) for x, y in zip(state(uninterrupted).values(), state(resumed).values()))
 
 
+def killed_once_marked(script: str, run_dir: Path, marker: Path) -> None:
+    """Run `script` (argv: `run_dir`, `marker`) in a child process with the tests' modules on its
+    path, and SIGKILL it once it has written `marker` (where it waits to be killed)."""
+    import subprocess
+    import sys
+
+    tests = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests), os.environ.get("PYTHONPATH", "")])}
+    child = subprocess.Popen([sys.executable, "-c", script, str(run_dir), str(marker)], env=env)
+    try:
+        deadline = time.time() + 120
+        while not marker.exists() and child.poll() is None and time.time() < deadline:
+            time.sleep(0.1)
+        assert marker.exists(), f"the child never wrote {marker.name}"
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.kill()
+        child.wait()
+    assert child.returncode == -signal.SIGKILL
+
+
 KILLED_CHILD = """
 import sys, time
 from pathlib import Path
@@ -473,29 +494,9 @@ train(make_model(), data, data, pool, config, run_dir=run_dir, progress=False, o
 
 
 def test_a_training_process_killed_with_sigkill_resumes_to_the_uninterrupted_end(tmp_path):
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
-    from pathlib import Path
-
     from amer_lib.core.device import cpu_threads
 
-    tests = Path(__file__).resolve().parents[1]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests), os.environ.get("PYTHONPATH", "")])}
-    marker = tmp_path / "at_step_6"
-    child = subprocess.Popen([sys.executable, "-c", KILLED_CHILD, str(tmp_path / "b"), str(marker)], env=env)
-    try:
-        deadline = time.time() + 120
-        while not marker.exists() and child.poll() is None and time.time() < deadline:
-            time.sleep(0.1)
-        assert marker.exists(), "the child never reached step 6"
-        os.kill(child.pid, signal.SIGKILL)
-    finally:
-        child.kill()
-        child.wait()
-    assert child.returncode == -signal.SIGKILL
+    killed_once_marked(KILLED_CHILD, tmp_path / "b", tmp_path / "at_step_6")
     assert torch.load(tmp_path / "b" / "checkpoint.pt", weights_only=False)["step"] == 4
     data, pool = make_problem()
     config = TrainConfig(**with_terms(TRAIN_CONFIG))
@@ -1259,25 +1260,11 @@ def test_a_process_killed_while_writing_its_checkpoint_resumes_from_the_one_befo
     """SIGKILL with step 8's checkpoint half written: step 4's stays in place (its record intact),
     the rerun resumes there, removes the killed writer's temporary file at its next checkpoint and
     ends where an uninterrupted run ends."""
-    import subprocess
-    import sys
 
     from amer_lib.core.device import cpu_threads
 
-    tests = Path(__file__).resolve().parents[1]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests), os.environ.get("PYTHONPATH", "")])}
     marker = tmp_path / "writing"
-    child = subprocess.Popen([sys.executable, "-c", KILLED_MID_WRITE, str(tmp_path / "b"), str(marker)], env=env)
-    try:
-        deadline = time.time() + 120
-        while not marker.exists() and child.poll() is None and time.time() < deadline:
-            time.sleep(0.1)
-        assert marker.exists(), "the child never reached its second checkpoint"
-        os.kill(child.pid, signal.SIGKILL)
-    finally:
-        child.kill()
-        child.wait()
-    assert child.returncode == -signal.SIGKILL
+    killed_once_marked(KILLED_MID_WRITE, tmp_path / "b", marker)
     assert Path(marker.read_text()).exists()  # the half-written temporary file, left behind
     data, pool = make_problem()
     config = TrainConfig(**with_terms(TRAIN_CONFIG))
