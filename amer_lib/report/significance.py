@@ -11,8 +11,17 @@ and takes the statistic of the resampled means. Resampling seeds as well as ques
 spread between training runs into the p-values and intervals; with one row it is the plain
 bootstrap over questions.
 
+Where test questions share their parts (compounds built from a pool of component questions, each
+component in many compounds), the questions are not independent draws, and `clusters` (for each
+question, the components it is made of) makes the bootstrap draw the components instead: each
+resample gives every component a multiplicity (a bootstrap of the components) and every question
+the product of its components' multiplicities as its weight, the product weights of Owen and
+Eckles (2012, "Bootstrapping data arrays of arbitrary order") for items indexed by several draws
+from one population. A question whose components are each its own is the plain bootstrap again.
+
     comparison = compare(single, amer)  # [3, 600] each
     comparison.p, comparison.low, comparison.high
+    compare(single, amer, clusters=[("dog", "cat"), ("dog", "oak"), ...])  # one tuple per question
     marks([compare(single, s) for s in systems])  # "*" ahead, "†" behind, "" neither (Holm)
 """
 
@@ -75,10 +84,13 @@ def _paired(arrays: list, names: list[str]) -> np.ndarray:
     return np.stack([np.broadcast_to(a, (n_seeds, a.shape[1])) for a in arrays])
 
 
-def _resampled_means(scores: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:
+def _resampled_means(scores: np.ndarray, n_resamples: int, seed: int, clusters=None) -> np.ndarray:
     """`[..., n_resamples]`: the mean of `scores [..., seeds, questions]` on each resample of seed rows
-    and question columns. The question columns are drawn first, in one call, as the question-only
-    bootstrap draws them, so that with one seed row the resamples are those of that bootstrap."""
+    and question columns (of components, with `clusters`: `_clustered_means`). The question columns
+    are drawn first, in one call, as the question-only bootstrap draws them, so that with one seed
+    row the resamples are those of that bootstrap."""
+    if clusters is not None:
+        return _clustered_means(scores, n_resamples, seed, components_of(clusters, scores.shape[-1]))
     n_seeds, n_questions = scores.shape[-2:]
     rng = np.random.default_rng(seed)
     columns = rng.integers(0, n_questions, size=(n_resamples, n_questions))
@@ -95,14 +107,63 @@ def _resampled_means(scores: np.ndarray, n_resamples: int, seed: int) -> np.ndar
     return means
 
 
-def compare(baseline, system, n_resamples: int = 10_000, seed: int = 0) -> Comparison:
+def components_of(clusters, n_questions: int) -> tuple[np.ndarray, int]:
+    """Each question's components as numbers 0..C-1, `[questions, most components]` padded with C
+    (a component of multiplicity 1 in every resample), and C, from `clusters`: one collection of
+    hashable component names per question."""
+    clusters = [tuple(dict.fromkeys(c)) for c in clusters]
+    if len(clusters) != n_questions:
+        raise ValueError(f"clusters names the components of {len(clusters)} questions; the scores have {n_questions}")
+    if any(not c for c in clusters):
+        raise ValueError("every question needs at least one component in clusters")
+    number = {name: i for i, name in enumerate(dict.fromkeys(name for c in clusters for name in c))}
+    members = np.full((n_questions, max(len(c) for c in clusters)), len(number))
+    for row, components in enumerate(clusters):
+        members[row, : len(components)] = [number[name] for name in components]
+    return members, len(number)
+
+
+def component_weights(rng: np.random.Generator, members: np.ndarray, n_components: int, n_resamples: int) -> np.ndarray:
+    """`[n_resamples, questions]`: each question's weight in each resample, the product of its
+    components' multiplicities, the `n_components` components drawn with replacement (`members`
+    and the padding number `n_components` from `components_of`)."""
+    drawn = rng.integers(0, n_components, size=(n_resamples, n_components))
+    counts = np.zeros((n_resamples, n_components + 1))
+    np.add.at(counts, (np.arange(n_resamples)[:, None], drawn), 1)
+    counts[:, n_components] = 1  # the padding's
+    return counts[:, members].prod(-1)
+
+
+def _clustered_means(scores: np.ndarray, n_resamples: int, seed: int, components: tuple[np.ndarray, int]) -> np.ndarray:
+    """`_resampled_means` with the questions weighted by `component_weights` instead of drawn: the
+    weighted mean of each seed row on each resample, then the seed rows drawn as there."""
+    n_seeds = scores.shape[-2]
+    rng = np.random.default_rng(seed)
+    weights = component_weights(rng, *components, n_resamples)  # [resamples, questions]
+    rows = rng.integers(0, n_seeds, size=(n_resamples, n_seeds)) if n_seeds > 1 else None
+    means = np.empty((*scores.shape[:-2], n_resamples))
+    for start in range(0, n_resamples, CHUNK):
+        block = slice(start, start + CHUNK)
+        total = weights[block].sum(-1)
+        with np.errstate(divide="ignore", invalid="ignore"):  # a resample keeping no question: nan
+            row_means = (scores @ weights[block].T) / total  # [..., seeds, chunk]
+        if rows is None:
+            means[..., block] = row_means[..., 0, :]
+        else:
+            drawn = rows[block].T
+            means[..., block] = np.take_along_axis(row_means, np.broadcast_to(drawn, row_means.shape), -2).mean(-2)
+    return means
+
+
+def compare(baseline, system, n_resamples: int = 10_000, seed: int = 0, clusters=None) -> Comparison:
     """The hierarchical paired bootstrap of `system` against `baseline` (`[seeds, questions]` each,
-    see the module docstring), `n_resamples` resamples drawn from `seed`."""
+    see the module docstring), `n_resamples` resamples drawn from `seed`; `clusters`: each question's
+    components, drawn instead of the questions (the module docstring)."""
     if n_resamples < 1:
         raise ValueError(f"n_resamples must be at least 1, got {n_resamples}")
     baseline, system = _paired([baseline, system], ["baseline", "system"])
     difference = system - baseline
-    resampled = _resampled_means(difference, n_resamples, seed)
+    resampled = _resampled_means(difference, n_resamples, seed, clusters)
     p_ahead, p_behind = float(np.mean(resampled <= 0)), float(np.mean(resampled >= 0))
     low, high = np.percentile(resampled, [2.5, 97.5])
     return Comparison(
@@ -117,11 +178,11 @@ def compare(baseline, system, n_resamples: int = 10_000, seed: int = 0) -> Compa
     )
 
 
-def share(single, system, ceiling, n_resamples: int = 10_000, seed: int = 0) -> Share:
+def share(single, system, ceiling, n_resamples: int = 10_000, seed: int = 0, clusters=None) -> Share:
     """`system`'s share of `ceiling`'s lead over `single`, (mean system - mean single) / (mean
     ceiling - mean single), with its 95% interval from the hierarchical bootstrap (`[seeds,
-    questions]` each, see the module docstring). A ceiling not above single-query has no lead to
-    share and is refused."""
+    questions]` each, see the module docstring; `clusters` as in `compare`). A ceiling not above
+    single-query has no lead to share and is refused."""
     if n_resamples < 1:
         raise ValueError(f"n_resamples must be at least 1, got {n_resamples}")
     scores = _paired([single, system, ceiling], ["single", "system", "ceiling"])
@@ -130,7 +191,7 @@ def share(single, system, ceiling, n_resamples: int = 10_000, seed: int = 0) -> 
         raise ValueError(
             f"the ceiling ({ceiling_mean:.4f}) is not above single-query ({single_mean:.4f}): there is no lead to share"
         )
-    single_means, system_means, ceiling_means = _resampled_means(scores, n_resamples, seed)
+    single_means, system_means, ceiling_means = _resampled_means(scores, n_resamples, seed, clusters)
     with np.errstate(divide="ignore", invalid="ignore"):  # a resample where the lead vanishes: +-inf or nan
         shares = (system_means - single_means) / (ceiling_means - single_means)
     low, high = np.percentile(shares, [2.5, 97.5])

@@ -274,3 +274,63 @@ def test_share_interval_by_hand():
         ValueError, match=r"^share_interval takes three 1-D arrays of one length, got \(2,\), \(3,\), \(2,\)$"
     ):
         share_interval([0, 0], [0, 0, 1], [1, 1])
+
+
+# ----- questions that share their components ------------------------------------------------------
+def test_questions_each_of_their_own_component_are_the_question_bootstrap():
+    """One component per question, each its own: drawing the components is drawing the questions,
+    with the very same draws (seed rows resampled after them, as without clusters)."""
+    rng = np.random.default_rng(5)
+    single, system, ceiling = rng.random((3, 3, 80))
+    own = [(f"c{i}",) for i in range(80)]
+    plain, clustered = compare(single, system, 2000, seed=3), compare(single, system, 2000, seed=3, clusters=own)
+    assert (clustered.p_ahead, clustered.p_behind) == (plain.p_ahead, plain.p_behind)
+    assert np.allclose([clustered.low, clustered.high], [plain.low, plain.high], rtol=0, atol=1e-12)
+    plain, clustered = share(single, system, ceiling + 1, 2000, 3), share(single, system, ceiling + 1, 2000, 3, own)
+    assert np.allclose([clustered.low, clustered.high], [plain.low, plain.high], rtol=0, atol=1e-12)
+
+
+def test_a_questions_weight_is_the_product_of_its_components_multiplicities():
+    """Against a count written out by hand: the components each resample draws, and for each
+    question how many times each of its components was drawn, multiplied."""
+    from collections import Counter
+
+    from amer_lib.report.significance import component_weights, components_of
+
+    clusters = [("a", "b"), ("b", "c"), ("a",), ("c", "a", "d"), ("d", "d")]  # a repeated name counts once
+    members, n = components_of(clusters, 5)
+    assert n == 4 and members.tolist() == [[0, 1, 4], [1, 2, 4], [0, 4, 4], [2, 0, 3], [3, 4, 4]]
+    weights = component_weights(np.random.default_rng(9), members, n, 50)
+    drawn = np.random.default_rng(9).integers(0, n, size=(50, n))  # the same draws, by hand
+    names = "abcd"
+    for resample, row in enumerate(drawn):
+        times = Counter(names[i] for i in row)
+        expected = [np.prod([times[c] for c in dict.fromkeys(q)]) for q in clusters]
+        assert weights[resample].tolist() == expected
+
+
+def test_clustered_intervals_cover_where_question_intervals_do_not():
+    """Compounds of two components drawn from 30, each component's effect shared by the compounds
+    it is in: over 150 simulated test sets, the question bootstrap's 95% interval holds the true
+    mean (0) in 30% of them (36% by the variances: its interval is a quarter as wide as it should
+    be), the component bootstrap's in 91% (30 components are few for a percentile interval)."""
+    rng = np.random.default_rng(0)
+    pairs = [tuple(rng.choice(30, size=2, replace=False)) for _ in range(300)]
+    covered = {"questions": 0, "components": 0}
+    for _ in range(150):
+        effects = rng.normal(size=30)
+        scores = np.array([effects[a] + effects[b] for a, b in pairs]) + rng.normal(scale=0.5, size=300)
+        zeros = np.zeros((1, 300))
+        for name, clusters in (("questions", None), ("components", pairs)):
+            found = compare(zeros, scores[None], 1000, seed=1, clusters=clusters)
+            covered[name] += found.low <= 0 <= found.high
+    assert covered["questions"] / 150 < 0.6
+    assert covered["components"] / 150 > 0.85
+
+
+def test_clusters_must_name_each_questions_components():
+    scores = np.zeros((1, 3))
+    with pytest.raises(ValueError, match="components of 2 questions; the scores have 3"):
+        compare(scores, scores, 10, clusters=[("a",), ("b",)])
+    with pytest.raises(ValueError, match="every question needs at least one component"):
+        compare(scores, scores, 10, clusters=[("a",), (), ("b",)])
