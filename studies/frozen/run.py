@@ -1,28 +1,37 @@
 """Issue 70: a study run from a frozen recipe, which reads a test split only once the recipe was
-committed before its data existed, so that a lever is chosen on validation by construction.
+committed before its data existed, so that a lever is chosen on validation by construction; issue 79:
+every read of a test split logged in a committed ledger, and read once.
 
 A recipe is a YAML file (`studies/frozen/README.md` shows one): the notebook, its parameters, the
-seeds, the data files, the metric and the decision rule, written and committed before the data.
-From the repository root:
+seeds, the data files, the metric and the decision rule, written before the data. From the
+repository root:
 
+    .venv/bin/python studies/frozen/run.py RECIPE.yaml --freeze         # then commit it and the ledger
     .venv/bin/python studies/frozen/run.py RECIPE.yaml                  # validation: at any time
-    .venv/bin/python studies/frozen/run.py RECIPE.yaml --split test     # the test split: once frozen
+    .venv/bin/python studies/frozen/run.py RECIPE.yaml --split test     # the test split: once, frozen
 
-A validation run is allowed at any time, the recipe committed or not: the notebook runs on a view of
-the prepared benchmark whose test split is its validation split (`validation_view`), so the real
-test questions are not in any file the notebook opens. A test run is refused, with the problem and
-its fix, unless
+`--freeze` writes the recipe's freeze into the ledger (`LEDGER`): its sha256 and the sha256 of each of
+its data files that exists already (None for the others), to be committed together with the recipe.
+A validation run is allowed at any time: the notebook runs on a view of the prepared benchmark whose
+test split is its validation split (`validation_view`), so the real test questions are not in any
+file the notebook opens. A test run is refused, with the problem and its fix, unless
 
-1. the recipe file is committed and unmodified in the working tree (its commit: the last one that
-   changed it), and
-2. each data file was made after that commit: a file in git was first committed in a strict
-   descendant of the recipe's commit (and is unmodified); a file outside git has a modification time
-   after the recipe commit's time. The second is a weak check (a copy or `touch` sets a new time), so
-   the result keeps each file's sha256 beside the recipe's commit for anyone to compare later.
+1. the working tree has no uncommitted change to a tracked file, and the code (`CODE`) is the code of
+   the recipe's commit (the last one that changed it): the code is frozen with the recipe;
+2. the recipe is committed, unmodified, and its freeze is in the ledger as that commit holds it;
+3. each data file was made after the freeze: a file in git was first committed in a strict descendant
+   of the recipe's commit (and is unmodified); a file outside git is absent from the freeze, or has
+   other bytes than it had then (a copy or `touch` of an older file keeps its bytes, and is refused);
+4. every file the evaluation opens for its test questions (`evaluation_files`: the prepared
+   benchmark's test files and manifest) is one of the data files; and
+5. the ledger holds no earlier read of the recipe; `--force` reads it again, and the read is logged
+   as forced and counted in the result.
 
 Either run writes its result atomically beside the recipe (`RECIPE_validation.json` or
 `RECIPE_test.json`): the recipe's path, commit and state, each data file's sha256 and how it was
-checked, and the metric's mean per dataset, system and seed as the notebook's run files give it.
+checked, and the metric's mean per dataset, system and seed as the notebook's run files give it. A
+test read is appended to the ledger: the recipe, its commit, the code's commit, the time and the
+sha256 of every file it read, for the change to be committed with the result.
 """
 
 from __future__ import annotations
@@ -51,6 +60,8 @@ FIELDS = ("notebook", "parameters", "seeds", "data", "metric", "decision")
 RUNNER_PARAMETERS = ("seeds", "results_dir", "runs_dir", "figures_dir")
 NOTEBOOKS = ("04_real_data", "05_ablations", "06_diversity_analysis", "07_beyond")  # those that train on a benchmark
 RESULTS = Path("results") / "studies" / "frozen"  # under the repository root, ignored by git
+LEDGER = Path("studies") / "frozen" / "ledger.json"  # committed: every freeze and every test read
+CODE = ("amer_lib", "notebooks", "studies/frozen/run.py")  # what a test read must run as the recipe's commit had it
 
 
 class NotFrozen(Exception):
@@ -116,10 +127,10 @@ def _git_or_nothing(root: Path, *args: str) -> str:
         return ""
 
 
-def data_state(root: Path, name: str, recipe: dict) -> dict:
+def data_state(root: Path, name: str, recipe: dict, frozen: dict | None = None) -> dict:
     """One data file's sha256 and whether it was made after the recipe's commit (`after`): by git
-    when the file is tracked (its first commit a strict descendant of the recipe's), else by its
-    modification time (after the recipe commit's time; a weak check)."""
+    when the file is tracked (its first commit a strict descendant of the recipe's), else by the
+    recipe's freeze in the ledger (`frozen`: the file absent then, or its bytes other than then)."""
     path = root / name
     if not path.is_file():
         raise FileNotFoundError(f"data file {name} (the recipe's data, from the repository root {root}) does not exist")
@@ -136,9 +147,14 @@ def data_state(root: Path, name: str, recipe: dict) -> dict:
             == 0
         )
         return state | {"check": "git", "first_commit": first, "modified": modified, "after": after and not modified}
-    mtime = path.stat().st_mtime
-    after = recipe["time"] is not None and mtime > recipe["time"]
-    return state | {"check": "mtime (weak: a copy or touch sets it)", "mtime": _iso(mtime), "after": after}
+    if frozen is None:
+        return state | {"check": "freeze", "at_freeze": "no freeze", "after": False}
+    then = frozen["data"].get(name, "not listed")
+    return state | {
+        "check": "freeze",
+        "at_freeze": then,
+        "after": then is None or then not in (state["sha256"], "not listed"),
+    }
 
 
 def _iso(seconds: float) -> str:
@@ -146,14 +162,66 @@ def _iso(seconds: float) -> str:
 
 
 def provenance(recipe_path: Path, recipe: dict) -> dict:
-    """The recipe's state and each data file's, as the result keeps them."""
+    """The recipe's state, its freeze and each data file's state, as the result keeps them."""
     root = repository(recipe_path)
     state = recipe_state(root, recipe_path)
-    return {"root": root, "recipe": state, "data": [data_state(root, name, state) for name in recipe["data"]]}
+    freeze = frozen_entry(root, state, sha256_of(recipe_path))
+    data = [data_state(root, name, state, freeze) for name in recipe["data"]]
+    return {"root": root, "recipe": state, "freeze": freeze, "data": data}
 
 
-def check_frozen(found: dict) -> None:
-    """Refuse the test split unless the recipe is committed, unmodified, and older than every data file."""
+def read_ledger(root: Path, commit: str | None = None) -> list[dict]:
+    """The ledger's entries, in the working tree or as `commit` holds it ([] where there is none)."""
+    if commit is not None:
+        text = _git_or_nothing(root, "show", f"{commit}:{LEDGER.as_posix()}")
+    else:
+        text = (root / LEDGER).read_text() if (root / LEDGER).exists() else ""
+    return json.loads(text) if text else []
+
+
+def frozen_entry(root: Path, recipe: dict, recipe_sha256: str) -> dict | None:
+    """The recipe's freeze as the ledger of the recipe's commit holds it (None: none there)."""
+    if recipe["commit"] is None:
+        return None
+    freezes = [
+        e
+        for e in read_ledger(root, recipe["commit"])
+        if e["event"] == "freeze" and e["recipe"] == recipe["path"] and e["recipe_sha256"] == recipe_sha256
+    ]
+    return freezes[-1] if freezes else None
+
+
+def freeze(recipe_path: Path) -> dict:
+    """Write `recipe_path`'s freeze into the ledger: its sha256, the time, and each data file's sha256
+    where it exists already (None where it does not). Commit the recipe and the ledger together next."""
+    recipe_path = recipe_path.resolve()
+    recipe = load_recipe(recipe_path)
+    root = repository(recipe_path)
+    data = {name: sha256_of(root / name) if (root / name).is_file() else None for name in recipe["data"]}
+    entry = {
+        "event": "freeze",
+        "recipe": str(recipe_path.relative_to(root)),
+        "recipe_sha256": sha256_of(recipe_path),
+        "time": _iso(datetime.now(timezone.utc).timestamp()),
+        "data": data,
+    }
+    write_json(root / LEDGER, [*read_ledger(root), entry])
+    return entry
+
+
+def evaluation_files(root: Path, recipe: dict) -> list[str]:
+    """The files the recipe's notebook opens for its test questions: per dataset, its prepared
+    benchmark's test file, and the benchmark's manifest (those that exist), from the repository root."""
+    prepared = (root / "notebooks" / recipe["parameters"].get("prepared_dir", "../results/prepared/wordnet")).resolve()
+    names = [f"{dataset}_test.jsonl" for dataset in recipe["parameters"].get("datasets", [])] + ["manifest.json"]
+    found = [prepared / name for name in names if (prepared / name).is_file()]
+    return [str(p.relative_to(root.resolve())) if p.is_relative_to(root.resolve()) else str(p) for p in found]
+
+
+def check_frozen(found: dict, root: Path, recipe_fields: dict, force: bool = False) -> None:
+    """Refuse the test split unless the tree is clean and runs the recipe's code, the recipe is
+    committed, unmodified and frozen in the ledger, every data file is newer than the freeze, every
+    file the evaluation opens is a data file, and the recipe was not read before (unless `force`)."""
     recipe = found["recipe"]
     if recipe["state"] == "not committed":
         raise NotFrozen(
@@ -167,6 +235,26 @@ def check_frozen(found: dict) -> None:
             f"with the recipe as committed. Restore it (git checkout -- {recipe['path']}), or commit the change and "
             "make the data again after it (a recipe changed after its data is a recipe chosen on them)"
         )
+    dirty = _git_or_nothing(root, "diff", "--name-only", "HEAD")  # tracked files changed, staged or not
+    if dirty:
+        files = ", ".join(dirty.splitlines()[:5])
+        raise NotFrozen(
+            f"the working tree has uncommitted changes ({files}): a test read runs committed code only. Commit "
+            "or stash them first"
+        )
+    changed = _git_or_nothing(root, "diff", "--name-only", recipe["commit"], "HEAD", "--", *CODE)
+    if changed:
+        files = ", ".join(changed.splitlines()[:5])
+        raise NotFrozen(
+            f"the code changed since the recipe's commit {recipe['commit'][:10]} ({files}): a test read runs the "
+            f"code frozen with its recipe. Check out {recipe['commit'][:10]}'s code to read it, or write a new recipe"
+        )
+    if found["freeze"] is None:
+        raise NotFrozen(
+            f"recipe {recipe['path']} has no freeze in the ledger of its commit {recipe['commit'][:10]} ({LEDGER}): "
+            f"run studies/frozen/run.py {recipe['path']} --freeze before making its data, and commit the recipe "
+            "and the ledger together"
+        )
     for data in found["data"]:
         if data["after"]:
             continue
@@ -177,28 +265,52 @@ def check_frozen(found: dict) -> None:
                 else f"was first committed at {data['first_commit'][:10]}, not after the recipe's commit "
                 f"{recipe['commit'][:10]}"
             )
+        elif data["at_freeze"] == "not listed":
+            why = "is not in the recipe's freeze"
         else:
-            why = f"was last modified at {data['mtime']}, before the recipe's commit at {_iso(recipe['time'])}"
+            why = (
+                f"holds the bytes it held when the recipe was frozen (sha256 {data['sha256'][:12]}; a touch or a "
+                "copy keeps them)"
+            )
         raise NotFrozen(
             f"data file {data['path']} {why}: the test split is read only with data made after the recipe was "
-            "frozen. Make the data again after the recipe's commit (or write a new recipe and commit it before the "
+            "frozen. Make the data again after the recipe's commit (or write a new recipe and freeze it before the "
             "data), or run --split validation"
+        )
+    listed = set(recipe_fields["data"])
+    unlisted = [name for name in evaluation_files(root, recipe_fields) if name not in listed]
+    if unlisted:
+        raise NotFrozen(
+            f"the evaluation opens {', '.join(unlisted)}, which the recipe's data does not list: every file a test "
+            "read opens is checked. Add it to the recipe's data (a new recipe, frozen before its data)"
+        )
+    reads = [e for e in read_ledger(root) if e["event"] == "read" and e["recipe"] == recipe["path"]]
+    if reads and not force:
+        raise NotFrozen(
+            f"recipe {recipe['path']} was read on the test split {len(reads)} time(s) already (last at "
+            f"{reads[-1]['time']}, {LEDGER}): a test split is read once. --force reads it again, logged as forced"
         )
 
 
 def run(
-    recipe_path: Path, split: str, evaluate: Callable[[dict, str, Path], dict] | None = None, out: Path | None = None
+    recipe_path: Path,
+    split: str,
+    evaluate: Callable[[dict, str, Path], dict] | None = None,
+    out: Path | None = None,
+    force: bool = False,
 ) -> dict:
     """Check, evaluate, write: the result of `recipe_path`'s recipe on `split` (`evaluate(recipe, split,
-    folder)` gives its scores; by default `notebook_scores`), written atomically beside the recipe."""
+    folder)` gives its scores; by default `notebook_scores`), written atomically beside the recipe; a
+    test read logged in the ledger (`force`: read again a recipe the ledger says was read)."""
     if split not in SPLITS:
         raise ValueError(f"split {split!r}: choose one of {', '.join(SPLITS)}")
     recipe_path = recipe_path.resolve()
     recipe = load_recipe(recipe_path)
     found = provenance(recipe_path, recipe)
-    if split == "test":
-        check_frozen(found)
     root = found.pop("root")
+    if split == "test":
+        check_frozen(found, root, recipe, force)
+        opened = {name: sha256_of(Path(root / name)) for name in evaluation_files(root, recipe)}
     folder = root / RESULTS / recipe_path.stem / split
     scores = (evaluate or notebook_scores)(recipe, split, folder)
     result = {
@@ -211,8 +323,29 @@ def run(
         "decision": recipe["decision"],
         "scores": scores,
     }
+    if split == "test":
+        result["reads"] = log_read(root, found, opened, force)
     write_json(out or recipe_path.with_name(f"{recipe_path.stem}_{split}.json"), result)
     return result
+
+
+def log_read(root: Path, found: dict, opened: dict[str, str], forced: bool) -> int:
+    """Append a test read to the ledger: the recipe, its commit, the code's commit, the time, and the
+    sha256 of every file read (the data and those the evaluation opened). Returns the recipe's reads
+    so far, this one included."""
+    files = {d["path"]: d["sha256"] for d in found["data"]} | opened
+    entry = {
+        "event": "read",
+        "recipe": found["recipe"]["path"],
+        "recipe_commit": found["recipe"]["commit"],
+        "code_commit": git(root, "rev-parse", "HEAD"),
+        "time": _iso(datetime.now(timezone.utc).timestamp()),
+        "files": files,
+        "forced": forced,
+    }
+    entries = [*read_ledger(root), entry]
+    write_json(root / LEDGER, entries)
+    return sum(e["event"] == "read" and e["recipe"] == entry["recipe"] for e in entries)
 
 
 def notebook_scores(recipe: dict, split: str, folder: Path) -> dict:
@@ -294,9 +427,15 @@ def main() -> None:
     parser.add_argument("recipe", type=Path, help="the recipe YAML")
     parser.add_argument("--split", choices=SPLITS, default="validation", help="test: only with a frozen recipe")
     parser.add_argument("--out", type=Path, help="the result's JSON (default: RECIPE_<split>.json beside the recipe)")
+    parser.add_argument("--freeze", action="store_true", help="write the recipe's freeze into the ledger, and stop")
+    parser.add_argument("--force", action="store_true", help="read the test split of a recipe read before (logged)")
     args = parser.parse_args()
+    if args.freeze:
+        entry = freeze(args.recipe)
+        print(f"frozen in {LEDGER}: commit {entry['recipe']} and {LEDGER} together, then make the data")
+        return
     try:
-        result = run(args.recipe, args.split, out=args.out)
+        result = run(args.recipe, args.split, out=args.out, force=args.force)
     except NotFrozen as refused:
         raise SystemExit(f"refused: {refused}") from None
     print(json.dumps(result["scores"], indent=1))

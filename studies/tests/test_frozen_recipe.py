@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -90,53 +91,123 @@ def test_a_recipe_modified_after_its_commit_is_refused(repo):
     assert stub.calls == []
 
 
-def test_data_older_than_the_recipe_is_refused_by_its_time_or_by_git(repo):
-    now = int(os.path.getmtime(repo / "recipe.yaml"))
-    write_data(repo, mtime=now - 3 * HOUR)  # made three hours before the recipe was committed
-    commit(repo, "recipe.yaml", when=now - HOUR)
-    stub = Stub()
-    with pytest.raises(frozen.NotFrozen, match=r"data file data/questions.jsonl was last modified at .* before the"):
-        frozen.run(repo / "recipe.yaml", "test", stub)
-    other = repo / "other"  # committed data: the data's commit first, the recipe's after
-    other.mkdir()
-    git(other, "init", "-q")
-    (other / "data").mkdir()
-    write_data(other)
-    data_commit = commit(other, "data/questions.jsonl", when=now - 3 * HOUR)
-    (other / "recipe.yaml").write_text(RECIPE)
-    commit(other, "recipe.yaml", when=now - 2 * HOUR)
+def freeze_and_commit(repo: Path, when: int | None = None) -> str:
+    """The recipe frozen in the ledger and committed with it; the commit."""
+    frozen.freeze(repo / "recipe.yaml")
+    return commit(repo, "recipe.yaml", str(frozen.LEDGER), when=when)
+
+
+def test_data_committed_before_the_recipe_is_refused_by_git(repo):
+    write_data(repo)
+    data_commit = commit(repo, "data/questions.jsonl")
+    freeze_and_commit(repo)
     with pytest.raises(frozen.NotFrozen, match=rf"first committed at {data_commit[:10]}, not after the recipe's"):
-        frozen.run(other / "recipe.yaml", "test", stub)
-    assert stub.calls == []
+        frozen.run(repo / "recipe.yaml", "test", Stub())
 
 
 def test_data_committed_with_the_recipe_is_refused(repo):
     write_data(repo)
-    commit(repo, "recipe.yaml", "data/questions.jsonl")
+    frozen.freeze(repo / "recipe.yaml")
+    commit(repo, "recipe.yaml", str(frozen.LEDGER), "data/questions.jsonl")
     with pytest.raises(frozen.NotFrozen, match="not after the recipe's commit"):
         frozen.run(repo / "recipe.yaml", "test", Stub())
 
 
-def test_the_clean_order_reads_the_test_split_and_keeps_the_commit_and_the_hashes(repo):
+def test_a_recipe_without_a_freeze_in_its_commit_is_refused(repo):
+    commit(repo, "recipe.yaml")
+    write_data(repo)
+    frozen.freeze(repo / "recipe.yaml")  # frozen after its commit: the ledger of the commit holds no freeze
+    commit(repo, str(frozen.LEDGER))
+    with pytest.raises(frozen.NotFrozen, match=r"has no freeze in the ledger of its commit .* --freeze before"):
+        frozen.run(repo / "recipe.yaml", "test", Stub())
+
+
+def test_a_data_file_that_existed_at_the_freeze_is_refused_however_it_is_touched(repo):
+    """Issue 79: the guard checked a file outside git by its modification time, which `touch` sets;
+    the freeze keeps its bytes' sha256 instead, which a touch or a copy leaves as they were."""
+    path = write_data(repo)  # made before the recipe was frozen
+    freeze_and_commit(repo)
+    later = time.time() + HOUR
+    os.utime(path, (later, later))
+    stub = Stub()
+    with pytest.raises(frozen.NotFrozen, match=r"holds the bytes it held when the recipe was frozen .* a touch"):
+        frozen.run(repo / "recipe.yaml", "test", stub)
+    path.write_bytes(b"abd")  # made again: other bytes
+    assert frozen.run(repo / "recipe.yaml", "test", stub)["data"][0]["at_freeze"] == ABC_SHA256
+    assert stub.calls == ["test"]
+
+
+def test_a_dirty_tree_is_refused(repo):
+    (repo / "notes.md").write_text("committed\n")
+    freeze_and_commit(repo)
+    commit(repo, "notes.md")
+    write_data(repo)
+    (repo / "notes.md").write_text("changed, not committed\n")
+    with pytest.raises(frozen.NotFrozen, match=r"uncommitted changes \(notes.md\): a test read runs committed"):
+        frozen.run(repo / "recipe.yaml", "test", Stub())
+
+
+def test_code_changed_since_the_recipe_is_refused(repo):
+    (repo / "amer_lib").mkdir()
+    (repo / "amer_lib" / "train.py").write_text("steps = 400\n")
+    commit(repo, "amer_lib/train.py")
+    recipe_commit = freeze_and_commit(repo)
+    (repo / "amer_lib" / "train.py").write_text("steps = 401\n")
+    commit(repo, "amer_lib/train.py")
+    write_data(repo)
+    with pytest.raises(frozen.NotFrozen, match=rf"the code changed since the recipe's commit {recipe_commit[:10]}"):
+        frozen.run(repo / "recipe.yaml", "test", Stub())
+
+
+def test_a_file_the_evaluation_opens_that_the_recipe_does_not_list_is_refused(repo):
+    """FOLDOC's recipe listed the raw files, not the prepared test file notebook 04 opens."""
+    prepared = repo / "results" / "prepared" / "p"
+    (repo / "recipe.yaml").write_text(RECIPE.replace("steps: 400}", "steps: 400, prepared_dir: ../results/prepared/p}"))
+    freeze_and_commit(repo)
+    write_data(repo)
+    prepared.mkdir(parents=True)
+    (prepared / "foldoc_k2_test.jsonl").write_text("{}\n")
+    with pytest.raises(frozen.NotFrozen, match=r"opens results/prepared/p/foldoc_k2_test.jsonl, which the recipe"):
+        frozen.run(repo / "recipe.yaml", "test", Stub())
+
+
+def test_the_clean_order_reads_once_logs_the_read_and_a_second_read_only_when_forced(repo):
     now = int(os.path.getmtime(repo / "recipe.yaml"))
-    recipe_commit = commit(repo, "recipe.yaml", when=now - 2 * HOUR)
-    write_data(repo)  # made now, after the recipe's commit two hours ago; not in git: its time is checked
+    recipe_commit = freeze_and_commit(repo, when=now - 2 * HOUR)
+    write_data(repo)  # made after the freeze, not in git: absent from the freeze
     stub = Stub()
     result = frozen.run(repo / "recipe.yaml", "test", stub)
     assert stub.calls == ["test"]
     written = json.loads((repo / "recipe_test.json").read_text())
-    assert written == result
+    assert written == result and written["reads"] == 1
     assert written["recipe"] == {"path": "recipe.yaml", "commit": recipe_commit, "time": now - 2 * HOUR} | {
         "state": "committed"
     }
-    assert written["data"][0]["sha256"] == ABC_SHA256 and written["data"][0]["check"].startswith("mtime (weak")
+    assert written["data"][0] == {
+        "path": "data/questions.jsonl",
+        "sha256": ABC_SHA256,
+        "check": "freeze",
+        "at_freeze": None,
+        "after": True,
+    }
     assert written["scores"] == {"foldoc_k2/amer/0": 45.5} and written["seeds"] == [0, 1, 2, 3, 4]
-    data_commit = commit(repo, "data/questions.jsonl", when=now - HOUR)  # committed after the recipe: git decides
-    written = frozen.run(repo / "recipe.yaml", "test", stub)["data"][0]
-    assert (written["check"], written["first_commit"], written["after"]) == ("git", data_commit, True)
-    (repo / "data" / "questions.jsonl").write_bytes(b"abd")  # changed after its commit
-    with pytest.raises(frozen.NotFrozen, match="was modified in the working tree after its commit"):
+    read = frozen.read_ledger(repo)[-1]
+    head = git(repo, "rev-parse", "HEAD").strip()
+    assert read | {"time": None} == {
+        "event": "read",
+        "recipe": "recipe.yaml",
+        "recipe_commit": recipe_commit,
+        "code_commit": head,
+        "time": None,
+        "files": {"data/questions.jsonl": ABC_SHA256},
+        "forced": False,
+    }
+    commit(repo, str(frozen.LEDGER))  # the read, committed with its result
+    with pytest.raises(frozen.NotFrozen, match=r"was read on the test split 1 time\(s\) already .* --force"):
         frozen.run(repo / "recipe.yaml", "test", stub)
+    again = frozen.run(repo / "recipe.yaml", "test", stub, force=True)
+    assert again["reads"] == 2 and frozen.read_ledger(repo)[-1]["forced"] is True
+    assert stub.calls == ["test", "test"]
 
 
 def test_validation_is_read_at_any_time_and_says_the_recipes_state(repo):
