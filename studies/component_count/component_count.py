@@ -208,8 +208,9 @@ def table(result: dict) -> str:
         f"exact permutation p = {d['p_permutation']:.4f} (one-sided): **{d['verdict']}**.",
         "",
         "| training components | seeds x questions | single-query | AMER | teacher | AMER - single (95%) | "
-        "p (two-sided, uncorrected) | share of the teacher's lead (95%) | compounds with 0 / 1 / 2 / 3 components fully found: "
-        "single-query; AMER; teacher | validation at the kept step, single-query; AMER | AMER's kept step by seed |",
+        "p (two-sided, uncorrected) | share of the teacher's lead (95%) | compounds with 0 / 1 / 2 / 3 components "
+        "fully found: single-query; AMER; teacher | validation at the kept step, single-query; AMER | "
+        "AMER's kept step by seed |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for count in ("1036", "266"):

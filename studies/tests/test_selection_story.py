@@ -219,3 +219,15 @@ def test_the_single_query_pilot_reads_the_committed_figure_folder():
     kept_form = f"its kept ranking form, single-query reached {given['1']:.2f} against AMER's {seed0['1', 'amer']:.2f}"
     assert kept_form in IN_WORDS  # the pilot of the kept form, not the cosine form's 91.33 / 91.50
     assert "(one seed). The fair control" in IN_WORDS
+
+
+def test_the_question_only_interval_selection_md_quotes_is_one_rows():
+    """Issue 79: the sentence spliced one row's share (79%) with another's interval (73-89%); it now
+    quotes components_rank_10 over seeds 0-6 at k = 2 whole, as its JSON holds it."""
+    rows = json.loads((LEVERS / "compound_levers_h200_distilled.json").read_text())
+    [row] = [r for r in rows if r["variant"] == "components_rank_10" and r["dataset"] == "compound_k2"]
+    assert row["seeds"] == list(range(7))
+    low, high = 100 * row["oracle_share_low"], 100 * row["oracle_share_high"]
+    quoted = f"{100 * row['oracle_share']:.0f}% ({low:.0f}-{high:.0f}%)"
+    text = _text(LEVERS / "selection.md")
+    assert f"components_rank_10 over seeds 0-6 at k = 2, against the trained oracle: {quoted})" in text
