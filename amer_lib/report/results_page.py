@@ -111,7 +111,9 @@ def _table3_short(rows: list[dict]) -> str:
 def _similarity(rows: list[dict]) -> str:
     """Figure 6's real-data rows (its training targets, as the paper's Figure 5 names them)."""
     ours = [r for r in rows if r["source"] == "real"]
-    return "; ".join(f"{r['data']} {r['same_question_cos']} vs {r['random_pair_cos']}" for r in ours)
+    return "training questions: " + "; ".join(
+        f"{r['data']} {r['same_question_cos']} vs {r['random_pair_cos']}" for r in ours
+    )
 
 
 def _percent(cell: str) -> float:
@@ -338,7 +340,11 @@ SECTIONS = [
         [f"03_real_data_prep/{name}" for name in ("table1.md", "table4.md", "ivfpq_sweep.md")],
         [],
     ),
-    ("Target similarity (Figure 6's numbers)", ["03_real_data_prep/target_similarity.md"], []),
+    (
+        "Target similarity of the test questions (notebook 03; Figure 6 reads the training questions)",
+        ["03_real_data_prep/target_similarity.md"],
+        [],
+    ),
     (
         "Table 2, Tables 5-8 and Figure 4: real data",
         [
