@@ -197,7 +197,10 @@ def _verdict_table3(rows: list[dict]) -> str:
     scheduled, predicted = (next(r for r in rows if r["System"] == s) for s in SAMPLING_ROWS)
     columns = list(scheduled)[1:]
     better = sum(_percent(scheduled[c]) > _percent(predicted[c]) for c in columns)
-    return f"same direction in {better} of {len(columns)} columns; one seed, not tested for significance"
+    return (
+        f"undecided: same direction in {better} of {len(columns)} columns, one untested seed, which moves "
+        "between machines (`docs/results.md`)"
+    )
 
 
 def _verdict_similarity(rows: list[dict]) -> str:

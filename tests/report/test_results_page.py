@@ -180,7 +180,7 @@ def test_each_verdict_follows_the_numbers_not_a_fixed_string():
         row("AMER (scheduled sampling)", "+1%", "-2%", "+3%", "0%"),
         row("AMER (always predicted)", "0%", "-1%", "+1%", "+1%"),
     ]
-    assert _verdict_table3(table3).startswith("same direction in 2 of 4 columns")
+    assert _verdict_table3(table3).startswith("undecided: same direction in 2 of 4 columns, one untested seed")
     farther = [{"data": "x", "source": "real", "same_question_cos": "0.1", "random_pair_cos": "0.2"}]
     assert _verdict_similarity(farther) == "does not reproduce"
 
