@@ -187,8 +187,9 @@ def oracle_comparison(params: RealConfig, results: list[dict], n_resamples: int)
         runs += [decomposition_oracle(params, d, seed) for d in datasets for seed in params.seeds]
     elif datasets:
         warnings.warn(
-            f"the decomposition oracle runs the {compound.dataset_name(1)} single-query model, which these "
-            f"datasets ({', '.join(datasets)}) do not include: the oracle is left out",
+            f"the trained decomposition oracle runs the {compound.dataset_name(1)} single-query model, which "
+            f"these datasets ({', '.join(datasets)}) do not include: the trained oracle is left out, and the "
+            "compounds are compared with the off-the-shelf encoder's decomposition alone",
             AmerWarning,
             stacklevel=2,
         )
