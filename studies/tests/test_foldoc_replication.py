@@ -181,3 +181,30 @@ def test_the_record_quotes_k3():
     assert f"in {roles['all_components_served']}% of the compounds ({roles['vectors_repeating_a_component']}%" in record
     curve = " / ".join(f"{v:.2f}" for v in r["validation_by_step"]["amer"].values())
     assert f"AMER {curve} at steps 100-400, against {r['amer']['mean']:.2f} on test" in record
+
+
+def test_the_reanalysis_with_the_components_resampled_is_quoted_from_the_record():
+    """Issue 79's reanalysis (studies/foldoc/foldoc.md): its table is the script's, its numbers the
+    committed record's, and the compounds a component is in counted from the committed qids."""
+    from amer_lib.beyond.compound import component_qids
+
+    folder = ROOT / "studies" / "foldoc"
+    rows = {r["k"]: r for r in json.loads((folder / "replication.json").read_text())["rows"]}
+    scores = json.loads((folder / "foldoc_scores.json").read_text())
+    text = (folder / "foldoc.md").read_text()
+    table = (folder / "replication_table.md").read_text()
+    block = table[table.index("| k | components |") : table.index("\n\n| k | AMER's vectors")]
+    assert block in text
+    record = " ".join(text.split())
+    docs = " ".join((ROOT / "docs" / "results.md").read_text().split())
+    for k, r in rows.items():
+        names = [name for qid in scores[str(k)]["qids"] for name in component_qids(qid)]
+        assert r["components"] == len(set(names)) == 46
+        per_component = len(names) / len(set(names))
+        assert f"({round(per_component)} at k = {k}" in record or f"{round(per_component)} at k = {k}" in record
+        s = r["share_by_components"]
+        assert r["reach_by_components"] == "undecided"
+        quoted = f"{100 * s['share']:.0f}% ({100 * s['low']:.0f}-{100 * s['high']:.0f}%) at k = {k}"
+        assert quoted in record and quoted in docs
+        assert f"{r['amer_vs_single_by_components']['p_text']} at k = {k}" in record
+        assert r["replicates_by_components"]
