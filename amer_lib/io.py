@@ -51,8 +51,8 @@ def atomic_path(path: str | Path, size: int | None = None):
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except Exception as error:
-        written = os.path.getsize(tmp) if os.path.exists(tmp) else 0
         if not isinstance(error, DiskFullError) and _out_of_space(error, path.parent):
+            written = os.path.getsize(tmp) if os.path.exists(tmp) else 0
             os.remove(tmp)
             raise disk_full(path, size, written) from None
         raise
@@ -479,27 +479,45 @@ def folder_files(folder: Path, manifest: str) -> dict[str, dict]:
 
 def folder_damage(folder: Path, files: dict[str, dict] | None, manifest: Path) -> str | None:
     """What is wrong with a folder whose `manifest` records its `files` (`folder_files`), or None
-    when each is there with its size and, if modified after the manifest, its sha256 (the manifest
-    is then touched, so the next look is cheap). `files` None: a folder written before its files
-    were recorded."""
+    when each is there as `file_damage` checks it against the manifest's time (the manifest is then
+    touched past any file read, so the next look is cheap). `files` None: a folder written before
+    its files were recorded."""
     if files is None:
         return "its files were not recorded when it was written"
-    written, checked = manifest.stat().st_mtime_ns, False
+    written, read = manifest.stat().st_mtime_ns, 0
     for name, record in files.items():
-        path = folder / name
-        if not path.is_file():
+        if not (folder / name).is_file():
             return f"{name} is gone"
-        stat = path.stat()
-        if stat.st_size != record["bytes"]:
-            return f"{name} is {stat.st_size:,} bytes, {record['bytes']:,} when written"
-        if stat.st_mtime_ns > written:
-            if (now := file_sha256(path)) != record["sha256"]:
-                return f"{name} has sha256 {now[:12]}, {record['sha256'][:12]} when written"
-            checked = max(checked or 0, stat.st_mtime_ns)
-    if checked:
-        touched = max(time.time_ns(), checked)
-        os.utime(manifest, ns=(touched, touched))
+        damage, checked = file_damage(folder / name, record, written, name)
+        if damage is not None:
+            return damage
+        read = max(read, checked)
+    if read:
+        touch_past(manifest, read)
     return None
+
+
+def file_damage(path: Path, record: dict, written_ns: int, name: str | None = None) -> tuple[str | None, int]:
+    """How the file at `path` differs from its `record` (`bytes`, `sha256`) written at `written_ns`,
+    or None, and the modification time at which it was read (0: not read). Its size is always
+    compared; its bytes are read and their sha256 compared only when it was modified after the
+    record. `name`: how the message names it (its file name by default)."""
+    name = name or path.name
+    stat = path.stat()
+    if stat.st_size != record["bytes"]:
+        return f"{name} is {stat.st_size:,} bytes, {record['bytes']:,} when written", 0
+    if stat.st_mtime_ns <= written_ns:
+        return None, 0
+    if (now := file_sha256(path)) != record["sha256"]:
+        return f"{name} has sha256 {now[:12]}, {record['sha256'][:12]} when written", 0
+    return None, stat.st_mtime_ns
+
+
+def touch_past(record: Path, mtime_ns: int) -> None:
+    """Set `record`'s modification time to now or `mtime_ns`, whichever is later: the files it
+    records, read and found sound, are then older than it."""
+    touched = max(time.time_ns(), mtime_ns)
+    os.utime(record, ns=(touched, touched))
 
 
 def remove_recorded(path: Path) -> None:

@@ -26,7 +26,7 @@ from amer_lib.data.questions import (
     read_questions,
     write_questions,
 )
-from amer_lib.io import changed_since, file_record, write_json, write_trec_qrels
+from amer_lib.io import changed_since, write_json, write_trec_qrels
 
 SPLITS = ("train", "test")
 # the paper's number of query vectors per dataset; the offline ones mirror AmbigQA and QAMPARI
@@ -245,12 +245,9 @@ def write_benchmark(
     return benchmark
 
 
-input_record = file_record  # what a prepared benchmark keeps of each file it was made from
-
-
 def existing(directory: str | Path, recipe: dict, inputs: dict[str, str | Path] | None = None) -> Benchmark | None:
     """The benchmark already prepared in `directory` from the same `recipe` and the same contents of
-    its input files (`inputs`, by name: their `input_record`s in its manifest), or None if there is
+    its input files (`inputs`, by name: their `io.file_record`s in its manifest), or None if there is
     none. One from another recipe, or from an input file whose contents changed since, is an error
     naming it (its questions and embeddings would silently be the old ones). An input whose size and
     modification time are the recorded ones is taken as unchanged without reading it; another is

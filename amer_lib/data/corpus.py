@@ -191,10 +191,11 @@ class DocumentStore:
         directory = Path(directory)
         manifest = directory / cls.MANIFEST
         saved = json.loads(manifest.read_text()) if manifest.exists() else None
-        damage = None if saved is None else folder_damage(directory, saved.get("files"), manifest)
-        if damage is not None and saved["key"] == key:
+        same = saved is not None and saved["key"] == key
+        damage = folder_damage(directory, saved.get("files"), manifest) if same else None
+        if damage is not None:
             print(f"the corpus store {directory} is damaged ({damage}): writing it again", flush=True)
-        if saved is None or saved["key"] != key or damage is not None:
+        if not same or damage is not None:
             with atomic_folder(directory) as staging:
                 n_documents = cls._write(path, staging, progress)
                 files = folder_files(staging, cls.MANIFEST)

@@ -32,9 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
-import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
@@ -51,9 +49,11 @@ from amer_lib.io import (
     StopRequest,
     atomic_path,
     changed_since,
+    file_damage,
     file_record,
     file_sha256,
     stop_requests,
+    touch_past,
     write_json,
     write_text,
 )
@@ -321,16 +321,10 @@ class ShardFiles:
             return f"{self.ids.name} is not the one written with it"
         if ids is not None and text.split("\n")[:-1] != ids:
             return "it holds other documents than the corpus's"
-        stat, written = self.vectors.stat(), self.record.stat().st_mtime_ns
-        if stat.st_size != record["bytes"]:
-            return f"{self.vectors.name} is {stat.st_size:,} bytes, {record['bytes']:,} when written"
-        if stat.st_mtime_ns > written or self.ids.stat().st_mtime_ns > written:
-            now = file_sha256(self.vectors)
-            if now != record["sha256"]:
-                return f"{self.vectors.name} has sha256 {now[:12]}, {record['sha256'][:12]} when written"
-            checked = max(time.time_ns(), stat.st_mtime_ns, self.ids.stat().st_mtime_ns)
-            os.utime(self.record, ns=(checked, checked))
-        return None
+        damage, read = file_damage(self.vectors, record, self.record.stat().st_mtime_ns)
+        if read:
+            touch_past(self.record, max(read, self.ids.stat().st_mtime_ns))
+        return damage
 
     def remove(self) -> None:
         for path in (self.record, self.ids, self.vectors):

@@ -28,7 +28,6 @@ from amer_lib.data.benchmark import (
     N_QUERIES,
     Benchmark,
     existing,
-    input_record,
     write_benchmark,
 )
 from amer_lib.data.bm25 import Bm25Index
@@ -56,7 +55,7 @@ from amer_lib.data.questions import (
     read_questions,
     write_questions,
 )
-from amer_lib.io import FIGURES_HELP, open_text, require_writable, write_json
+from amer_lib.io import FIGURES_HELP, file_record, open_text, require_writable, write_json
 from amer_lib.progress import AmerWarning, tqdm
 
 # The paper's "development set and test set" of NQ-open (Lee et al., 2019), whose multi-answer
@@ -240,7 +239,7 @@ def prepare_paper_data(
         len(corpus),
         {
             "recipe": recipe,
-            "inputs": {name: input_record(path) for name, path in inputs.items() if path.exists()},
+            "inputs": {name: file_record(path) for name, path in inputs.items() if path.exists()},
             "mapping": mapping,
         },
     )
@@ -461,7 +460,7 @@ def prepare_files(
     n = n_queries or default_n_queries(splits["train"])
     extra = {
         "recipe": recipe,
-        "inputs": {name: input_record(path) for name, path in inputs.items()},
+        "inputs": {name: file_record(path) for name, path in inputs.items()},
         "n_queries": {dataset: n},
         "use_titles": use_titles,
     }

@@ -119,13 +119,13 @@ def run_parallel(
     gpus: list[str] | None = None,
 ) -> list:
     """`function(*job, on_step=callback)` for every job in `workers` spawned processes; results
-        in job order. `gpus`: one GPU name per worker, the only GPU that worker sees (its
-        CUDA_VISIBLE_DEVICES). The first failure, or an interrupt, ends every job: each training ends
-    its step and writes its checkpoint first (`_end_workers`). With
-        `progress`, long work is announced with its cost once the steps after the first were timed for
-        `TIMED_SECONDS` (the workers' start-up and the first step's warm-up left out). The bar counts
-        the steps the jobs had done before (resumed runs) at once, and the estimate only the steps
-        trained here and those left; the bar closes at `total_steps` once every count arrived."""
+    in job order. `gpus`: one GPU name per worker, the only GPU that worker sees (its
+    CUDA_VISIBLE_DEVICES). The first failure, or an interrupt, ends every job: each training ends
+    its step and writes its checkpoint first (`_end_workers`). With `progress`, long work is
+    announced with its cost once the steps after the first were timed for `TIMED_SECONDS` (the
+    workers' start-up and the first step's warm-up left out). The bar counts the steps the jobs had
+    done before (resumed runs) at once, and the estimate only the steps trained here and those left;
+    the bar closes at `total_steps` once every count arrived."""
     if gpus is not None and len(gpus) != workers:
         raise ValueError(f"{workers} workers need one GPU each, got {len(gpus)}: {gpus}")
     context = multiprocessing.get_context("spawn")
@@ -142,10 +142,10 @@ def run_parallel(
         ) as pool,
         tqdm(total=total_steps, desc=f"{desc}, {workers} workers", disable=not progress) as bar,
     ):
+        counts = {"trained": 0, DONE_BEFORE: 0}  # before the try: the stopping workers' last words are counted too
         try:
             futures = {pool.submit(_call_reporting, function, job): i for i, job in enumerate(jobs)}
             pending = set(futures)
-            counts = {"trained": 0, DONE_BEFORE: 0}
             first = None  # (time, steps trained) at the first report: start-up is over
             announced = False
             while pending:

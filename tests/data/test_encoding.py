@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from stand_ins import HashEncoder, documents
 
+from amer_lib import io
 from amer_lib.core.index import (
     IVFPQIndex,
     ShardedFlatIndex,
@@ -16,7 +17,6 @@ from amer_lib.core.index import (
     half_to_float,
     recall_against_exact,
 )
-from amer_lib.data import encoders
 from amer_lib.data.corpus import Document
 from amer_lib.data.encoders import DamagedShardError, EmbeddingShards, EncodingStopped, encode_corpus
 from amer_lib.data.questions import DataFormatError
@@ -275,7 +275,7 @@ def test_a_shard_touched_but_unchanged_is_kept_and_checked_once(tmp_path, monkey
     later = (tmp_path / "shard_00000.json").stat().st_mtime_ns + 10**9
     os.utime(vectors, ns=(later, later))  # copied, or touched: modified after its record
     hashed = []
-    monkeypatch.setattr(encoders, "file_sha256", lambda path: hashed.append(path) or file_sha256(path))
+    monkeypatch.setattr(io, "file_sha256", lambda path: hashed.append(path) or file_sha256(path))
     EmbeddingShards(tmp_path)
     EmbeddingShards(tmp_path)
     assert hashed == [vectors]  # read once; the record touched, so the second look is cheap
