@@ -194,7 +194,7 @@ def test_the_corpus_components_lever_quotes_its_json():
     assert all(r["seeds"] == [0] for r in mine + today)
     join = lambda values: " / ".join(f"{v:.2f}" for v in values)  # noqa: E731
     assert f"AMER {join(r['amer_mean'] for r in mine)} against today's {join(r['amer_mean'] for r in today)}" in text
-    assert f"p = {mine[1]['p_behind']:.4f} and < 0.0001 that it is behind" in text and mine[2]["p_behind"] < 1e-4
+    assert f"p = {mine[1]['p_behind']:.4f} and ≤ 0.0001 that it is behind" in text and mine[2]["p_behind"] < 1e-4
     single = [join(r["single_mean"] for r in rows) for rows in (mine, today)]
     assert f"single-query {single[0]} against {single[1]}" in text
     shares = [" / ".join(f"{100 * r['oracle_share']:.0f}%" for r in rows[1:]) for rows in (mine, today)]
