@@ -56,6 +56,7 @@ from replication import (  # noqa: E402
     write_report,
 )
 
+from amer_lib.beyond.compound import component_qids  # noqa: E402
 from amer_lib.io import write_json  # noqa: E402
 from amer_lib.report.significance import compare, p_text, share  # noqa: E402
 
@@ -122,6 +123,15 @@ def permutation_p(lower: list[float], higher: list[float]) -> float:
     return hits / len(splits)
 
 
+def sign_flip_p(lower: list[float], higher: list[float]) -> float:
+    """The exact one-sided p of the paired differences, `higher` minus `lower` seed by seed (the two
+    arms share their seeds): the share of the 2^n sign flips whose mean difference is at least the
+    observed one."""
+    differences = np.array(higher, float) - np.array(lower, float)
+    flips = np.array(list(itertools.product((1, -1), repeat=len(differences))))
+    return float(np.mean((flips * differences).mean(1) >= differences.mean() - 1e-12))
+
+
 def decision(fewer: list[float], more: list[float]) -> dict:
     """The recipe's rule on "each component a vector of its own" per seed, `fewer` components against `more`."""
     drop = float(np.mean(more) - np.mean(fewer))
@@ -136,6 +146,7 @@ def decision(fewer: list[float], more: list[float]) -> dict:
         "drop": round(drop, 2),
         "every_seed_below": bool(below),
         "p_permutation": permutation_p(fewer, more),
+        "p_paired": sign_flip_p(fewer, more),
         "verdict": verdict,
     }
 
@@ -156,7 +167,7 @@ def analyse(scores: dict, baseline_roles: dict, resamples: int = RESAMPLES) -> d
             means = values.mean(1)
             row[name] = {
                 "mean": float(values.mean()),
-                "std": float(means.std(ddof=1)) if len(values) > 1 else 0.0,
+                "std": float(means.std()),  # the population std over seeds, as figures/ gives it
                 "by_seed": [round(float(v), 2) for v in means],
             }
         c = compare(arrays["single"], arrays["amer"], n_resamples=resamples)
@@ -164,6 +175,9 @@ def analyse(scores: dict, baseline_roles: dict, resamples: int = RESAMPLES) -> d
         row["amer_vs_single"]["p_text"] = p_text(c.p, resamples, sides=2)
         s = share(arrays["single"], arrays["amer"], arrays["teacher_decomposition"], n_resamples=resamples)
         row["teacher_share"] = {"share": s.share, "low": s.low, "high": s.high}
+        clusters = [component_qids(qid) for qid in entry["qids"]]
+        s = share(*(arrays[name] for name in SYSTEMS), n_resamples=resamples, clusters=clusters)
+        row["teacher_share_by_components"] = {"share": s.share, "low": s.low, "high": s.high}
         row["components_found"] = found_shares(entry["components_found"], 3)
         row["validation_at_kept_step"] = {
             system: [at_kept_step(entry["systems"][system][seed]) for seed in sorted(entry["systems"][system])]
@@ -205,22 +219,26 @@ def table(result: dict) -> str:
     lines += [
         "",
         f"Decision: drop {d['drop']:.2f} points, every seed below: {'yes' if d['every_seed_below'] else 'no'}, "
-        f"exact permutation p = {d['p_permutation']:.4f} (one-sided): **{d['verdict']}**.",
+        f"exact permutation p = {d['p_permutation']:.4f} (one-sided, the arms unpaired, as the rule reads it): "
+        f"**{d['verdict']}**. Paired by seed (both arms ran seeds 0-4), the exact sign-flip p is "
+        f"{d['p_paired']:.4f} (one-sided), the smallest {result['counts']['266']['seeds']} seeds can give.",
         "",
         "| training components | seeds x questions | single-query | AMER | teacher | AMER - single (95%) | "
-        "p (two-sided, uncorrected) | share of the teacher's lead (95%) | compounds with 0 / 1 / 2 / 3 components "
+        "p (two-sided, uncorrected) | share of the teacher's lead (95%) | components resampled (95%) | "
+        "compounds with 0 / 1 / 2 / 3 components "
         "fully found: single-query; AMER; teacher | validation at the kept step, single-query; AMER | "
         "AMER's kept step by seed |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for count in ("1036", "266"):
         r = result["counts"][count]
-        s, v = r["teacher_share"], r["validation_at_kept_step"]
+        s, v, c = r["teacher_share"], r["validation_at_kept_step"], r["teacher_share_by_components"]
         lines.append(
             f"| {count} | {r['seeds']} x {r['questions']} | {r['single']['mean']:.2f} ± {r['single']['std']:.2f} | "
             f"{r['amer']['mean']:.2f} ± {r['amer']['std']:.2f} | {r['teacher_decomposition']['mean']:.2f} | "
             f"{interval_cell(r['amer_vs_single'])} | {r['amer_vs_single']['p_text']} | "
             f"{100 * s['share']:.0f}% ({100 * s['low']:.0f}-{100 * s['high']:.0f}%) | "
+            f"{100 * c['share']:.0f}% ({100 * c['low']:.0f}-{100 * c['high']:.0f}%) | "
             f"{found_cell(r['components_found'], SYSTEMS)} | "
             f"{np.mean(v['single']):.2f}; {np.mean(v['amer']):.2f} | {', '.join(map(str, r['amer_best_steps']))} |"
         )

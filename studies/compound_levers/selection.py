@@ -199,7 +199,7 @@ def headline(runs: dict, chosen: str, prepared: Path, resamples: int) -> dict:
         for name, values in {"amer": amer, **refs}.items():
             row[name] = {
                 "mean": float(values.mean()),
-                "std": float(values.mean(1).std(ddof=1)) if len(values) > 1 else 0.0,
+                "std": float(values.mean(1).std()),  # the population std over seeds, as figures/ gives it
                 "by_seed": [round(float(v), 2) for v in values.mean(1)],
             }
         for name in refs:
@@ -273,7 +273,8 @@ def table(result: dict, resamples: int) -> str:
     m = head["comparisons"]
     out.append(
         f"Test, for {head['chosen']} (its scores read before this ranking: `selection.md`): "
-        f"{head['rows'][0]['questions']} questions a k; ± the standard deviation over seeds (ddof = 1); AMER minus "
+        f"{head['rows'][0]['questions']} questions a k; ± the population standard deviation over seeds "
+        "(ddof = 0, as in `figures/`); AMER minus "
         f"each reference with its 95% interval and two-sided p, seeds and questions resampled ({resamples:,} "
         f"resamples: below what they resolve p reads {p_text(0.0, resamples)}, and {p_text(0.0, resamples, m)} "
         f"after the correction); p corrected by {head['correction']} ({m} comparisons).\n"

@@ -75,7 +75,7 @@ def test_analyse_on_hand_made_scores():
     scores["266"]["vector_roles"] = roles(50.0, 60.0)
     result = component_count.analyse(scores, roles(90.0, 80.0), resamples=2_000)
     assert result["decision"] == {"drop": 30.0, "every_seed_below": True, "p_permutation": pytest.approx(1 / 6),
-                                  "verdict": "supported"}  # fmt: skip
+                                  "p_paired": 0.25, "verdict": "supported"}  # fmt: skip
     few, many = result["counts"]["266"], result["counts"]["1036"]
     assert (few["single"]["mean"], few["amer"]["mean"], few["teacher_decomposition"]["mean"]) == (25, 75, 100)
     assert few["teacher_share"]["share"] == pytest.approx(2 / 3) and many["teacher_share"]["share"] == 0
@@ -144,8 +144,8 @@ def test_the_committed_record_recomputes_and_its_quotes_are_the_files():
     val = {c: {s: sum(v) / len(v) for s, v in r["validation_at_kept_step"].items()} for c, r in counts.items()}
     served = {c: r["vector_roles"]["all_components_served"] for c, r in counts.items()}
 
-    def share(c):
-        s = counts[c]["teacher_share"]
+    def share(c, key="teacher_share"):
+        s = counts[c][key]
         return f"{100 * s['share']:.0f}% ({100 * s['low']:.0f}-{100 * s['high']:.0f}%)"
 
     def means(system, joined=" against "):
@@ -157,7 +157,15 @@ def test_the_committed_record_recomputes_and_its_quotes_are_the_files():
         f"{split['266']:.2f}% of the compounds against {split['1036']:.2f}% with 1036: a drop of {d['drop']:.2f}"
         in record
     )
-    assert f"exact one-sided permutation p {p}" in record
+    paired = f"{d['p_paired']:.4f}"
+    assert d["p_paired"] == 1 / 32  # every one of the five pairs below: the sign flips' floor
+    assert f"one-sided permutation p {p} treats the arms as unpaired; paired by seed" in record
+    assert f"the sign-flip p is {paired}, the floor of five pairs" in record
+    clustered = [share(c, "teacher_share_by_components") for c in ("266", "1036")]
+    assert f"resampled, {clustered[0]} against {clustered[1]}" in record
+    # exposure: each component's appearances in the 12,800 training compounds of three components
+    assert [round(12_800 * 3 / n) for n in (266, 1036)] == [144, 37]
+    assert "about 144 times, from 1036 about 37 times" in record and "about 144 times, each of 1036 about 37" in results
     assert f"{share('266')} with 266 components against {share('1036')} with 1036" in record
     assert f"AMER scores {means('amer')}, single-query {means('single')}" in record
     c = few["amer_vs_single"]
@@ -179,15 +187,15 @@ def test_the_committed_record_recomputes_and_its_quotes_are_the_files():
         f"{split['266']:.2f}% of the test compounds with 266 components against {split['1036']:.2f}% with 1036"
         in results
     )
-    assert f"every seed below every seed (exact permutation p {p})" in results
-    assert f"falls from {share('1036')} to {share('266')}, FOLDOC's level (28%); AMER {means('amer')}" in results
+    assert f"every seed below every seed (the rule's unpaired exact p {p}; paired by seed, {paired})" in results
+    assert f"falls from {share('1036')} to {share('266')}, toward FOLDOC's level (28%); AMER {means('amer')}" in results
     assert f"single-query {means('single')}. Validation shows" in results
     assert f"(AMER {val['266']['amer']:.2f} against {val['1036']['amer']:.2f} at the kept step)" in results
     assert (
-        f"in {split['266']:.2f}% of the compounds against {split['1036']:.2f}%, every seed below every seed (p {p})"
-        in studies
+        f"in {split['266']:.2f}% of the compounds against {split['1036']:.2f}%, every seed below every seed "
+        f"(unpaired p {p}, paired {paired})" in studies
     )
-    assert f"falls from {share('1036')} to {share('266')}, FOLDOC's level" in studies
+    assert f"falls from {share('1036')} to {share('266')}. The exposure moves with the count" in studies
     lower = f"{split['266']:.2f}% against {split['1036']:.2f}%"
     assert f"splits less ({lower}) and reaches {share('266')[:3]} of the teacher's lead" in fair
     against = f"{split['266']:.2f}% (against {split['1036']:.2f}% with 1036)"

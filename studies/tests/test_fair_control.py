@@ -204,3 +204,32 @@ def test_the_committed_record_recomputes_and_its_quotes_are_the_files():
         str(rows[k]["training_components"]["kept"] + rows[k]["training_components"]["left_out"]) for k in (1, 2, 3)
     )
     assert f"(of {kept})" in record
+
+
+def test_the_reanalysis_and_the_untrained_decomposition_are_quoted_from_the_record():
+    """The component-resampled shares and AMER against the teacher's decomposition, as fair_control.md
+    quotes them; the components are counted from the committed qids."""
+    import json
+
+    from amer_lib.beyond.compound import component_qids
+
+    scores = json.loads((RECORD / "fair_control_scores.json").read_text())
+    rows = {r["k"]: r for r in json.loads((RECORD / "fair_control.json").read_text())["rows"]}
+    record = one_line(RECORD / "fair_control.md")
+    counts = [len({c for qid in scores[str(k)]["qids"] for c in component_qids(qid)}) for k in (2, 3)]
+    assert counts == [rows[2]["components"], rows[3]["components"]]
+    assert f"made of {counts[0]} / {counts[1]} components" in record
+
+    def share(k):
+        s = rows[k]["share_by_components"]
+        return f"{100 * s['share']:.0f}% ({100 * s['low']:.0f}-{100 * s['high']:.0f}%)"
+
+    assert f"the shares read {share(2)} and {share(3)}: undecided at both k" in record
+    assert rows[2]["reach_by_components"] == rows[3]["reach_by_components"] == "undecided"
+    d = {k: rows[k]["amer_vs_decomposition_by_components"] for k in (2, 3)}
+    for k in (2, 3):
+        assert d[k]["delta"] == pytest.approx(rows[k]["amer"]["mean"] - rows[k]["teacher_decomposition"]["mean"])
+        assert d[k]["high"] < 0 and d[k]["p_holm"] < 0.05
+    cells = [f"{d[k]['delta']:.2f} ({d[k]['low']:.2f} to {d[k]['high']:.2f}) at k = {k}" for k in (2, 3)]
+    assert f"AMER - decomposition {cells[0]} and {cells[1]}" in record
+    assert f"(two-sided p {d[2]['p_text']} and {d[3]['p_text']}, Holm over the two k)" in record

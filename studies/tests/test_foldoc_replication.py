@@ -208,3 +208,32 @@ def test_the_reanalysis_with_the_components_resampled_is_quoted_from_the_record(
         assert quoted in record and quoted in docs
         assert f"{r['amer_vs_single_by_components']['p_text']} at k = {k}" in record
         assert r["replicates_by_components"]
+
+
+def test_the_untrained_decomposition_is_quoted_from_the_record():
+    """AMER against the teacher's decomposition, both resampling units, as foldoc.md quotes them; with
+    the compounds resampled the interval is narrower than with the components (independent answers:
+    the same difference of means, and a conservative interval where components are shared)."""
+    import json
+
+    folder = ROOT / "studies" / "foldoc"
+    rows = {r["k"]: r for r in json.loads((folder / "replication.json").read_text())["rows"]}
+    record = " ".join((folder / "foldoc.md").read_text().split())
+    for r in rows.values():
+        by_compounds, by_components = r["amer_vs_decomposition"], r["amer_vs_decomposition_by_components"]
+        gap = r["amer"]["mean"] - r["teacher_decomposition"]["mean"]
+        assert by_compounds["delta"] == pytest.approx(gap) == by_components["delta"]
+        assert by_components["low"] < by_compounds["low"] and by_compounds["high"] < by_components["high"]
+    two, three = rows[2], rows[3]
+    c2, k2, k3 = (
+        two["amer_vs_decomposition"],
+        two["amer_vs_decomposition_by_components"],
+        three["amer_vs_decomposition_by_components"],
+    )
+    assert f"by {-c2['delta']:.2f} points at k = 2 with the compounds resampled ({c2['delta']:.2f}, " in record
+    assert f"{c2['low']:.2f} to {c2['high']:.2f})" in record
+    zero = f"holds zero with the components resampled ({k2['low']:.2f} to +{k2['high']:.2f}, p {k2['p_text']})"
+    assert zero in record
+    assert k2["low"] < 0 < k2["high"] and k3["high"] < 0 and k3["p_holm"] < 0.05 < k2["p_holm"]
+    assert f"by {-three['amer_vs_decomposition']['delta']:.2f} at k = 3 under both" in record
+    assert f"(with the components, {k3['low']:.2f} to {k3['high']:.2f}, p {k3['p_text']})" in record
