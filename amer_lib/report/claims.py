@@ -7,6 +7,7 @@ commit a folder's runs were trained at."""
 from __future__ import annotations
 
 import csv
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +16,9 @@ FIGURES = Path("figures")  # the command runs from the repository root, as every
 
 
 def read_rows(figures: Path, name: str) -> list[dict]:
-    """The rows of a CSV under `figures`."""
+    """The rows of a CSV under `figures`, or of a JSON list of rows (a notebook's summary)."""
+    if name.endswith(".json"):
+        return json.loads((figures / name).read_text())
     with open(figures / name, newline="") as f:
         return list(csv.DictReader(f))
 
@@ -25,7 +28,8 @@ class Claim:
     """One row of the README's verdict table and its section of figures/RESULTS.md. The README's cells
     are short (one claim, the paper's number, ours, the verdict: about 20 words at most); the section
     gives each in full, where `paper_in_full`, `ours_in_full` and `verdict_in_full` say more. The
-    readers take the rows of each file in `files`, one argument per file, in order."""
+    readers take the rows of each file in `files`, one argument per file, in order, and then, where
+    `evidence` names the claim's records (`amer_lib.report.evidence`), the list of them."""
 
     claim: str  # also the heading of its section on the results page, which the README's row links
     paper: str  # a quote of the paper's numbers
@@ -37,6 +41,7 @@ class Claim:
     ours_in_full: Callable[..., str] | None = None
     verdict_in_full: Callable[..., str] | None = None
     note: str = ""  # a sentence the section adds (a legend, what the row is not)
+    evidence: str = ""  # the claim key of its studies' records under evidence.EVIDENCE, read last
 
     def cells(self, figures: Path) -> tuple[str, str, str]:
         """The paper's number, ours and the verdict, short."""
@@ -48,8 +53,13 @@ class Claim:
         ours, verdict = self.ours_in_full or self.ours, self.verdict_in_full or self.verdict
         return self.paper_in_full or self.paper, ours(*rows), verdict(*rows)
 
-    def _read(self, figures: Path) -> list[list[dict]]:
-        return [read_rows(figures, name) for name in self.files]
+    def _read(self, figures: Path) -> list:
+        rows: list = [read_rows(figures, name) for name in self.files]
+        if self.evidence:
+            from amer_lib.report.evidence import read_evidence
+
+            rows.append(read_evidence(claim=self.evidence))
+        return rows
 
 
 ADDED_CLAIMS: list[Claim] = []  # rows after the paper's claims

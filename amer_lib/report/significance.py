@@ -209,6 +209,20 @@ def share(single, system, ceiling, n_resamples: int = 10_000, seed: int = 0, clu
     )
 
 
+def detectable_difference(low: float, high: float, power: float = 0.8, alpha: float = 0.05) -> float:
+    """The smallest true difference a two-sided test at `alpha` detects with probability `power`,
+    from a 95% interval of the difference (`low`, `high`): (z_(1 - alpha/2) + z_power) standard errors,
+    the standard error being the interval's width over 2 z_0.975 (the normal approximation)."""
+    from scipy.stats import norm
+
+    if not high > low:
+        raise ValueError(f"the interval's high end must be above its low end, got {low} to {high}")
+    if not 0 < power < 1 or not 0 < alpha < 1:
+        raise ValueError(f"power and alpha must lie in (0, 1), got {power} and {alpha}")
+    standard_error = (high - low) / (2 * norm.ppf(0.975))
+    return float((norm.ppf(1 - alpha / 2) + norm.ppf(power)) * standard_error)
+
+
 def p_floor(n_resamples: int, comparisons: int = 1, sides: int = 2) -> float:
     """The smallest p a bootstrap of `n_resamples` resamples can resolve, `sides` / (n_resamples + 1)
     (the observed sample counted as one more resample; a two-sided p doubles the one-sided), times

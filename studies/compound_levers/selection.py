@@ -331,6 +331,38 @@ def write_atomic(path: Path, text: str) -> None:
     os.replace(temporary, path)
 
 
+def evidence_of(result: dict, resamples: int = RESAMPLES):
+    """The headline's `Evidence` for the kept levers' claim: per k with an aim, AMER's share of the
+    better decomposition's lead and AMER minus the teacher's decomposition, the test questions
+    resampled (the runs' files hold no components), Holm over the table's comparisons."""
+    from amer_lib.report.evidence import Estimate, Evidence
+    from amer_lib.report.significance import p_text
+
+    head = result["headline"]
+    rows = [r for r in head["rows"] if r["dataset"] in AIM_DATASETS]
+    k = {r["dataset"]: int(r["dataset"].removeprefix("compound_k")) for r in rows}
+    interval = lambda d, value: Estimate(value=d[value], low=d["low"], high=d["high"])  # noqa: E731
+    return Evidence(
+        claim="kept_levers",
+        name="WordNet, the kept recipe's seven seeds",
+        short="WordNet, seven seeds",
+        record="studies/compound_levers/selection.md",
+        held_out=False,
+        same_supervision=False,
+        seeds=min(len(r["seeds"]) for r in rows),
+        interval="items",
+        machine="one H200, the offline models (MiniLM and SmolLM2-135M)",
+        shares={k[r["dataset"]]: interval(r[f"share_{r['better_ceiling']}"], "share") for r in rows},
+        against_decomposition={k[r["dataset"]]: interval(r[f"against_{TEACHER}"], "delta") for r in rows},
+        p_decomposition={
+            k[r["dataset"]]: p_text(r[f"against_{TEACHER}"]["p_holm"], resamples, head["comparisons"]) for r in rows
+        },
+    )
+
+
+EVIDENCE = ROOT / "studies" / "evidence" / "selection.json"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -355,6 +387,7 @@ def main() -> None:
         for row in result["validation"]:  # JSON keeps the seeds as strings
             row |= {d: {int(seed): v for seed, v in row[d].items()} for d in DATASETS}
         write_atomic(args.out / "selection_table.md", table(result, args.resamples))
+        evidence_of(result, args.resamples).write(EVIDENCE)
         print(table(result, args.resamples))
         return
     runs = read_runs()
@@ -369,6 +402,7 @@ def main() -> None:
         result["single_with_term"] = single_with_term(args.single_term_results)
     write_atomic(args.out / "selection.json", json.dumps(result, indent=1, default=str) + "\n")
     write_atomic(args.out / "selection_table.md", table(result, args.resamples))
+    evidence_of(result, args.resamples).write(EVIDENCE)
     print(table(result, args.resamples))
 
 

@@ -49,9 +49,11 @@ for path in (ROOT, HERE.parent / "foldoc"):
 
 from replication import (  # noqa: E402
     DECOMPOSITION_KEYS,
+    EVIDENCE,
     against_decomposition,
     components_found,
     decomposition_lines,
+    evidence_of,
     found_cell,
     found_shares,
     holm_over_rows,
@@ -250,6 +252,14 @@ def main() -> None:
         write_json(SCORES, collect())
     result = analyse(json.loads(SCORES.read_text()))
     write_report(HERE, "fair_control", result, table(result))
+    evidence_of(
+        result,
+        name="WordNet's fair control, every system given the term",
+        short="WordNet",
+        record="studies/fair_control/fair_control.md",
+        held_out=False,
+        same_supervision=True,
+    ).write(EVIDENCE / "fair_control.json")
 
 
 if __name__ == "__main__":
