@@ -434,7 +434,8 @@ def test_the_asymmetric_supervision_and_the_teachers_ceiling_quote_their_files()
     assert (amer["2"]["better ceiling"], amer["3"]["better ceiling"]) == ("off-the-shelf encoder", "trained oracle")
     assert share3 == amer["3"][SHARE] and float(share3[:-1]) >= 50
     assert (
-        f"higher ceiling at k = 2 ({teacher2:.2f} against {oracle2:.2f}): AMER reaches {share2} of its lead" in readme
+        f"better of the two at k = 2 ({teacher2:.2f} against {oracle2:.2f}): AMER reaches {share2} of its lead"
+        in readme
     )
     assert f"scores {teacher2:.2f}, above the trained oracle's {oracle2:.2f}, so it is the better ceiling there" in page
     assert f"is ({amer2:.2f} − {single2:.2f}) / ({teacher2:.2f} − {single2:.2f}) = {share2}, below the aim" in page
