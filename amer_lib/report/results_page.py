@@ -58,15 +58,22 @@ def _single_query(rows: list[dict], sweep: list[dict]) -> str:
 
 
 def _single_query_short(rows: list[dict], sweep: list[dict]) -> str:
-    """Single-query on Linear, and on the paper's 2-layer MLP over notebook 02's settings and the d the
-    sweep ran, as one range."""
+    """Single-query on Linear, on the paper's 2-layer MLP over notebook 02's settings and the d the
+    sweep ran, and on the authors' code's 3-weight MLP over the same d, each as one range."""
     linear = _mrecall10(rows, "linear", "single")
-    paper_mlp = _sweep_single(sweep).get(PAPER_DEPTH, {})
+    swept = _sweep_single(sweep)
+    paper_mlp = swept.get(PAPER_DEPTH, {})
     mlp = _mrecall10(rows, "mlp", "single") + list(paper_mlp.values())
-    return (
-        f"Linear at most {max(linear):.1f}%; the paper's 2-layer MLP {min(mlp):.1f}-{max(mlp):.1f}% "
-        f"(d = {' / '.join(paper_mlp)})"
-    )
+    three = list(swept.get("3", {}).values())
+    authors = f", the authors' 3-weight MLP {_range(three)}%" if three else ""
+    ds = ", ".join(paper_mlp)
+    return f"Linear at most {max(linear):.1f}%; the paper's 2-layer MLP {_range(mlp)}%{authors} (d = {ds})"
+
+
+def _range(values: list[float]) -> str:
+    """`78.2-99.9`, or one number where the ends agree to the digit."""
+    low, high = f"{min(values):.1f}", f"{max(values):.1f}"
+    return low if low == high else f"{low}-{high}"
 
 
 PAPER_DEPTH = "2"  # the MLP depth of the paper's text (the authors' code has three weights)

@@ -236,17 +236,17 @@ def test_the_single_query_verdict_reads_every_d_and_depth_of_the_mlp_sweep():
     assert "the paper's 2-layer MLP: 87.0 / 99.9 / 99.8% at d = 128 / 512 / 1024" in _single_query(results, every)
     some = _verdict_single_query(results, sweep({"128": 15.0, "512": 40.0}))
     assert "not for the paper's 2-layer MLP targets at d = 512;" in some and "every d" not in some.split(";")[1]
-    # the README's cells: the paper's depth only, over notebook 02's MLP settings and the sweep's d
-    assert (
-        _single_query_short(results, every)
-        == "Linear at most 0.0%; the paper's 2-layer MLP 87.0-99.9% (d = 128 / 512 / 1024)"
+    # the README's cells: the paper's depth over notebook 02's MLP settings and the sweep's d, and the
+    # authors' code's 3-weight MLP beside it (0.0% at every d here)
+    assert _single_query_short(results, every) == (
+        "Linear at most 0.0%; the paper's 2-layer MLP 87.0-99.9%, the authors' 3-weight MLP 0.0% (d = 128, 512, 1024)"
     )
     assert _verdict_single_query_short(results, every) == (
         "reproduces for linear targets; not for the paper's 2-layer MLP at d = 128 / 512 / 1024, every d swept"
     )
     low = [{"transform": "mlp", "system": "single", "mrecall@10": 0.05}] + results[:1]
     assert _single_query_short(low, sweep({"128": 15.0, "512": 40.0})) == (
-        "Linear at most 0.0%; the paper's 2-layer MLP 5.0-40.0% (d = 128 / 512)"
+        "Linear at most 0.0%; the paper's 2-layer MLP 5.0-40.0%, the authors' 3-weight MLP 0.0% (d = 128, 512)"
     )
     assert _verdict_single_query_short(results, sweep({"128": 15.0, "512": 40.0})) == (
         "reproduces for linear targets; not for the paper's 2-layer MLP at d = 512"
