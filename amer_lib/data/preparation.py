@@ -400,6 +400,7 @@ def prepare_files(
     seed: int = 0,
     n_queries: int = 0,
     use_titles: bool = True,
+    validation_questions_path: str | Path | None = None,
 ) -> Benchmark:
     """A benchmark of your own: questions in the library's jsonl (`qid`, `question`, `answers`,
     `targets`: one list of gold document ids per answer; optionally `answer_questions`, one
@@ -410,7 +411,10 @@ def prepare_files(
     questions are split again into training and validation questions that share no component
     question (`component_validation`, seeded, its count printed and kept in the manifest), which
     every run then validates on; without them a run draws 10% of the training questions at
-    training time, as before. `n_queries` is the number of query vectors AMER generates
+    training time. `validation_questions_path`, your own validation questions, replaces both draws:
+    every run selects its checkpoint on them (a qid shared with the training or test questions is an
+    error; a component question shared with training is counted and warned of). `n_queries` is the
+    number of query vectors AMER generates
     for the dataset (0: `default_n_queries` of the training questions). `use_titles = False`
     leaves the corpus titles out of what the document encoder and BM25 see (a title that names
     the answer makes retrieval lexical). Every problem is reported with its file and line."""
@@ -432,14 +436,22 @@ def prepare_files(
         "use_titles": use_titles,
         "answer_questions": ANSWER_QUESTIONS,
     }
-    if _has_answer_questions(questions_path):
+    if validation_questions_path:
+        recipe["validation"] = "file"
+        recipe["validation_questions"] = str(Path(validation_questions_path).resolve())
+    elif _has_answer_questions(questions_path):
         recipe["validation"] = HELD_OUT_COMPONENTS
     if not Path(corpus_path).is_file():
         raise FileNotFoundError(
             f"corpus file {corpus_path} does not exist (source 'files': corpus_path, a TSV of "
             "id<TAB>text<TAB>title or a BEIR corpus.jsonl)"
         )
-    inputs = {"questions": questions_path, "test_questions": test_questions_path, "corpus": corpus_path}
+    inputs = {
+        "questions": questions_path,
+        "test_questions": test_questions_path,
+        "validation_questions": validation_questions_path,
+        "corpus": corpus_path,
+    }
     inputs = {name: path for name, path in inputs.items() if path}
     if (found := existing(directory, recipe, inputs)) is not None:
         return found
@@ -464,7 +476,23 @@ def prepare_files(
         "n_queries": {dataset: n},
         "use_titles": use_titles,
     }
-    if "validation" in recipe:
+    if validation_questions_path:
+        validation = _checked_questions(validation_questions_path, corpus, corpus_path)
+        for name, other in splits.items():
+            both = {q.qid for q in validation} & {q.qid for q in other}
+            if both:
+                raise DataFormatError(
+                    f"{validation_questions_path} and the {name} questions share the qid(s) {sorted(both)[:5]}: a "
+                    "validation question must be neither trained nor tested on"
+                )
+        trained = {c for q in splits["train"] for c in question_components(q)}
+        shared = sum(bool(question_components(q) & trained) for q in validation)
+        report = {"wanted": len(validation), "drawn": len(validation), "left_out": 0, "train": len(splits["train"])}
+        report |= {"file": str(Path(validation_questions_path).resolve()), "sharing_a_component": shared}
+        splits = {"train": splits["train"], "validation": validation, "test": splits["test"]}
+        extra["validation"] = {dataset: report}
+        _say_validation(dataset, report)
+    elif "validation" in recipe:
         held, report = component_validation(splits["train"], seed)
         splits = {"train": held["train"], "validation": held["validation"], "test": splits["test"]}
         extra["validation"] = {dataset: report}
@@ -479,19 +507,62 @@ def _has_answer_questions(path: str | Path) -> bool:
 
 
 def _say_validation(dataset: str, report: dict) -> None:
-    """Notebook 03's line on the validation split `component_validation` drew, and a warning when it
-    is short of the 10% wanted."""
+    """Notebook 03's line on the validation split (`component_validation`'s draw, or your file), its
+    resolution, and a warning where it is short of the 10% wanted or of what choosing needs."""
+    if "file" in report:
+        print(
+            f"{dataset}: {report['drawn']} validation question(s) from {report['file']} "
+            f"({report['sharing_a_component']} sharing a component question with training); "
+            f"{validation_resolution(report['drawn'])}",
+            flush=True,
+        )
+        if report["sharing_a_component"]:
+            warnings.warn(
+                f"{dataset}: {report['sharing_a_component']} of the {report['drawn']} validation questions share a "
+                "component question with training, so checkpoint selection reads questions partly trained on",
+                AmerWarning,
+                stacklevel=2,
+            )
+        warn_if_too_few_to_choose(dataset, report["drawn"])
+        return
     print(
         f"{dataset}: {report['drawn']} validation question(s) drawn whose component questions no training "
         f"question has ({report['wanted']} wanted, 10% of the training questions); {report['left_out']} "
-        f"question(s) that share a component with both splits left out; {report['train']} to train on",
+        f"question(s) that share a component with both splits left out; {report['train']} to train on; "
+        f"{validation_resolution(report['drawn'])}",
         flush=True,
     )
+    warn_if_too_few_to_choose(dataset, report["drawn"])
     if report["drawn"] < report["wanted"]:
         warnings.warn(
             f"{dataset}: only {report['drawn']} of the {report['wanted']} validation questions wanted could be "
             "drawn without a component question training sees (more would take over 20% of the questions from "
             "training); checkpoint selection reads these few",
+            AmerWarning,
+            stacklevel=2,
+        )
+
+
+VALIDATION_TO_CHOOSE = 100  # validation questions below which a checkpoint or a setting cannot be chosen on them
+
+
+def validation_resolution(n: int) -> str:
+    """What `n` validation questions resolve: the points of MRecall@100 one question is worth, and the
+    half-width of a 95% interval of a validation MRecall near 50% (1.96 sqrt(0.25 / n), in points)."""
+    return (
+        f"one validation question is {100 / n:.2f} points of MRecall@100, and a validation MRecall near 50% is "
+        f"known to ±{196 * (0.25 / n) ** 0.5:.1f} points"
+    )
+
+
+def warn_if_too_few_to_choose(dataset: str, n: int) -> None:
+    """An AmerWarning, before any training, where `n` validation questions are too few to choose on."""
+    if n < VALIDATION_TO_CHOOSE:
+        warnings.warn(
+            f"{dataset}: {n} validation question(s) are too few to choose a checkpoint or a setting on "
+            f"({validation_resolution(n)}; {VALIDATION_TO_CHOOSE} or more are needed for ±9.8): bring a larger "
+            "validation file of your own (notebook 03's validation_questions_path; docs/usage.md, 'Validation "
+            "questions of your own')",
             AmerWarning,
             stacklevel=2,
         )
@@ -556,6 +627,12 @@ class PrepConfig(Config):
         "", help='with source "files": your own questions (jsonl: qid, question, answers, targets) over corpus_path'
     )
     test_questions_path: str = param("", help='your own test split; "" draws test_fraction of questions_path (seeded)')
+    validation_questions_path: str = param(
+        "",
+        default_if_absent=True,
+        help='your own validation split, which every run selects its checkpoint on; "" draws one (10% of the '
+        "training questions, none sharing a component question with training where they have answer_questions)",
+    )
     test_fraction: float = param(0.2, help="share of questions_path drawn for testing")
     dataset_name: str = param("my_dataset", help="names its files and runs (not a built-in name)")
     n_queries: int = param(
@@ -616,6 +693,10 @@ def prepare(params: PrepConfig, progress: bool = True) -> tuple[Benchmark, dict]
     require_writable(params.prepared_dir, "prepared_dir")  # before any work, not at the first file written
     if not params.use_titles and params.source != "files":
         raise ValueError(f"use_titles = False applies to source 'files' (your own corpus), not {params.source!r}")
+    if params.validation_questions_path and params.source != "files":
+        raise ValueError(
+            f"validation_questions_path applies to source 'files' (your own questions), not {params.source!r}"
+        )
     encoder = DocumentEncoder(params.encoder, device=None if params.device == "auto" else params.device)
     benchmark, mapping = PREPARATIONS[params.source](params, encoder, progress)
     benchmark.encode(encoder, params.shard_size, params.encode_batch_size, progress)
@@ -638,6 +719,7 @@ def _files(params: PrepConfig, encoder: DocumentEncoder, progress: bool) -> tupl
         params.seed,
         params.n_queries,
         params.use_titles,
+        params.validation_questions_path or None,
     )
     return benchmark, {}
 

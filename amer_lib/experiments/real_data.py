@@ -31,7 +31,7 @@ from amer_lib.core.train import train
 from amer_lib.data.benchmark import Benchmark, draw_options
 from amer_lib.data.datasets import TextData
 from amer_lib.data.encoders import DocumentEncoder
-from amer_lib.data.preparation import PrepConfig, prepared_benchmark
+from amer_lib.data.preparation import PrepConfig, prepared_benchmark, validation_resolution, warn_if_too_few_to_choose
 from amer_lib.data.questions import MultiAnswerQuestion, component_texts
 from amer_lib.io import require_writable
 from amer_lib.runs.configs import SYSTEMS, RealConfig
@@ -213,6 +213,10 @@ def run_all(params: RealConfig, progress: bool = True) -> list[dict]:
     # a run not made yet is looked for again once the dispatcher has trained it
     cached = lambda params, *run: done[run] if done[run] is not None else entries[run].cached()  # noqa: E731
     for dataset in dict.fromkeys(run[0] for run, result in done.items() if result is None):
+        _, validation = benchmark.training_split(dataset, params.seeds[0], **draw_options(params))
+        if progress:
+            print(f"{dataset}: {len(validation)} validation questions; {validation_resolution(len(validation))}")
+        warn_if_too_few_to_choose(dataset, len(validation))
         memory_preflight(params, benchmark, dataset, progress)
     multi_vector = lambda job: job[2] != "single"  # noqa: E731
     return run_jobs(run_one, jobs, cached, params.workers, progress, first=multi_vector)

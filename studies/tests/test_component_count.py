@@ -73,7 +73,7 @@ def test_analyse_on_hand_made_scores():
     count; the validation at each run's kept step (the second AMER seed kept step 100: half its 40)."""
     scores = {"266": entry(SINGLE, AMER, [1] * 20), "1036": entry(SINGLE, SINGLE, [1] * 20)}
     scores["266"]["vector_roles"] = roles(50.0, 60.0)
-    result = component_count.analyse(scores, roles(90.0, 80.0), resamples=2_000)
+    result = component_count.analyse(scores, roles(90.0, 80.0), resamples=2_000, fair=None)
     assert result["decision"] == {"drop": 30.0, "every_seed_below": True, "p_permutation": pytest.approx(1 / 6),
                                   "p_paired": 0.25, "verdict": "supported"}  # fmt: skip
     few, many = result["counts"]["266"], result["counts"]["1036"]

@@ -2,6 +2,7 @@
 questions that share no component question with a training question (`component_validation`), as
 the compound benchmark's own split does; without `answer_questions` the split is today's."""
 
+import dataclasses
 import json
 
 import pytest
@@ -144,3 +145,61 @@ def test_without_answer_questions_the_split_is_todays(tmp_path):
     assert [q.qid for q in train] == [q.qid for q in split_questions(plain, 0.2, 1)["train"]]
     fitted_idx, val_idx = split_train_validation(16, 7)
     assert benchmark.training_split("mine", 7) == ([train[i] for i in fitted_idx], [train[i] for i in val_idx])
+
+
+def test_a_validation_file_of_your_own_is_what_every_run_validates_on(tmp_path):
+    """validation_questions_path replaces both draws: the prepared validation split is the file's
+    questions, every seed's run reads it, the manifest records the file; its resolution is said and
+    a file under VALIDATION_TO_CHOOSE questions, or one sharing a component with training, is warned of."""
+    from amer_lib.data.preparation import VALIDATION_TO_CHOOSE
+
+    questions = [compound(f"c{i}", parts) for i, parts in enumerate(["AB", "CD", "EF", "GH", "IJ", "KL"] * 2)]
+    questions = [dataclasses.replace(q, qid=f"{q.qid}-{i}") for i, q in enumerate(questions)]
+    given, corpus = write_files(tmp_path, questions)
+    mine = [compound("v0", "AM"), compound("v1", "NO")]  # v0 shares A with training (if c0's A trained)
+    (tmp_path / "validation.jsonl").write_text("".join(json.dumps(q.to_json()) + "\n" for q in mine))
+    with pytest.warns(AmerWarning) as caught:
+        benchmark = prepare_files(
+            tmp_path / "p", "mine", given, corpus, test_fraction=0.2, seed=0,
+            validation_questions_path=tmp_path / "validation.jsonl",
+        )  # fmt: skip
+    said = " ".join(str(w.message) for w in caught)
+    assert "2 validation question(s) are too few to choose" in said and f"{VALIDATION_TO_CHOOSE} or more" in said
+    assert "one validation question is 50.00 points of MRecall@100" in said and "±69.3 points" in said
+    trained = {c for q in benchmark.questions("mine", "train") for c in components(q)}
+    shared = sum(bool(components(q) & trained) for q in mine)
+    assert shared == 1 and "1 of the 2 validation questions share a component question with training" in said
+    assert [q.qid for q in benchmark.questions("mine", "validation")] == ["v0", "v1"]
+    for seed in (0, 3):
+        assert [q.qid for q in benchmark.training_split("mine", seed)[1]] == ["v0", "v1"]
+    train = benchmark.questions("mine", "train")
+    assert [q.qid for q in train] == [q.qid for q in split_questions(questions, 0.2, 0)["train"]]  # nothing drawn
+    manifest = json.loads((tmp_path / "p" / "manifest.json").read_text())
+    assert manifest["recipe"]["validation"] == "file" and manifest["validation"]["mine"]["sharing_a_component"] == 1
+    assert "validation_questions" in manifest["inputs"]
+
+
+def test_a_validation_file_sharing_a_qid_with_training_or_test_is_refused(tmp_path):
+    from amer_lib.data.questions import DataFormatError
+
+    questions = [compound(f"c{i}", f"{i}") for i in range(10)]
+    given, corpus = write_files(tmp_path, questions)
+    (tmp_path / "validation.jsonl").write_text(json.dumps(questions[0].to_json()) + "\n")
+    with pytest.raises(DataFormatError, match=r"share the qid\(s\) \['c0'\]: a validation question must be neither"):
+        prepare_files(tmp_path / "p", "mine", given, corpus, validation_questions_path=tmp_path / "validation.jsonl")
+
+
+def test_the_resolution_of_a_validation_split_is_its_arithmetic():
+    """Independent answers: 28 questions are 3.57 points each; 300 questions know a 50% MRecall to
+    1.96 x sqrt(0.25 / 300) = 5.66 points; 100 give no warning, 99 do."""
+    import warnings
+
+    from amer_lib.data.preparation import validation_resolution, warn_if_too_few_to_choose
+
+    assert validation_resolution(28).startswith("one validation question is 3.57 points")
+    assert validation_resolution(300).endswith("known to ±5.7 points")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warn_if_too_few_to_choose("d", 100)
+    with pytest.warns(AmerWarning, match="d: 99 validation question"):
+        warn_if_too_few_to_choose("d", 99)

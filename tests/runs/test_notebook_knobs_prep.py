@@ -121,6 +121,32 @@ def own_files(folder, n_questions=10, answers=3):
     return folder
 
 
+@bites("PrepConfig.validation_questions_path")
+def test_notebook_03_validates_on_your_validation_file_and_refuses_it_for_other_sources(encoders, tmp_path):
+    files = own_files(tmp_path / "own")
+    records = [json.loads(line) for line in (files / "questions.jsonl").read_text().splitlines()]
+    (files / "validation.jsonl").write_text(
+        "".join(json.dumps({**r, "qid": f"v{r['qid']}"}) + "\n" for r in records[:3])
+    )
+    params = notebook_config(
+        "03_real_data_prep",
+        source="files",
+        questions_path=str(files / "questions.jsonl"),
+        corpus_path=str(files / "corpus.tsv"),
+        validation_questions_path=str(files / "validation.jsonl"),
+        dataset_name="mine",
+        device="cpu",
+        prepared_dir=str(tmp_path / "a"),
+    )
+    with pytest.warns(UserWarning, match="3 validation question"):
+        benchmark = prepare(params, progress=False)[0]
+    expected = [f"v{r['qid']}" for r in records[:3]]
+    assert [q.qid for q in benchmark.questions("mine", "validation")] == expected
+    assert [q.qid for q in benchmark.training_split("mine", 4)[1]] == expected
+    with pytest.raises(ValueError, match="validation_questions_path applies to source 'files'"):
+        prepare(params.replace(source="wordnet", prepared_dir=str(tmp_path / "b")), progress=False)
+
+
 @bites(
     "PrepConfig.questions_path",
     "PrepConfig.corpus_path",
