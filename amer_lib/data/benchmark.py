@@ -174,10 +174,20 @@ class Benchmark:
             questions = self.questions(dataset, "train")
         else:
             questions = draw.questions(self, dataset, seed, **chosen)
-        if (self.directory / f"{dataset}_validation.jsonl").exists():
+        if self._has_own_validation(dataset):
             return questions, self.questions(dataset, "validation")
         train_idx, val_idx = split_train_validation(len(questions), seed)
         return [questions[i] for i in train_idx.tolist()], [questions[i] for i in val_idx.tolist()]
+
+    def validation_questions(self, dataset: str, seed: int, **options) -> list[MultiAnswerQuestion]:
+        """The questions a run of `seed` validates on (`training_split`'s second), read without drawing
+        the training questions where the benchmark has a validation split of its own."""
+        if self._has_own_validation(dataset):
+            return self.questions(dataset, "validation")
+        return self.training_split(dataset, seed, **options)[1]
+
+    def _has_own_validation(self, dataset: str) -> bool:
+        return (self.directory / f"{dataset}_validation.jsonl").exists()
 
     def questions(self, dataset: str, split: str) -> list[MultiAnswerQuestion]:
         if dataset not in self.datasets:

@@ -487,11 +487,11 @@ def prepare_files(
                 )
         trained = {c for q in splits["train"] for c in question_components(q)}
         shared = sum(bool(question_components(q) & trained) for q in validation)
-        report = {"wanted": len(validation), "drawn": len(validation), "left_out": 0, "train": len(splits["train"])}
-        report |= {"file": str(Path(validation_questions_path).resolve()), "sharing_a_component": shared}
+        report = {"file": str(Path(validation_questions_path).resolve()), "drawn": len(validation)}
+        report |= {"sharing_a_component": shared, "train": len(splits["train"])}
         splits = {"train": splits["train"], "validation": validation, "test": splits["test"]}
         extra["validation"] = {dataset: report}
-        _say_validation(dataset, report)
+        _say_validation_file(dataset, report)
     elif "validation" in recipe:
         held, report = component_validation(splits["train"], seed)
         splits = {"train": held["train"], "validation": held["validation"], "test": splits["test"]}
@@ -506,25 +506,28 @@ def _has_answer_questions(path: str | Path) -> bool:
     return Path(path).is_file() and any(q.answer_questions for q in read_questions(path))
 
 
-def _say_validation(dataset: str, report: dict) -> None:
-    """Notebook 03's line on the validation split (`component_validation`'s draw, or your file), its
-    resolution, and a warning where it is short of the 10% wanted or of what choosing needs."""
-    if "file" in report:
-        print(
-            f"{dataset}: {report['drawn']} validation question(s) from {report['file']} "
-            f"({report['sharing_a_component']} sharing a component question with training); "
-            f"{validation_resolution(report['drawn'])}",
-            flush=True,
+def _say_validation_file(dataset: str, report: dict) -> None:
+    """Notebook 03's line on your validation file, its resolution, and a warning where its questions
+    share a component question with training or are too few to choose on."""
+    print(
+        f"{dataset}: {report['drawn']} validation question(s) from {report['file']} "
+        f"({report['sharing_a_component']} sharing a component question with training); "
+        f"{validation_resolution(report['drawn'])}",
+        flush=True,
+    )
+    if report["sharing_a_component"]:
+        warnings.warn(
+            f"{dataset}: {report['sharing_a_component']} of the {report['drawn']} validation questions share a "
+            "component question with training, so checkpoint selection reads questions partly trained on",
+            AmerWarning,
+            stacklevel=2,
         )
-        if report["sharing_a_component"]:
-            warnings.warn(
-                f"{dataset}: {report['sharing_a_component']} of the {report['drawn']} validation questions share a "
-                "component question with training, so checkpoint selection reads questions partly trained on",
-                AmerWarning,
-                stacklevel=2,
-            )
-        warn_if_too_few_to_choose(dataset, report["drawn"])
-        return
+    warn_if_too_few_to_choose(dataset, report["drawn"])
+
+
+def _say_validation(dataset: str, report: dict) -> None:
+    """Notebook 03's line on the validation split `component_validation` drew, its resolution, and a
+    warning where it is short of the 10% wanted or of what choosing needs."""
     print(
         f"{dataset}: {report['drawn']} validation question(s) drawn whose component questions no training "
         f"question has ({report['wanted']} wanted, 10% of the training questions); {report['left_out']} "
@@ -546,21 +549,27 @@ def _say_validation(dataset: str, report: dict) -> None:
 VALIDATION_TO_CHOOSE = 100  # validation questions below which a checkpoint or a setting cannot be chosen on them
 
 
+def validation_half_width(n: int) -> float:
+    """The half-width, in points, of a 95% interval of an MRecall near 50% over `n` questions: 1.96 sqrt(0.25 / n)."""
+    return 196 * (0.25 / n) ** 0.5
+
+
 def validation_resolution(n: int) -> str:
-    """What `n` validation questions resolve: the points of MRecall@100 one question is worth, and the
-    half-width of a 95% interval of a validation MRecall near 50% (1.96 sqrt(0.25 / n), in points)."""
+    """What `n` validation questions resolve: the points of MRecall@100 one question is worth, and
+    `validation_half_width`."""
     return (
         f"one validation question is {100 / n:.2f} points of MRecall@100, and a validation MRecall near 50% is "
-        f"known to ±{196 * (0.25 / n) ** 0.5:.1f} points"
+        f"known to ±{validation_half_width(n):.1f} points"
     )
 
 
 def warn_if_too_few_to_choose(dataset: str, n: int) -> None:
     """An AmerWarning, before any training, where `n` validation questions are too few to choose on."""
     if n < VALIDATION_TO_CHOOSE:
+        enough = f"{VALIDATION_TO_CHOOSE} or more are needed for ±{validation_half_width(VALIDATION_TO_CHOOSE):.1f}"
         warnings.warn(
             f"{dataset}: {n} validation question(s) are too few to choose a checkpoint or a setting on "
-            f"({validation_resolution(n)}; {VALIDATION_TO_CHOOSE} or more are needed for ±9.8): bring a larger "
+            f"({validation_resolution(n)}; {enough}): bring a larger "
             "validation file of your own (notebook 03's validation_questions_path; docs/usage.md, 'Validation "
             "questions of your own')",
             AmerWarning,

@@ -213,10 +213,10 @@ def run_all(params: RealConfig, progress: bool = True) -> list[dict]:
     # a run not made yet is looked for again once the dispatcher has trained it
     cached = lambda params, *run: done[run] if done[run] is not None else entries[run].cached()  # noqa: E731
     for dataset in dict.fromkeys(run[0] for run, result in done.items() if result is None):
-        _, validation = benchmark.training_split(dataset, params.seeds[0], **draw_options(params))
+        validated = len(benchmark.validation_questions(dataset, params.seeds[0], **draw_options(params)))
         if progress:
-            print(f"{dataset}: {len(validation)} validation questions; {validation_resolution(len(validation))}")
-        warn_if_too_few_to_choose(dataset, len(validation))
+            print(f"{dataset}: {validated} validation questions; {validation_resolution(validated)}")
+        warn_if_too_few_to_choose(dataset, validated)
         memory_preflight(params, benchmark, dataset, progress)
     multi_vector = lambda job: job[2] != "single"  # noqa: E731
     return run_jobs(run_one, jobs, cached, params.workers, progress, first=multi_vector)

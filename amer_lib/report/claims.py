@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from amer_lib.report.evidence import read_evidence
+
 FIGURES = Path("figures")  # the command runs from the repository root, as every command shown does
 
 
@@ -56,8 +58,6 @@ class Claim:
     def _read(self, figures: Path) -> list:
         rows: list = [read_rows(figures, name) for name in self.files]
         if self.evidence:
-            from amer_lib.report.evidence import read_evidence
-
             rows.append(read_evidence(claim=self.evidence))
         return rows
 

@@ -26,6 +26,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from amer_lib.io import write_json
+
 EVIDENCE = Path("studies") / "evidence"  # the command runs from the repository root, as every command shown does
 
 RULE = (
@@ -42,6 +44,11 @@ class Estimate:
     value: float
     low: float | None = None
     high: float | None = None
+
+    @classmethod
+    def of(cls, record: dict, value: str) -> Estimate:
+        """The estimate a study's record holds as `{value: ..., "low": ..., "high": ...}`."""
+        return cls(value=record[value], low=record["low"], high=record["high"])
 
     def percent(self) -> str:
         """`65% (49-84%)`, or `65%` without an interval."""
@@ -82,8 +89,6 @@ class Evidence:
 
     def write(self, path: str | Path) -> None:
         """The record as JSON at `path`, written atomically."""
-        from amer_lib.io import write_json
-
         write_json(path, asdict(self))
 
     @classmethod
@@ -93,8 +98,13 @@ class Evidence:
         p = {int(k): v for k, v in payload.pop("p_decomposition").items()}
         return cls(**payload, **estimates, p_decomposition=p)
 
+    def significant(self, k: int, alpha: float = 0.05) -> bool:
+        """Whether AMER minus the decomposition at `k` is significant: its corrected p below `alpha`, a
+        p printed at the bootstrap's floor ("≤ 0.0004") read as that bound."""
+        return float(self.p_decomposition[k].removeprefix("≤ ")) < alpha
 
-ESTIMATES = ("shares", "against_decomposition")
+
+ESTIMATES = ("shares", "against_decomposition")  # the fields of Estimates by k, read back from JSON
 
 
 def rank(evidence: Evidence) -> tuple:

@@ -228,15 +228,16 @@ def _power_verdict(cells: list[dict], detected: str) -> str:
     return f"{detected}; detects ≥ {_span(c['detectable'] for c in cells)} points at 80% power; {', '.join(sized)}"
 
 
-def _verdict_gains(rows: list[dict], summary: list[dict], system: str = "AMER") -> str:
-    """Significant gains in every column, none at all, or some of them."""
+def _verdict_gains(rows: list[dict], summary: list[dict], system: str = "AMER", power: list[dict] | None = None) -> str:
+    """Significant gains in every column, none at all (with what the design could detect: `power`,
+    `_power` of the summary where not given), or some of them."""
     row = next(r for r in rows if r["System"] == system)
     cells = list(row.values())[1:]
     ahead = [_percent(c) > 0 and AHEAD in c for c in cells]
     if all(ahead):
         return "reproduces offline"
     if not any(ahead):
-        return _power_verdict(_power(summary, None, PAPER_GAINS), "no gain detected")
+        return _power_verdict(power or _power(summary, None, PAPER_GAINS), "no gain detected")
     return f"partly: ahead (significant) in {sum(ahead)} of {len(cells)} columns"
 
 
@@ -251,11 +252,12 @@ def _power_in_full(cells: list[dict]) -> str:
 
 
 def _verdict_gains_in_full(rows: list[dict], summary: list[dict]) -> str:
+    power = _power(summary, None, PAPER_GAINS)
     return (
-        f"{_verdict_gains(rows, summary)}. AMER minus single-query in points with its 95% interval (seeds and "
-        "questions resampled), the smallest difference a two-sided test at 0.05 detects with 80% power (normal "
-        "approximation: 2.80 standard errors, the interval's width over 3.92), and the paper's relative gains applied "
-        f"to this single-query's MRecall@100, in points: {_power_in_full(_power(summary, None, PAPER_GAINS))}; "
+        f"{_verdict_gains(rows, summary, power=power)}. AMER minus single-query in points with its 95% interval "
+        "(seeds and questions resampled), the smallest difference a two-sided test at 0.05 detects with 80% "
+        "power (normal approximation: 2.80 standard errors, the interval's width over 3.92), and the paper's "
+        f"relative gains applied to this single-query's MRecall@100, in points: {_power_in_full(power)}; "
         "offline AMER departs from the paper twice: fed targets left out of the "
         "matching, matched terms averaged (`docs/departures.md`); the stds, p-values and significance marks: "
         "`04_real_data/full_results_minilm.md`"
@@ -274,7 +276,11 @@ def _sampling_power(per_backbone: list[dict]) -> list[dict]:
 
 
 def _verdict_table3(rows: list[dict], per_backbone: list[dict]) -> str:
-    cells = _sampling_power(per_backbone)
+    return _table3_power(_sampling_power(per_backbone))
+
+
+def _table3_power(cells: list[dict]) -> str:
+    """The detectable difference's range against the paper's differences in points here (`_sampling_power`)."""
     paper = [points for c in cells for points in c["paper"].values()]
     return (
         f"undecided (one seed); detects ≥ {_span(c['detectable'] for c in cells)} points at 80% power; the paper's "
@@ -282,30 +288,22 @@ def _verdict_table3(rows: list[dict], per_backbone: list[dict]) -> str:
     )
 
 
-def _sampling_directions(rows: list[dict], per_backbone: list[dict]) -> str:
-    """In how many columns scheduled sampling is ahead of always-predicted, and in how many of the
-    paper's differences (points here) the design's detectable difference is larger."""
+def _verdict_table3_in_full(rows: list[dict], per_backbone: list[dict]) -> str:
+    """`_verdict_table3`, in how many columns scheduled sampling is ahead of always-predicted, how many
+    of the paper's differences lie below the detectable one, and each column's numbers."""
+    cells = _sampling_power(per_backbone)
     scheduled, predicted = (next(r for r in rows if r["System"] == s) for s in SAMPLING_ROWS)
     columns = list(scheduled)[1:]
     better = sum(_percent(scheduled[c]) > _percent(predicted[c]) for c in columns)
-    cells = _sampling_power(per_backbone)
     below = sum(points < c["detectable"] for c in cells for points in c["paper"].values())
     return (
-        f"scheduled sampling ahead in {better} of {len(columns)} columns; {below} of {2 * len(cells)} of the paper's "
-        "differences (AmbigQA- and QAMPARI-sized) lie below the "
-        "detectable difference"
-    )
-
-
-def _verdict_table3_in_full(rows: list[dict], per_backbone: list[dict]) -> str:
-    return (
-        f"{_verdict_table3(rows, per_backbone)}: {_sampling_directions(rows, per_backbone)}. One seed, whose "
-        "differences move between machines "
+        f"{_table3_power(cells)}: scheduled sampling ahead in {better} of {len(columns)} columns; {below} of "
+        f"{2 * len(cells)} of the paper's differences (AmbigQA- and QAMPARI-sized) lie below the detectable "
+        "difference. One seed, whose differences move between machines "
         "(`docs/results.md`); the detectable difference is approximate: the wider of the two variants' intervals "
         "against single-query (questions resampled) stands for their difference's, and the paper's effect is its "
         "scheduled gain minus its always-predicted gain, applied to this single-query's MRecall@100, in points "
-        "(first, scheduled sampling minus single-query with its interval): "
-        f"{_power_in_full(_sampling_power(per_backbone))}"
+        f"(first, scheduled sampling minus single-query with its interval): {_power_in_full(cells)}"
     )
 
 

@@ -369,7 +369,6 @@ def evidence_of(result: dict, resamples: int = RESAMPLES):
     head = result["headline"]
     rows = [r for r in head["rows"] if r["dataset"] in AIM_DATASETS]
     k = {r["dataset"]: int(r["dataset"].removeprefix("compound_k")) for r in rows}
-    interval = lambda d, value: Estimate(value=d[value], low=d["low"], high=d["high"])  # noqa: E731
     return Evidence(
         claim="kept_levers",
         name="WordNet, the kept recipe's seven seeds",
@@ -380,8 +379,10 @@ def evidence_of(result: dict, resamples: int = RESAMPLES):
         seeds=min(len(r["seeds"]) for r in rows),
         interval="components",
         machine="one H200, the offline models (MiniLM and SmolLM2-135M)",
-        shares={k[r["dataset"]]: interval(r[f"share_{r['better_ceiling']}_by_components"], "share") for r in rows},
-        against_decomposition={k[r["dataset"]]: interval(r[f"against_{TEACHER}_by_components"], "delta") for r in rows},
+        shares={k[r["dataset"]]: Estimate.of(r[f"share_{r['better_ceiling']}_by_components"], "share") for r in rows},
+        against_decomposition={
+            k[r["dataset"]]: Estimate.of(r[f"against_{TEACHER}_by_components"], "delta") for r in rows
+        },
         p_decomposition={
             k[r["dataset"]]: p_text(r[f"against_{TEACHER}_by_components"]["p_holm"], resamples, head["comparisons"])
             for r in rows

@@ -322,15 +322,10 @@ def evidence_of(
         seeds=min(r["seeds"] for r in rows),
         interval="components",
         machine="2-core AMD EPYC",
-        shares={r["k"]: estimate(r[f"{share_key}_by_components"], "share") for r in rows},
-        against_decomposition={r["k"]: estimate(r["amer_vs_decomposition_by_components"], "delta") for r in rows},
+        shares={r["k"]: Estimate.of(r[f"{share_key}_by_components"], "share") for r in rows},
+        against_decomposition={r["k"]: Estimate.of(r["amer_vs_decomposition_by_components"], "delta") for r in rows},
         p_decomposition={r["k"]: r["amer_vs_decomposition_by_components"]["p_text"] for r in rows},
     )
-
-
-def estimate(interval: dict, value: str) -> Estimate:
-    """An `Estimate` of a record's `{value, low, high}`."""
-    return Estimate(value=interval[value], low=interval["low"], high=interval["high"])
 
 
 EVIDENCE = ROOT / "studies" / "evidence"

@@ -145,6 +145,7 @@ def test_without_answer_questions_the_split_is_todays(tmp_path):
     assert [q.qid for q in train] == [q.qid for q in split_questions(plain, 0.2, 1)["train"]]
     fitted_idx, val_idx = split_train_validation(16, 7)
     assert benchmark.training_split("mine", 7) == ([train[i] for i in fitted_idx], [train[i] for i in val_idx])
+    assert benchmark.validation_questions("mine", 7) == [train[i] for i in val_idx]  # drawn by the run's seed
 
 
 def test_a_validation_file_of_your_own_is_what_every_run_validates_on(tmp_path):
@@ -172,6 +173,7 @@ def test_a_validation_file_of_your_own_is_what_every_run_validates_on(tmp_path):
     assert [q.qid for q in benchmark.questions("mine", "validation")] == ["v0", "v1"]
     for seed in (0, 3):
         assert [q.qid for q in benchmark.training_split("mine", seed)[1]] == ["v0", "v1"]
+        assert benchmark.validation_questions("mine", seed) == benchmark.training_split("mine", seed)[1]
     train = benchmark.questions("mine", "train")
     assert [q.qid for q in train] == [q.qid for q in split_questions(questions, 0.2, 0)["train"]]  # nothing drawn
     manifest = json.loads((tmp_path / "p" / "manifest.json").read_text())

@@ -275,8 +275,8 @@ def test_notebook_04_makes_one_run_per_dataset_system_and_seed_on_its_workers(mo
         def check(self, datasets, *args):
             pass
 
-        def training_split(self, dataset, seed, **options):
-            return [], [None] * 300  # validation enough to choose on: no warning
+        def validation_questions(self, dataset, seed, **options):
+            return [None] * 300  # validation enough to choose on: no warning
 
     handed = []
     monkeypatch.setattr(real_data, "Benchmark", Prepared)
