@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import multiprocessing
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -75,6 +76,8 @@ class StepReporter:
 TIMED_SECONDS = 30.0  # how long the parent times the steps before it estimates the rest
 LATE_SECONDS = 2.0  # how long the parent waits, once every job is done, for step counts still on their way
 _STEPS = None  # in a worker: the queue its training steps go to (set by `_start_worker`)
+_IN_JOB = False  # in a worker: a job is running (`_call_reporting`)
+_ENDING = False  # in a worker: it was asked to end, and is saying its last words
 
 
 def _start_worker(parent: int, steps, gpus) -> None:
@@ -88,17 +91,36 @@ def _start_worker(parent: int, steps, gpus) -> None:
     sys.stdout, sys.stderr = ToParent(steps, "stdout"), ToParent(steps, "stderr")
     if gpus is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = gpus.get()
+    signal.signal(signal.SIGTERM, _on_sigterm)
     end_with_parent(parent)
+
+
+def _on_sigterm(signum, frame) -> None:
+    """A worker's SIGTERM outside a training's own handler (`io.stop_requests`): an idle worker ends
+    at once; a job is interrupted (KeyboardInterrupt), so that its worker sends what it printed
+    before it ends (`_call_reporting`). Any later SIGTERM is ignored while it does: the pool itself
+    sends one to every worker once the idle one has ended (`concurrent.futures`' broken-pool path),
+    and a training that had just stopped would lose the line saying where its run resumes."""
+    global _ENDING
+    if _ENDING:
+        return
+    _ENDING = True
+    if not _IN_JOB:
+        os._exit(1)
+    raise KeyboardInterrupt
 
 
 def _call_reporting(function: Callable, args: tuple):
     """A job in a worker, its steps reported. A job stopped by a signal (SIGTERM from `_end_workers`,
     a terminal's Ctrl-C: a training ends its step and checkpoints first) ends its worker: the pool is
     being shut down, and the worker would otherwise wait for a next job until it is killed."""
+    global _ENDING, _IN_JOB
     reporter = StepReporter(_STEPS)
+    _IN_JOB = True
     try:
         return function(*args, on_step=reporter)
     except KeyboardInterrupt:
+        _ENDING = True
         sys.stdout.flush()
         sys.stderr.flush()
         reporter.flush()
@@ -106,6 +128,7 @@ def _call_reporting(function: Callable, args: tuple):
         _STEPS.join_thread()  # what it printed and counted reaches the parent before the worker ends
         os._exit(1)
     finally:
+        _IN_JOB = False
         reporter.flush()
 
 

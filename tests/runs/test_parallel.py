@@ -201,3 +201,40 @@ def test_a_sibling_whose_stop_checkpoint_fails_still_ends_at_once(tmp_path):
     assert parent.returncode != 0 and "No space left on device" in parent.stderr
     assert time.time() - started < 60
     assert (run_dir / "best.pt").exists() and not (run_dir / "checkpoint.pt").exists()  # it trained until asked
+
+
+TERMINATED_TWICE = """
+import os, signal, sys, time
+from amer_lib.io import stop_requests
+from amer_lib.runs.parallel import run_parallel
+
+def job(kind, on_step=None):
+    if kind == "fails":
+        time.sleep(3)
+        raise OSError(28, "No space left on device")
+    try:
+        with stop_requests() as stop:
+            on_step()
+            while not stop:
+                time.sleep(0.01)
+            print("stopped at step 1 of 2 (SIGTERM); the same command resumes there", flush=True)
+            raise KeyboardInterrupt  # as a training's TrainingStopped
+    finally:
+        os.kill(os.getpid(), signal.SIGTERM)  # the pool's own SIGTERM once its idle worker ended
+
+if __name__ == "__main__":
+    run_parallel(job, [("stops",), ("fails",)], 2, 2, "steps", progress=False)
+"""
+
+
+def test_a_second_sigterm_after_the_stop_does_not_lose_what_the_worker_said(tmp_path):
+    """The pool, once `_end_workers` ended its idle worker, sees a broken pool and sends every
+    worker SIGTERM again (`concurrent.futures`' terminate_broken). Arriving after the training had
+    put back the worker's own handler, it used to end the worker before the line saying where its
+    run resumes had left it. The worker now ends as its first stop asked, and says so."""
+    script = tmp_path / "terminated_twice.py"
+    script.write_text(TERMINATED_TWICE)
+    for _ in range(3):
+        parent = subprocess.run([sys.executable, str(script)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert parent.returncode != 0 and "No space left on device" in parent.stderr
+        assert parent.stdout.count("stopped at step 1 of 2 (SIGTERM); the same command resumes there\n") == 1
